@@ -1,0 +1,290 @@
+/* Allocation, file and directory helpers shared by every component. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "husk/cleanup.h"
+#include "husk/util.h"
+
+static void
+oom (void)
+{
+  static const char msg[] = "husk: out of memory\n";
+  (void) !write (2, msg, sizeof msg - 1);
+  abort ();
+}
+
+void *
+xmalloc (size_t size)
+{
+  void *p = malloc (size ? size : 1);
+  if (p == NULL)
+    oom ();
+  return p;
+}
+
+void *
+xcalloc (size_t n, size_t size)
+{
+  void *p = calloc (n ? n : 1, size ? size : 1);
+  if (p == NULL)
+    oom ();
+  return p;
+}
+
+void *
+xrealloc (void *ptr, size_t size)
+{
+  void *p = realloc (ptr, size ? size : 1);
+  if (p == NULL)
+    oom ();
+  return p;
+}
+
+char *
+xstrdup (const char *s)
+{
+  char *p;
+
+  if (s == NULL)
+    return NULL;
+  p = strdup (s);
+  if (p == NULL)
+    oom ();
+  return p;
+}
+
+char *
+xasprintf (const char *fmt, ...)
+{
+  char *out = NULL;
+  va_list ap;
+
+  va_start (ap, fmt);
+  if (vasprintf (&out, fmt, ap) < 0)
+    oom ();
+  va_end (ap);
+  return out;
+}
+
+int
+husk_write_all (int fd, const void *buf, size_t len)
+{
+  const char *p = buf;
+
+  while (len > 0)
+    {
+      ssize_t n = write (fd, p, len);
+      if (n < 0)
+        {
+          if (errno == EINTR)
+            continue;
+          return -1;
+        }
+      p += n;
+      len -= (size_t) n;
+    }
+  return 0;
+}
+
+int
+husk_read_fd (int fd, char **out, size_t *len, const char *what, struct husk_error **err)
+{
+  size_t cap = 4096, used = 0;
+  cleanup_free char *buf = xmalloc (cap);
+
+  for (;;)
+    {
+      ssize_t n;
+
+      if (used + 1 >= cap)
+        {
+          cap *= 2;
+          buf = xrealloc (buf, cap);
+        }
+      n = read (fd, buf + used, cap - used - 1);
+      if (n < 0)
+        {
+          if (errno == EINTR)
+            continue;
+          return husk_error_make (err, errno, "read `%s`", what);
+        }
+      if (n == 0)
+        break;
+      used += (size_t) n;
+    }
+  buf[used] = '\0';
+  if (len)
+    *len = used;
+  *out = steal_pointer (&buf);
+  return 0;
+}
+
+int
+husk_read_file (const char *path, char **out, size_t *len, struct husk_error **err)
+{
+  cleanup_close int fd = open (path, O_RDONLY | O_CLOEXEC);
+
+  if (fd < 0)
+    return husk_error_make (err, errno, "open `%s`", path);
+  return husk_read_fd (fd, out, len, path, err);
+}
+
+static int
+write_and_rename (const char *path, const void *data, size_t len, mode_t mode, bool durable,
+                  struct husk_error **err)
+{
+  cleanup_free char *tmp = xasprintf ("%s.tmp.%d", path, (int) getpid ());
+  cleanup_close int fd = open (tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+
+  if (fd < 0)
+    return husk_error_make (err, errno, "create `%s`", tmp);
+  if (husk_write_all (fd, data, len) < 0 || (durable && fsync (fd) < 0))
+    {
+      int saved = errno;
+      unlink (tmp);
+      return husk_error_make (err, saved, "write `%s`", tmp);
+    }
+  if (rename (tmp, path) < 0)
+    {
+      int saved = errno;
+      unlink (tmp);
+      return husk_error_make (err, saved, "rename `%s` to `%s`", tmp, path);
+    }
+  return 0;
+}
+
+int
+husk_write_file_atomic (const char *path, const void *data, size_t len, mode_t mode, struct husk_error **err)
+{
+  return write_and_rename (path, data, len, mode, true, err);
+}
+
+int
+husk_write_file_replace (const char *path, const void *data, size_t len, mode_t mode, struct husk_error **err)
+{
+  return write_and_rename (path, data, len, mode, false, err);
+}
+
+int
+husk_write_file (const char *path, const char *data, size_t len, struct husk_error **err)
+{
+  cleanup_close int fd = open (path, O_WRONLY | O_CLOEXEC);
+
+  if (fd < 0)
+    return husk_error_make (err, errno, "open `%s`", path);
+  if (husk_write_all (fd, data, len) < 0)
+    return husk_error_make (err, errno, "write `%s`", path);
+  return 0;
+}
+
+int
+husk_mkdir_p (const char *path, mode_t mode, struct husk_error **err)
+{
+  cleanup_free char *copy = xstrdup (path);
+
+  for (char *p = copy + 1; *p; p++)
+    {
+      if (*p != '/')
+        continue;
+      *p = '\0';
+      if (mkdir (copy, mode) < 0 && errno != EEXIST)
+        return husk_error_make (err, errno, "mkdir `%s`", copy);
+      *p = '/';
+    }
+  if (mkdir (copy, mode) < 0 && errno != EEXIST)
+    return husk_error_make (err, errno, "mkdir `%s`", copy);
+  return 0;
+}
+
+static int
+rm_rf_at (int parent_fd, const char *name, dev_t dev, struct husk_error **err)
+{
+  struct stat st;
+  cleanup_close int fd = -1;
+  cleanup_dir DIR *dir = NULL;
+  struct dirent *de;
+
+  if (fstatat (parent_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+    return errno == ENOENT ? 0 : husk_error_make (err, errno, "stat `%s`", name);
+  if (!S_ISDIR (st.st_mode))
+    {
+      if (unlinkat (parent_fd, name, 0) < 0 && errno != ENOENT)
+        return husk_error_make (err, errno, "unlink `%s`", name);
+      return 0;
+    }
+  if (st.st_dev != dev)
+    return husk_error_make (err, EBUSY, "remove `%s`: a mount point", name);
+  fd = openat (parent_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0)
+    return husk_error_make (err, errno, "open `%s`", name);
+  dir = fdopendir (fd);
+  if (dir == NULL)
+    return husk_error_make (err, errno, "opendir `%s`", name);
+  fd = -1; /* owned by dir now */
+  while ((de = readdir (dir)) != NULL)
+    {
+      if (strcmp (de->d_name, ".") == 0 || strcmp (de->d_name, "..") == 0)
+        continue;
+      if (rm_rf_at (dirfd (dir), de->d_name, dev, err) < 0)
+        return husk_error_wrap (err, "remove `%s`", name);
+    }
+  if (unlinkat (parent_fd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+    return husk_error_make (err, errno, "rmdir `%s`", name);
+  return 0;
+}
+
+int
+husk_rm_rf (const char *path, struct husk_error **err)
+{
+  struct stat st;
+
+  if (lstat (path, &st) < 0)
+    return errno == ENOENT ? 0 : husk_error_make (err, errno, "stat `%s`", path);
+  return rm_rf_at (AT_FDCWD, path, st.st_dev, err);
+}
+
+bool
+husk_str_has_prefix (const char *s, const char *prefix)
+{
+  return strncmp (s, prefix, strlen (prefix)) == 0;
+}
+
+bool
+husk_str_has_suffix (const char *s, const char *suffix)
+{
+  size_t ls = strlen (s), lx = strlen (suffix);
+  return ls >= lx && strcmp (s + ls - lx, suffix) == 0;
+}
+
+int
+husk_parse_int64 (const char *s, long long min, long long max, long long *out)
+{
+  char *end = NULL;
+  long long v;
+
+  if (s == NULL || *s == '\0')
+    return -1;
+  errno = 0;
+  v = strtoll (s, &end, 10);
+  if (errno != 0 || *end != '\0' || v < min || v > max)
+    return -1;
+  *out = v;
+  return 0;
+}
+
+size_t
+husk_strv_len (char *const *v)
+{
+  size_t n = 0;
+  while (v && v[n])
+    n++;
+  return n;
+}

@@ -1,0 +1,48 @@
+/* The one error type of husk.  A function that can fail takes
+ * `struct husk_error **err`, returns a negative int and fills *err with a
+ * message saying what was being done and to what.  Callers add context with
+ * husk_error_wrap() and return.  Library code never exits the process. */
+#ifndef HUSK_ERROR_H
+#define HUSK_ERROR_H
+
+#include <stdarg.h>
+
+struct husk_error
+{
+  int errnum; /* errno that caused it, or 0 */
+  char *msg;  /* one line, no trailing newline */
+};
+
+/* Builds an error; appends ": strerror(errnum)" when errnum != 0.  If *err
+ * already holds an error it is replaced.  Always returns -1. */
+int husk_error_make (struct husk_error **err, int errnum, const char *fmt, ...)
+    __attribute__ ((format (printf, 3, 4)));
+int husk_error_makev (struct husk_error **err, int errnum, const char *fmt, va_list ap);
+
+/* Prefixes "fmt: " to the message in *err (which must be set).  Returns -1. */
+int husk_error_wrap (struct husk_error **err, const char *fmt, ...) __attribute__ ((format (printf, 2, 3)));
+
+void husk_error_free (struct husk_error **err);
+
+/* Prints "PROG: MSG\n" to stderr and frees the error. */
+void husk_error_report (struct husk_error **err, const char *prog);
+
+/* A log sink for warnings and debug lines (stderr by default).  The runtime
+ * CLI points it at --log with text or json format. */
+enum husk_log_level
+{
+  HUSK_LOG_ERROR,
+  HUSK_LOG_WARNING,
+  HUSK_LOG_INFO,
+  HUSK_LOG_DEBUG,
+};
+
+void husk_log_set_file (int fd, int json);
+void husk_log_set_level (enum husk_log_level level);
+void husk_log_set_prog (const char *prog);
+int husk_log_is_redirected (void);
+void husk_log (enum husk_log_level level, const char *fmt, ...) __attribute__ ((format (printf, 2, 3)));
+#define husk_warn(...) husk_log (HUSK_LOG_WARNING, __VA_ARGS__)
+#define husk_debug(...) husk_log (HUSK_LOG_DEBUG, __VA_ARGS__)
+
+#endif

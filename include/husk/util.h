@@ -1,0 +1,52 @@
+/* Small helpers shared by every component: allocation that cannot fail,
+ * whole-file I/O, atomic writes, directories. */
+#ifndef HUSK_UTIL_H
+#define HUSK_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "husk/error.h"
+
+#define HUSK_VERSION "0.1.0"
+
+/* Abort on out-of-memory: there is no sane recovery in a runtime. */
+void *xmalloc (size_t size);
+void *xcalloc (size_t n, size_t size);
+void *xrealloc (void *ptr, size_t size);
+char *xstrdup (const char *s);
+char *xasprintf (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));
+
+/* Reads a whole file (NUL-terminated; *len excludes the NUL). */
+int husk_read_file (const char *path, char **out, size_t *len, struct husk_error **err);
+int husk_read_fd (int fd, char **out, size_t *len, const char *what, struct husk_error **err);
+
+/* write(2) until done, retrying EINTR. */
+int husk_write_all (int fd, const void *buf, size_t len);
+
+/* Writes path.tmp, fsyncs, renames over path: for state that must survive
+ * a crash of the machine. */
+int husk_write_file_atomic (const char *path, const void *data, size_t len, mode_t mode,
+                            struct husk_error **err);
+/* The same without fsync: readers never see a torn file, but a power loss
+ * may lose it.  For volatile state under /run. */
+int husk_write_file_replace (const char *path, const void *data, size_t len, mode_t mode,
+                             struct husk_error **err);
+/* Writes an existing file in place (for /proc and cgroup files). */
+int husk_write_file (const char *path, const char *data, size_t len, struct husk_error **err);
+
+int husk_mkdir_p (const char *path, mode_t mode, struct husk_error **err);
+/* rm -rf that does not cross mount points. */
+int husk_rm_rf (const char *path, struct husk_error **err);
+
+bool husk_str_has_prefix (const char *s, const char *prefix);
+bool husk_str_has_suffix (const char *s, const char *suffix);
+
+/* Parses a decimal int64 with range check. */
+int husk_parse_int64 (const char *s, long long min, long long max, long long *out);
+
+/* Number of entries in a NULL-terminated string vector. */
+size_t husk_strv_len (char *const *v);
+
+#endif

@@ -1,0 +1,49 @@
+/* The husk command line: global options and one handler per command. */
+#ifndef HUSK_CLI_H
+#define HUSK_CLI_H
+
+#include <stdbool.h>
+
+#include "husk/error.h"
+#include "runtime/container.h"
+
+struct cli_globals
+{
+  struct runtime_ctx ctx;
+  const char *log_file;
+  bool log_json;
+  bool debug;
+};
+
+typedef int (*cli_handler) (struct cli_globals *g, int argc, char **argv, struct husk_error **err);
+
+struct cli_command
+{
+  const char *name;
+  cli_handler handler;
+  const char *usage;   /* "create [options] ID" */
+  const char *summary; /* one line */
+};
+
+/* Each returns the process exit code on success, -1 with *err set. */
+int cli_create (struct cli_globals *g, int argc, char **argv, struct husk_error **err);
+int cli_run (struct cli_globals *g, int argc, char **argv, struct husk_error **err);
+int cli_start (struct cli_globals *g, int argc, char **argv, struct husk_error **err);
+int cli_state (struct cli_globals *g, int argc, char **argv, struct husk_error **err);
+int cli_kill (struct cli_globals *g, int argc, char **argv, struct husk_error **err);
+int cli_delete (struct cli_globals *g, int argc, char **argv, struct husk_error **err);
+int cli_list (struct cli_globals *g, int argc, char **argv, struct husk_error **err);
+int cli_exec (struct cli_globals *g, int argc, char **argv, struct husk_error **err);
+int cli_ps (struct cli_globals *g, int argc, char **argv, struct husk_error **err);
+int cli_spec (struct cli_globals *g, int argc, char **argv, struct husk_error **err);
+int cli_features (struct cli_globals *g, int argc, char **argv, struct husk_error **err);
+
+/* Prints "usage: husk USAGE" for the command named argv[0]. */
+int cli_usage_error (const char *command, struct husk_error **err, const char *fmt, ...)
+    __attribute__ ((format (printf, 3, 4)));
+/* True when argv holds -h/--help; prints the command's help. */
+bool cli_wants_help (int argc, char **argv, const char *command);
+/* Exactly one positional ID after options, or an error. */
+int cli_one_id (const char *command, int argc, char **argv, const char **id, struct husk_error **err);
+
+#endif

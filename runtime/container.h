@@ -1,0 +1,71 @@
+/* The OCI runtime's operations on one container: create, start, run,
+ * kill, delete, exec.  The CLI in runtime/cli/ is a thin layer over these. */
+#ifndef HUSK_RUNTIME_CONTAINER_H
+#define HUSK_RUNTIME_CONTAINER_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "husk/error.h"
+#include "runtime/spec.h"
+#include "runtime/state.h"
+
+#define HUSK_DEFAULT_ROOT "/run/husk/runtime"
+
+struct runtime_ctx
+{
+  const char *root; /* state dir, --root */
+  bool systemd_cgroup;
+};
+
+struct create_options
+{
+  const char *bundle;         /* default "." */
+  const char *console_socket; /* path of a unix socket to receive the pty master */
+  const char *pid_file;
+  bool no_pivot;
+  bool no_new_keyring;
+  int preserve_fds; /* fds 3 .. 3+N-1 go to the container */
+};
+
+int container_create (const struct runtime_ctx *ctx, const char *id, const struct create_options *opts,
+                      struct husk_error **err);
+int container_start (const struct runtime_ctx *ctx, const char *id, struct husk_error **err);
+
+/* create + start.  Detached: returns after start.  Foreground: forwards
+ * signals, proxies the terminal when there is no console socket, waits,
+ * deletes the container and stores its exit code (128+N for signal N). */
+int container_run (const struct runtime_ctx *ctx, const char *id, const struct create_options *opts, bool detach,
+                   int *exit_code, struct husk_error **err);
+
+int container_kill (const struct runtime_ctx *ctx, const char *id, int sig, bool all, struct husk_error **err);
+int container_delete (const struct runtime_ctx *ctx, const char *id, bool force, struct husk_error **err);
+
+/* Every pid of the container (from its cgroup, or just init). */
+int container_pids (const struct runtime_ctx *ctx, const char *id, pid_t **pids, size_t *n, struct husk_error **err);
+
+struct exec_options
+{
+  struct spec_process *process; /* complete process to run */
+  bool detach;
+  const char *console_socket;
+  const char *pid_file;
+  int preserve_fds;
+};
+
+/* Loads the container's config as created (for exec's defaults). */
+int container_load_spec (const struct runtime_ctx *ctx, const char *id, struct spec **out, struct husk_error **err);
+
+int container_exec (const struct runtime_ctx *ctx, const char *id, const struct exec_options *opts, int *exit_code,
+                    struct husk_error **err);
+
+/* Parses "TERM", "SIGTERM" or "15". */
+int container_parse_signal (const char *name, int *sig, struct husk_error **err);
+
+/* Re-executes the running binary from a sealed memfd unless it already is
+ * one, so a container can never reach the host's husk binary through
+ * /proc/self/exe (CVE-2019-5736).  Returns only on failure or when no
+ * re-exec was needed. */
+int container_ensure_cloned_binary (char **argv, struct husk_error **err);
+
+#endif

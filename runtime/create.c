@@ -1,0 +1,455 @@
+/* `husk create`: validates everything it can before touching the system,
+ * then clones the container's init into its namespaces and drives the
+ * handshake of sync.h.  On any failure everything created so far (init
+ * process, cgroup, state dir) is removed again. */
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <linux/sched.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "husk/cleanup.h"
+#include "husk/util.h"
+#include "runtime/cgroup.h"
+#include "runtime/container.h"
+#include "runtime/create.h"
+#include "runtime/hooks.h"
+#include "runtime/init.h"
+#include "runtime/sync.h"
+
+#ifndef CLONE_NEWTIME
+#define CLONE_NEWTIME 0x00000080
+#endif
+#ifndef CLONE_INTO_CGROUP
+#define CLONE_INTO_CGROUP 0x200000000ULL
+#endif
+
+/* Everything create has made so far, so that a failure can undo it. */
+struct create_job
+{
+  const struct runtime_ctx *ctx;
+  const char *id;
+  const struct create_options *opts;
+  struct spec *spec;
+  struct seccomp_program seccomp;
+  struct container_state state;
+  bool state_dir_made;
+  int cgroup_fd;
+  int sync_fd;    /* parent's end */
+  int console_fd; /* our end of an internal console pair, for run */
+};
+
+static const struct
+{
+  enum spec_ns_type type;
+  unsigned long long flag;
+} clone_ns[] = {
+  { SPEC_NS_USER, CLONE_NEWUSER },   { SPEC_NS_MOUNT, CLONE_NEWNS }, { SPEC_NS_PID, CLONE_NEWPID },
+  { SPEC_NS_NETWORK, CLONE_NEWNET }, { SPEC_NS_IPC, CLONE_NEWIPC },  { SPEC_NS_UTS, CLONE_NEWUTS },
+};
+
+static bool
+ns_new (const struct spec *spec, enum spec_ns_type type)
+{
+  return spec->namespaces[type].present && spec->namespaces[type].path == NULL;
+}
+
+static unsigned long long
+clone_flags_of (const struct spec *spec)
+{
+  unsigned long long flags = 0;
+
+  for (size_t i = 0; i < sizeof clone_ns / sizeof clone_ns[0]; i++)
+    if (ns_new (spec, clone_ns[i].type))
+      flags |= clone_ns[i].flag;
+  return flags;
+}
+
+static int
+validate_spec (const struct spec *spec, struct husk_error **err)
+{
+  if (!spec->has_process)
+    return husk_error_make (err, 0, "config.json: process: required to create a container");
+  if (!spec->namespaces[SPEC_NS_MOUNT].present)
+    return husk_error_make (err, 0, "config.json: linux.namespaces: a mount namespace is required");
+  if (spec->namespaces[SPEC_NS_USER].present && spec->namespaces[SPEC_NS_USER].path)
+    return husk_error_make (err, 0,
+                            "config.json: linux.namespaces: joining a user namespace by path is not "
+                            "supported yet");
+  return 0;
+}
+
+/* The pid and time namespaces apply to children only, so the parent joins
+ * (or creates) them before clone; it exits soon after, or in `run` only
+ * waits. */
+static int
+prepare_parent_namespaces (const struct spec *spec, struct husk_error **err)
+{
+  const struct spec_namespace *pid_ns = &spec->namespaces[SPEC_NS_PID];
+  const struct spec_namespace *time_ns = &spec->namespaces[SPEC_NS_TIME];
+
+  if (pid_ns->present && pid_ns->path)
+    {
+      cleanup_close int fd = open (pid_ns->path, O_RDONLY | O_CLOEXEC);
+      if (fd < 0 || setns (fd, CLONE_NEWPID) < 0)
+        return husk_error_make (err, errno, "join pid namespace `%s`", pid_ns->path);
+    }
+  if (time_ns->present && time_ns->path)
+    {
+      cleanup_close int fd = open (time_ns->path, O_RDONLY | O_CLOEXEC);
+      if (fd < 0 || setns (fd, CLONE_NEWTIME) < 0)
+        return husk_error_make (err, errno, "join time namespace `%s`", time_ns->path);
+    }
+  else if (time_ns->present)
+    {
+      char offsets[128];
+      int n;
+
+      if (unshare (CLONE_NEWTIME) < 0)
+        return husk_error_make (err, errno, "create time namespace");
+      n = snprintf (offsets, sizeof offsets, "monotonic %lld %u\nboottime %lld %u\n",
+                    (long long) spec->time_offset_secs[0], spec->time_offset_nanosecs[0],
+                    (long long) spec->time_offset_secs[1], spec->time_offset_nanosecs[1]);
+      if (spec->has_time_offsets
+          && husk_write_file ("/proc/self/timens_offsets", offsets, (size_t) n, err) < 0)
+        return husk_error_wrap (err, "linux.timeOffsets");
+    }
+  return 0;
+}
+
+static int
+write_id_map (pid_t pid, const char *file, const struct spec_id_mapping *maps, size_t n,
+              struct husk_error **err)
+{
+  cleanup_free char *path = xasprintf ("/proc/%d/%s", (int) pid, file);
+  cleanup_free char *text = xstrdup ("");
+
+  for (size_t i = 0; i < n; i++)
+    {
+      char *line = xasprintf ("%s%u %u %u\n", text, maps[i].container_id, maps[i].host_id, maps[i].size);
+      free (text);
+      text = line;
+    }
+  if (husk_write_file (path, text, strlen (text), err) < 0)
+    return husk_error_wrap (err, "linux.%s", strcmp (file, "uid_map") == 0 ? "uidMappings" : "gidMappings");
+  return 0;
+}
+
+/* clone3 with CLONE_INTO_CGROUP puts the init in its cgroup atomically;
+ * older kernels get plain clone and an explicit cgroup.procs write. */
+static pid_t
+clone_init (unsigned long long flags, int cgroup_fd, bool *in_cgroup)
+{
+  struct clone_args args = { .flags = flags, .exit_signal = SIGCHLD };
+  pid_t pid;
+
+  fflush (NULL);
+  if (cgroup_fd >= 0)
+    {
+      args.flags |= CLONE_INTO_CGROUP;
+      args.cgroup = (unsigned long long) cgroup_fd;
+      pid = (pid_t) syscall (SYS_clone3, &args, sizeof args);
+      if (pid >= 0)
+        {
+          *in_cgroup = true;
+          return pid;
+        }
+      args.flags = flags;
+    }
+  *in_cgroup = false;
+  pid = (pid_t) syscall (SYS_clone3, &args, sizeof args);
+  if (pid < 0 && errno == ENOSYS)
+    pid = (pid_t) syscall (SYS_clone, (unsigned long) flags | SIGCHLD, NULL, NULL, NULL, NULL);
+  return pid;
+}
+
+/* The state JSON hooks get on stdin. */
+static char *
+hook_state_json (const struct create_job *job, enum container_status status)
+{
+  return state_oci_json (&job->state, status, false);
+}
+
+static int
+run_runtime_hooks (struct create_job *job, struct husk_error **err)
+{
+  cleanup_free char *json = hook_state_json (job, STATUS_CREATING);
+
+  if (sync_expect (job->sync_fd, SYNC_CHILD_RUN_RUNTIME_HOOKS, NULL, err) < 0)
+    return -1;
+  if (hooks_run (&job->spec->hooks, SPEC_HOOK_PRESTART, json, err) < 0
+      || hooks_run (&job->spec->hooks, SPEC_HOOK_CREATE_RUNTIME, json, err) < 0)
+    return -1;
+  return sync_send (job->sync_fd, SYNC_PARENT_HOOKS_DONE, NULL, 0, err);
+}
+
+static int
+write_pid_file (const char *path, pid_t pid, struct husk_error **err)
+{
+  char buf[32];
+  int n = snprintf (buf, sizeof buf, "%d", (int) pid);
+
+  if (path == NULL)
+    return 0;
+  return husk_write_file_replace (path, buf, (size_t) n, 0644, err);
+}
+
+/* After clone: id maps, cgroup, then the handshake up to CHILD_READY. */
+static int
+drive_child (struct create_job *job, bool in_cgroup, struct husk_error **err)
+{
+  const struct spec *spec = job->spec;
+  pid_t pid = job->state.pid;
+  cleanup_free char *json = NULL;
+
+  if (ns_new (spec, SPEC_NS_USER)
+      && (write_id_map (pid, "uid_map", spec->uid_mappings, spec->n_uid_mappings, err) < 0
+          || write_id_map (pid, "gid_map", spec->gid_mappings, spec->n_gid_mappings, err) < 0))
+    return -1;
+  if (job->state.cgroup_path && !in_cgroup && cgroup_enter (job->state.cgroup_path, pid, err) < 0)
+    return -1;
+  job->state.pid_start = state_proc_start_time (pid);
+  job->state.creating = true;
+  if (state_write (&job->state, err) < 0)
+    return -1;
+  json = hook_state_json (job, STATUS_CREATING);
+  if (sync_send (job->sync_fd, SYNC_PARENT_GO, json, strlen (json), err) < 0)
+    return -1;
+  if ((spec->hooks.count[SPEC_HOOK_PRESTART] || spec->hooks.count[SPEC_HOOK_CREATE_RUNTIME])
+      && run_runtime_hooks (job, err) < 0)
+    return -1;
+  if (sync_expect (job->sync_fd, SYNC_CHILD_READY, NULL, err) < 0)
+    return -1;
+  job->state.creating = false;
+  if (state_write (&job->state, err) < 0)
+    return -1;
+  return write_pid_file (job->opts->pid_file, pid, err);
+}
+
+static int
+open_console (struct create_job *job, int *child_console, struct husk_error **err)
+{
+  int pair[2];
+
+  *child_console = -1;
+  if (!job->spec->process.terminal)
+    return 0;
+  if (job->opts->console_socket)
+    {
+      *child_console = terminal_connect (job->opts->console_socket, err);
+      return *child_console < 0 ? -1 : 0;
+    }
+  if (job->console_fd == -2)
+    return husk_error_make (err, 0, "process.terminal is set: --console-socket is required when detached");
+  if (socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) < 0)
+    return husk_error_make (err, errno, "socketpair for the terminal");
+  job->console_fd = pair[0];
+  *child_console = pair[1];
+  return 0;
+}
+
+static int
+spawn_init (struct create_job *job, struct husk_error **err)
+{
+  cleanup_free char *fifo = state_fifo_path (job->state.state_dir);
+  cleanup_close int fifo_fd = -1;
+  cleanup_close int child_console = -1;
+  int pair[2];
+  bool in_cgroup = false;
+  pid_t pid;
+
+  if (mkfifo (fifo, 0600) < 0)
+    return husk_error_make (err, errno, "mkfifo `%s`", fifo);
+  /* O_RDWR never blocks; the init reads from it until start writes. */
+  fifo_fd = open (fifo, O_RDWR | O_CLOEXEC);
+  if (fifo_fd < 0)
+    return husk_error_make (err, errno, "open `%s`", fifo);
+  if (open_console (job, &child_console, err) < 0)
+    return -1;
+  if (socketpair (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) < 0)
+    return husk_error_make (err, errno, "socketpair");
+  if (prepare_parent_namespaces (job->spec, err) < 0)
+    {
+      close (pair[0]);
+      close (pair[1]);
+      return -1;
+    }
+  pid = clone_init (clone_flags_of (job->spec), job->cgroup_fd, &in_cgroup);
+  if (pid < 0)
+    {
+      close (pair[0]);
+      close (pair[1]);
+      return husk_error_make (err, errno, "clone the container init");
+    }
+  if (pid == 0)
+    {
+      struct init_config cfg = {
+        .spec = job->spec,
+        .opts = job->opts,
+        .seccomp = &job->seccomp,
+        .sync_fd = pair[1],
+        .fifo_fd = fifo_fd,
+        .console_fd = child_console,
+        .new_user_ns = ns_new (job->spec, SPEC_NS_USER),
+        .new_cgroup_ns = ns_new (job->spec, SPEC_NS_CGROUP),
+      };
+      close (pair[0]);
+      if (job->console_fd >= 0)
+        close (job->console_fd);
+      container_init (&cfg);
+    }
+  close (pair[1]);
+  job->sync_fd = pair[0];
+  job->state.pid = pid;
+  return drive_child (job, in_cgroup, err);
+}
+
+static int
+make_state_dir (struct create_job *job, struct husk_error **err)
+{
+  if (husk_mkdir_p (job->ctx->root, 0700, err) < 0)
+    return husk_error_wrap (err, "state root");
+  if (mkdir (job->state.state_dir, 0700) < 0)
+    {
+      if (errno == EEXIST)
+        return husk_error_make (err, 0, "container `%s` already exists", job->id);
+      return husk_error_make (err, errno, "mkdir `%s`", job->state.state_dir);
+    }
+  job->state_dir_made = true;
+  return 0;
+}
+
+/* Keeps the config as created: start, exec and delete read their hooks
+ * and defaults from it even if the bundle changes. */
+static int
+save_config (struct create_job *job, struct husk_error **err)
+{
+  cleanup_free char *path = state_config_path (job->state.state_dir);
+  cleanup_free char *text = json_dumps (job->spec->json, JSON_COMPACT);
+
+  return husk_write_file_replace (path, text, strlen (text), 0600, err);
+}
+
+static int
+setup_cgroup (struct create_job *job, struct husk_error **err)
+{
+  struct husk_error *cg_err = NULL;
+
+  if (cgroup_resolve (job->spec->cgroups_path, job->id, job->ctx->systemd_cgroup, &job->state.cgroup_path,
+                      &cg_err)
+      < 0)
+    {
+      /* No v2 hierarchy at all: fine unless limits were asked for. */
+      if (cgroup_unified_mount () == NULL && !job->spec->resources.has_limits)
+        {
+          husk_error_free (&cg_err);
+          return 0;
+        }
+      *err = cg_err;
+      return -1;
+    }
+  if (cgroup_check_resources (job->spec, job->state.cgroup_path, err) < 0)
+    return -1;
+  job->cgroup_fd = cgroup_create (job->state.cgroup_path, err);
+  return job->cgroup_fd < 0 ? -1 : 0;
+}
+
+static void
+undo (struct create_job *job)
+{
+  struct husk_error *ignored = NULL;
+
+  if (job->state.pid > 0)
+    {
+      kill (job->state.pid, SIGKILL);
+      waitpid (job->state.pid, NULL, 0);
+      job->state.pid = 0;
+    }
+  if (job->cgroup_fd >= 0 && job->state.cgroup_path)
+    cgroup_destroy (job->state.cgroup_path, &ignored);
+  husk_error_free (&ignored);
+  if (job->state_dir_made)
+    husk_rm_rf (job->state.state_dir, &ignored);
+  husk_error_free (&ignored);
+}
+
+static void
+job_clear (struct create_job *job)
+{
+  if (job->cgroup_fd >= 0)
+    close (job->cgroup_fd);
+  if (job->sync_fd >= 0)
+    close (job->sync_fd);
+  seccomp_program_clear (&job->seccomp);
+  free (job->state.state_dir);
+  free (job->state.bundle);
+  free (job->state.rootfs);
+  free (job->state.cgroup_path);
+  free (job->state.created);
+  spec_free (job->spec);
+}
+
+static int
+create_steps (struct create_job *job, struct husk_error **err)
+{
+  char bundle_abs[4096];
+  const char *bundle = job->opts->bundle ? job->opts->bundle : ".";
+
+  if (state_validate_id (job->id, err) < 0)
+    return -1;
+  if (realpath (bundle, bundle_abs) == NULL)
+    return husk_error_make (err, errno, "bundle `%s`", bundle);
+  if (spec_load (bundle_abs, &job->spec, err) < 0 || validate_spec (job->spec, err) < 0)
+    return -1;
+  if (job->spec->has_seccomp && seccomp_compile (&job->spec->seccomp, &job->seccomp, err) < 0)
+    return -1;
+  job->state.id = (char *) job->id;
+  job->state.state_dir = state_dir_path (job->ctx->root, job->id);
+  job->state.bundle = xstrdup (bundle_abs);
+  job->state.rootfs = xstrdup (job->spec->root_path);
+  job->state.created = state_now_rfc3339 ();
+  job->state.owner = getuid ();
+  job->state.systemd_cgroup = job->ctx->systemd_cgroup;
+  job->state.annotations = job->spec->annotations;
+  if (make_state_dir (job, err) < 0 || save_config (job, err) < 0 || setup_cgroup (job, err) < 0)
+    return -1;
+  return spawn_init (job, err);
+}
+
+int
+create_container_job (const struct runtime_ctx *ctx, const char *id, const struct create_options *opts,
+                      bool foreground, struct create_result *result, struct husk_error **err)
+{
+  struct create_job job = {
+    .ctx = ctx, .id = id, .opts = opts, .cgroup_fd = -1, .sync_fd = -1, .console_fd = foreground ? -1 : -2
+  };
+  int ret = create_steps (&job, err);
+
+  if (ret < 0)
+    undo (&job);
+  else if (result)
+    {
+      result->pid = job.state.pid;
+      result->console_fd = job.console_fd >= 0 ? steal_fd (&job.console_fd) : -1;
+    }
+  if (job.console_fd >= 0)
+    close (job.console_fd);
+  job_clear (&job);
+  return ret;
+}
+
+int
+container_create (const struct runtime_ctx *ctx, const char *id, const struct create_options *opts,
+                  struct husk_error **err)
+{
+  return create_container_job (ctx, id, opts, false, NULL, err);
+}

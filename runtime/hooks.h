@@ -1,0 +1,19 @@
+/* OCI hooks: each one runs with the container's state JSON on stdin, its
+ * own args and env, and a timeout; a failing hook fails the operation. */
+#ifndef HUSK_RUNTIME_HOOKS_H
+#define HUSK_RUNTIME_HOOKS_H
+
+#include "husk/error.h"
+#include "runtime/spec.h"
+
+/* Name as in config.json: "prestart", "createRuntime", ... */
+const char *hooks_kind_name (enum spec_hook_kind kind);
+
+/* Runs every hook of KIND in order, each waited for.  STATE_JSON is written
+ * to the hook's stdin.  Stops at the first failure (non-zero exit, signal,
+ * timeout -> SIGKILL) and returns an error naming the hook kind, index and
+ * path.  Hook stdout/stderr go to the caller's stderr. */
+int hooks_run (const struct spec_hooks *hooks, enum spec_hook_kind kind, const char *state_json,
+               struct husk_error **err);
+
+#endif

@@ -1,0 +1,47 @@
+/* Process attributes applied in the container's init just before execve:
+ * rlimits, oom_score_adj, sysctls, user and groups, capabilities,
+ * no_new_privs and the seccomp filter (compiled in the parent). */
+#ifndef HUSK_RUNTIME_SECURITY_H
+#define HUSK_RUNTIME_SECURITY_H
+
+#include <linux/filter.h>
+#include <stddef.h>
+
+#include "husk/error.h"
+#include "runtime/spec.h"
+
+/* A compiled seccomp program: classic BPF ready for seccomp(2). */
+struct seccomp_program
+{
+  struct sock_filter *filter;
+  size_t len;
+  unsigned flags; /* SECCOMP_FILTER_FLAG_* */
+};
+
+/* Compiles spec->seccomp with libseccomp in the parent, before clone.
+ * Unknown syscall names are warned about and skipped.  *out is zeroed when
+ * the spec has no seccomp section. */
+int seccomp_compile (const struct spec_seccomp *seccomp, struct seccomp_program *out,
+                     struct husk_error **err);
+/* Loads the program into the calling thread (the last thing before execve). */
+int seccomp_load (const struct seccomp_program *program, struct husk_error **err);
+void seccomp_program_clear (struct seccomp_program *program);
+
+/* setrlimit for each of process->rlimits. */
+int security_apply_rlimits (const struct spec_process *process, struct husk_error **err);
+/* Writes /proc/self/oom_score_adj; a refused lowering (no CAP_SYS_RESOURCE)
+ * is a warning, not an error. */
+int security_apply_oom_score_adj (const struct spec_process *process, struct husk_error **err);
+/* Writes /proc/sys/... for linux.sysctl (after the mounts, before pivot). */
+int security_apply_sysctls (const struct spec *spec, struct husk_error **err);
+
+/* setgroups, setgid, setuid (keeping capabilities across the switch), umask. */
+int security_apply_user (const struct spec_process *process, struct husk_error **err);
+/* Bounding set first (while we still have CAP_SETPCAP), then after the user
+ * switch the effective/permitted/inheritable sets and the ambient set.  The
+ * two halves are separate so the user switch can happen between them. */
+int security_drop_bounding (const struct spec_process *process, struct husk_error **err);
+int security_apply_caps (const struct spec_process *process, struct husk_error **err);
+int security_apply_no_new_privs (const struct spec_process *process, struct husk_error **err);
+
+#endif
