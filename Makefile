@@ -3,26 +3,35 @@
 #   runtime/*.c       -> build/libhusk-runtime.a (OCI runtime library)
 #   runtime/cli/*.c   -> the husk binary (command table and commands)
 #   image/*.c         -> build/libhusk-image.a   (OCI image library)
-#   image/cli/*.c     -> husk's `image` verbs, linked into the husk binary
+#   image/cli/*.c, cri/cli/*.c -> build/husk-image.so, the plugin husk loads
+#                        for its `image` and `container` verbs, so that the
+#                        runtime's hot path never loads libcurl/libarchive
+#   cri/*.c           -> build/libhusk-cri.a     (CRI translation, shared with huskd)
 #   test/unit/test_*.c -> one cmocka binary each
 PREFIX ?= /usr/local
 BUILD ?= build
 CC ?= gcc
 
-PKGS := jansson libseccomp libcap libarchive libcurl libcrypto
-PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+# The runtime links only what it needs: every library costs start-up time
+# in `husk create`.  Image and CRI code adds the rest.
+RUNTIME_PKGS := jansson libseccomp libcap
+IMAGE_PKGS := libarchive libcurl libcrypto
+PKG_CFLAGS := $(shell pkg-config --cflags $(RUNTIME_PKGS) $(IMAGE_PKGS) 2>/dev/null)
+RUNTIME_PKG_LIBS := $(shell pkg-config --libs $(RUNTIME_PKGS) 2>/dev/null)
+IMAGE_PKG_LIBS := $(shell pkg-config --libs $(IMAGE_PKGS) 2>/dev/null)
 
 CFLAGS ?= -O2 -g
 CFLAGS += -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter -Wshadow \
-	-fno-strict-aliasing -D_GNU_SOURCE -Iinclude -I. $(PKG_CFLAGS) -MMD -MP
+	-fno-strict-aliasing -fPIC -D_GNU_SOURCE -Iinclude -I. $(PKG_CFLAGS) -MMD -MP
 LDFLAGS ?=
-LIBS := $(PKG_LIBS)
+LIBS := $(RUNTIME_PKG_LIBS) $(IMAGE_PKG_LIBS)
 
 COMMON_SRCS := $(wildcard common/*.c)
 RUNTIME_SRCS := $(wildcard runtime/*.c)
 IMAGE_SRCS := $(wildcard image/*.c)
-HUSK_SRCS := $(wildcard runtime/cli/*.c image/cli/*.c)
+CRI_SRCS := $(wildcard cri/*.c)
+HUSK_SRCS := $(wildcard runtime/cli/*.c)
+PLUGIN_SRCS := $(wildcard image/cli/*.c cri/cli/*.c)
 UNIT_SRCS := $(wildcard test/unit/test_*.c)
 
 objs = $(patsubst %.c,$(BUILD)/%.o,$(1))
@@ -30,8 +39,10 @@ objs = $(patsubst %.c,$(BUILD)/%.o,$(1))
 COMMON_LIB := $(BUILD)/libhusk-common.a
 RUNTIME_LIB := $(BUILD)/libhusk-runtime.a
 IMAGE_LIB := $(BUILD)/libhusk-image.a
-LIBS_ALL := $(IMAGE_LIB) $(RUNTIME_LIB) $(COMMON_LIB)
+CRI_LIB := $(BUILD)/libhusk-cri.a
+LIBS_ALL := $(CRI_LIB) $(IMAGE_LIB) $(RUNTIME_LIB) $(COMMON_LIB)
 HUSK := $(BUILD)/husk
+PLUGIN := $(BUILD)/husk-image.so
 UNIT_TESTS := $(patsubst test/unit/%.c,$(BUILD)/test/unit/%,$(UNIT_SRCS))
 
 .PHONY: all deps build test unit-test integration-test run bench clean format format-check install
@@ -41,11 +52,12 @@ all: build
 deps:
 	@./hack/deps.sh
 
-build: $(HUSK)
+build: $(HUSK) $(if $(PLUGIN_SRCS),$(PLUGIN))
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c -o $@ $<
+	@echo "  CC      $<"
+	@$(CC) $(CFLAGS) -c -o $@ $<
 
 $(COMMON_LIB): $(call objs,$(COMMON_SRCS))
 	@rm -f $@
@@ -59,8 +71,15 @@ $(IMAGE_LIB): $(call objs,$(IMAGE_SRCS))
 	@rm -f $@
 	ar rcs $@ $^
 
-$(HUSK): $(call objs,$(HUSK_SRCS)) $(LIBS_ALL)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
+$(CRI_LIB): $(call objs,$(CRI_SRCS))
+	@rm -f $@
+	ar rcs $@ $^
+
+$(HUSK): $(call objs,$(HUSK_SRCS)) $(RUNTIME_LIB) $(COMMON_LIB)
+	$(CC) $(LDFLAGS) -o $@ $^ $(RUNTIME_PKG_LIBS) -ldl
+
+$(PLUGIN): $(call objs,$(PLUGIN_SRCS)) $(LIBS_ALL)
+	$(CC) $(LDFLAGS) -shared -Wl,-z,defs -o $@ $^ $(LIBS)
 
 $(BUILD)/test/unit/%: $(BUILD)/test/unit/%.o $(LIBS_ALL)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS) -lcmocka
@@ -88,6 +107,7 @@ bench: deps
 
 install: build
 	install -D -m 0755 $(HUSK) $(DESTDIR)$(PREFIX)/bin/husk
+	$(if $(PLUGIN_SRCS),install -D -m 0644 $(PLUGIN) $(DESTDIR)$(PREFIX)/lib/husk/husk-image.so)
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')

@@ -57,10 +57,12 @@ make_fd_stdio (int fd, int target)
 static void
 reset_signals (void)
 {
+  struct sigaction default_action = { .sa_handler = SIG_DFL };
   sigset_t none;
 
+  sigemptyset (&default_action.sa_mask);
   for (int sig = 1; sig < NSIG; sig++)
-    signal (sig, SIG_DFL);
+    sigaction (sig, &default_action, NULL);
   sigemptyset (&none);
   sigprocmask (SIG_SETMASK, &none, NULL);
 }

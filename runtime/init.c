@@ -266,10 +266,18 @@ int
 init_exec_process (const struct spec_process *process, const char *executable,
                    const struct seccomp_program *seccomp, struct husk_error **err)
 {
-  if (security_drop_bounding (process, err) < 0 || security_apply_user (process, err) < 0
-      || security_apply_caps (process, err) < 0 || security_apply_no_new_privs (process, err) < 0)
+  /* Without no_new_privs, loading a filter needs CAP_SYS_ADMIN, which the
+   * user switch and the capability sets take away: load it first then. */
+  bool load_early = seccomp && seccomp->len && !process->no_new_privileges;
+
+  if (security_drop_bounding (process, err) < 0)
     return -1;
-  if (seccomp && seccomp_load (seccomp, err) < 0)
+  if (load_early && seccomp_program_load (seccomp, err) < 0)
+    return -1;
+  if (security_apply_user (process, err) < 0 || security_apply_caps (process, err) < 0
+      || security_apply_no_new_privs (process, err) < 0)
+    return -1;
+  if (seccomp && !load_early && seccomp_program_load (seccomp, err) < 0)
     return -1;
   execve (executable, process->args, process->env);
   return husk_error_make (err, errno, "exec `%s`", executable);

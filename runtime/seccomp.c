@@ -9,11 +9,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-/* security.h's seccomp_load() shares its name with libseccomp's, which husk
- * never calls (it loads the exported BPF itself): hide libseccomp's one. */
-#define seccomp_load libseccomp_seccomp_load
 #include <seccomp.h>
-#undef seccomp_load
 
 #include "husk/cleanup.h"
 #include "husk/util.h"
@@ -229,7 +225,7 @@ seccomp_compile (const struct spec_seccomp *seccomp, struct seccomp_program *out
 }
 
 int
-seccomp_load (const struct seccomp_program *program, struct husk_error **err)
+seccomp_program_load (const struct seccomp_program *program, struct husk_error **err)
 {
   struct sock_fprog prog;
   long rc;

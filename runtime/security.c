@@ -199,6 +199,18 @@ cap_in (uint64_t mask, int cap)
   return (mask >> cap) & 1;
 }
 
+/* "CAP_KILL", as config.json spells it. */
+static void
+cap_name (int cap, char *buf, size_t size)
+{
+  char *name = cap_to_name ((cap_value_t) cap);
+
+  snprintf (buf, size, "%s", name ? name : "?");
+  cap_free (name);
+  for (char *c = buf; *c; c++)
+    *c = (char) toupper ((unsigned char) *c);
+}
+
 int
 security_drop_bounding (const struct spec_process *process, struct husk_error **err)
 {
@@ -209,7 +221,12 @@ security_drop_bounding (const struct spec_process *process, struct husk_error **
       if (cap_in (process->caps.bounding, cap))
         continue;
       if (prctl (PR_CAPBSET_DROP, (unsigned long) cap, 0, 0, 0) < 0 && errno != EINVAL)
-        return husk_error_make (err, errno, "drop capability %d from the bounding set", cap);
+        {
+          int saved = errno;
+          char name[64];
+          cap_name (cap, name, sizeof name);
+          return husk_error_make (err, saved, "drop %s from the bounding set", name);
+        }
     }
   return 0;
 }
@@ -301,14 +318,11 @@ set_ambient_caps (uint64_t ambient, struct husk_error **err)
       if (prctl (PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, (unsigned long) cap, 0, 0) < 0)
         {
           int saved = errno;
-          char *name = cap_to_name (cap);
-          for (char *c = name; c && *c; c++)
-            *c = (char) toupper ((unsigned char) *c);
-          husk_error_make (err, saved,
-                           "set capabilities: ambient set: raise %s (needs it permitted and inheritable)",
-                           name ? name : "?");
-          cap_free (name);
-          return -1;
+          char name[64];
+          cap_name (cap, name, sizeof name);
+          return husk_error_make (
+              err, saved, "set capabilities: ambient set: raise %s (needs it permitted and inheritable)",
+              name);
         }
     }
   return 0;

@@ -24,7 +24,7 @@ struct seccomp_program
 int seccomp_compile (const struct spec_seccomp *seccomp, struct seccomp_program *out,
                      struct husk_error **err);
 /* Loads the program into the calling thread (the last thing before execve). */
-int seccomp_load (const struct seccomp_program *program, struct husk_error **err);
+int seccomp_program_load (const struct seccomp_program *program, struct husk_error **err);
 void seccomp_program_clear (struct seccomp_program *program);
 
 /* setrlimit for each of process->rlimits. */

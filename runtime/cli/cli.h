@@ -37,6 +37,9 @@ int cli_exec (struct cli_globals *g, int argc, char **argv, struct husk_error **
 int cli_ps (struct cli_globals *g, int argc, char **argv, struct husk_error **err);
 int cli_spec (struct cli_globals *g, int argc, char **argv, struct husk_error **err);
 int cli_features (struct cli_globals *g, int argc, char **argv, struct husk_error **err);
+/* The debug verbs, served by husk-image.so (see husk/plugin.h). */
+int cli_image (struct cli_globals *g, int argc, char **argv, struct husk_error **err);
+int cli_container (struct cli_globals *g, int argc, char **argv, struct husk_error **err);
 
 /* Prints "usage: husk USAGE" for the command named argv[0]. */
 int cli_usage_error (const char *command, struct husk_error **err, const char *fmt, ...)

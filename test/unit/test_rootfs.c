@@ -50,25 +50,53 @@ under (const char *dir, const char *rel)
   return xasprintf ("%s/%s", dir, rel);
 }
 
-static void
+/* Fixture builders: 0 or -1, so a failed setup can clean up (cmocka runs
+ * no teardown after it). */
+static int
 make_dir (const char *dir, const char *rel)
 {
   cleanup_free char *path = under (dir, rel);
-  assert_int_equal (husk_mkdir_p (path, 0755, NULL), 0);
+  return husk_mkdir_p (path, 0755, NULL);
 }
 
-static void
+static int
 make_file (const char *dir, const char *rel, const char *text)
 {
   cleanup_free char *path = under (dir, rel);
-  assert_int_equal (husk_write_file_atomic (path, text, strlen (text), 0644, NULL), 0);
+  cleanup_free char *parent = xstrdup (path);
+
+  *strrchr (parent, '/') = '\0';
+  if (husk_mkdir_p (parent, 0755, NULL) < 0)
+    return -1;
+  return husk_write_file_atomic (path, text, strlen (text), 0644, NULL);
 }
 
-static void
+static int
 make_link (const char *dir, const char *rel, const char *target)
 {
   cleanup_free char *path = under (dir, rel);
-  assert_int_equal (symlink (target, path), 0);
+  return symlink (target, path);
+}
+
+static int
+build_tree (struct fixture *fx)
+{
+  static const char *const rootfs_dirs[] = { "proc", "sys", "dev", "etc", "masked-dir", "rw-dir" };
+
+  for (size_t i = 0; i < sizeof rootfs_dirs / sizeof rootfs_dirs[0]; i++)
+    if (make_dir (fx->rootfs, rootfs_dirs[i]) < 0)
+      return -1;
+  if (make_dir (fx->marker, "x") < 0 || make_file (fx->rootfs, "I-am-rootfs", "rootfs\n") < 0
+      || make_file (fx->rootfs, "masked-dir/secret", "secret\n") < 0
+      || make_file (fx->rootfs, "rw-dir/file", "data\n") < 0
+      || make_link (fx->rootfs, "evil", fx->marker) < 0)
+    return -1;
+  if (make_file (fx->base, "hostfile", HOST_TEXT) < 0 || make_link (fx->base, "hostlink", "hostfile") < 0
+      || make_file (fx->base, "hostdir/inside", "inside\n") < 0 || make_dir (fx->base, "hostdir2/sub") < 0
+      || make_dir (fx->base, "locked") < 0)
+    return -1;
+  fx->root_fd = open (fx->rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  return fx->root_fd < 0 ? -1 : 0;
 }
 
 static int
@@ -78,25 +106,23 @@ setup (void **state)
 
   strcpy (fx->base, "/tmp/husk-rootfs-test-XXXXXX");
   strcpy (fx->marker, "/tmp/husk-marker-XXXXXX");
-  if (mkdtemp (fx->base) == NULL || mkdtemp (fx->marker) == NULL)
-    return -1;
-  snprintf (fx->rootfs, sizeof fx->rootfs, "%s/rootfs", fx->base);
-  make_dir (fx->marker, "x");
-  for (const char *const *dir = (const char *const[]){ "proc", "sys", "dev", "etc", "masked-dir", "rw-dir", NULL };
-       *dir; dir++)
-    make_dir (fx->rootfs, *dir);
-  make_file (fx->rootfs, "I-am-rootfs", "rootfs\n");
-  make_file (fx->rootfs, "masked-dir/secret", "secret\n");
-  make_file (fx->rootfs, "rw-dir/file", "data\n");
-  make_link (fx->rootfs, "evil", fx->marker);
-  make_file (fx->base, "hostfile", HOST_TEXT);
-  make_link (fx->base, "hostlink", "hostfile");
-  make_file (fx->base, "hostdir/inside", "inside\n");
-  make_dir (fx->base, "hostdir2/sub");
-  make_dir (fx->base, "locked");
-  fx->root_fd = open (fx->rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  fx->root_fd = -1;
   *state = fx;
-  return fx->root_fd < 0 ? -1 : 0;
+  if (mkdtemp (fx->base) == NULL)
+    return -1;
+  if (mkdtemp (fx->marker) == NULL)
+    {
+      husk_rm_rf (fx->base, NULL);
+      return -1;
+    }
+  snprintf (fx->rootfs, sizeof fx->rootfs, "%s/rootfs", fx->base);
+  if (build_tree (fx) < 0)
+    {
+      husk_rm_rf (fx->base, NULL);
+      husk_rm_rf (fx->marker, NULL);
+      return -1;
+    }
+  return 0;
 }
 
 static int
@@ -173,7 +199,7 @@ test_absolute_symlink_stays_inside (void **state)
   struct fixture *fx = *state;
   cleanup_free char *inside = xasprintf ("%s/x", fx->marker + 1);
 
-  make_dir (fx->rootfs, inside);
+  assert_int_equal (make_dir (fx->rootfs, inside), 0);
   close (open_checked (fx, "/evil/x", ROOTFS_CREATE_NONE, inside));
 }
 
@@ -189,7 +215,7 @@ test_dangling_symlink_created_inside (void **state)
    * its target exists on the host. */
   close (open_checked (fx, "/evil/y/z", ROOTFS_CREATE_DIR, inside_dir));
   assert_false (exists (fx->marker, "y"));
-  make_link (fx->rootfs, "evil-file", host_file);
+  assert_int_equal (make_link (fx->rootfs, "evil-file", host_file), 0);
   close (open_checked (fx, "/evil-file", ROOTFS_CREATE_FILE, inside_file));
   assert_false (exists (fx->marker, "f"));
 }
@@ -199,13 +225,13 @@ test_relative_symlink_and_dotdot (void **state)
 {
   struct fixture *fx = *state;
 
-  make_dir (fx->rootfs, "a");
-  make_link (fx->rootfs, "a/up", "../../../../..");
+  assert_int_equal (make_dir (fx->rootfs, "a"), 0);
+  assert_int_equal (make_link (fx->rootfs, "a/up", "../../../../.."), 0);
   close (open_checked (fx, "/a/up/etc", ROOTFS_CREATE_NONE, "etc"));
   close (open_checked (fx, "/../../../etc", ROOTFS_CREATE_NONE, "etc"));
   close (open_checked (fx, "/a/up/new/dir", ROOTFS_CREATE_DIR, "new/dir"));
   /* dangling and relative: "gone/../target" resolved from a/ */
-  make_link (fx->rootfs, "a/rel", "gone/../target");
+  assert_int_equal (make_link (fx->rootfs, "a/rel", "gone/../target"), 0);
   close (open_checked (fx, "/a/rel/file", ROOTFS_CREATE_FILE, "a/target/file"));
 }
 
@@ -235,15 +261,15 @@ test_open_errors (void **state)
   expect_open_error (fx, "/nope/deeper", ROOTFS_CREATE_NONE, ENOENT);
   assert_false (exists (fx->rootfs, "nope"));
   expect_open_error (fx, "/I-am-rootfs/x", ROOTFS_CREATE_DIR, ENOTDIR);
-  make_link (fx->rootfs, "loop1", "loop2");
-  make_link (fx->rootfs, "loop2", "loop1");
+  assert_int_equal (make_link (fx->rootfs, "loop1", "loop2"), 0);
+  assert_int_equal (make_link (fx->rootfs, "loop2", "loop1"), 0);
   expect_open_error (fx, "/loop1/x", ROOTFS_CREATE_DIR, ELOOP);
   /* Dangling links that keep pointing to new dangling links. */
   for (int i = 0; i < 45; i++)
     {
       cleanup_free char *name = xasprintf ("chain%d", i);
       cleanup_free char *target = xasprintf ("/chain%d/d", i + 1);
-      make_link (fx->rootfs, name, target);
+      assert_int_equal (make_link (fx->rootfs, name, target), 0);
     }
   expect_open_error (fx, "/chain0", ROOTFS_CREATE_DIR, ELOOP);
 }
@@ -252,8 +278,7 @@ test_open_errors (void **state)
 
 static int report_fd = -1;
 
-static void __attribute__ ((noreturn, format (printf, 2, 3)))
-child_fail (int line, const char *fmt, ...)
+static void __attribute__ ((noreturn, format (printf, 2, 3))) child_fail (int line, const char *fmt, ...)
 {
   int saved = errno;
   va_list ap;
@@ -388,11 +413,40 @@ mountinfo_optional (const char *mount_point)
   return found;
 }
 
+static int
+mountinfo_count (const char *mount_point)
+{
+  cleanup_free char *text = NULL;
+  char *save = NULL;
+  int count = 0;
+
+  if (husk_read_file ("/proc/self/mountinfo", &text, NULL, NULL) < 0)
+    return -1;
+  for (char *line = strtok_r (text, "\n", &save); line; line = strtok_r (NULL, "\n", &save))
+    {
+      char point[PATH_MAX];
+      if (sscanf (line, "%*s %*s %*s %*s %4095s", point) == 1 && strcmp (point, mount_point) == 0)
+        count++;
+    }
+  return count;
+}
+
+/* Whether any mount point (not a bind's source root) contains TEXT. */
 static bool
-mountinfo_mentions (const char *text)
+mount_point_mentions (const char *text)
 {
   cleanup_free char *content = NULL;
-  return husk_read_file ("/proc/self/mountinfo", &content, NULL, NULL) == 0 && strstr (content, text) != NULL;
+  char *save = NULL;
+
+  if (husk_read_file ("/proc/self/mountinfo", &content, NULL, NULL) < 0)
+    return true;
+  for (char *line = strtok_r (content, "\n", &save); line; line = strtok_r (NULL, "\n", &save))
+    {
+      char point[PATH_MAX];
+      if (sscanf (line, "%*s %*s %*s %*s %4095s", point) == 1 && strstr (point, text) != NULL)
+        return true;
+    }
+  return false;
 }
 
 static bool
@@ -440,7 +494,7 @@ P (const char *dir, const char *fmt, ...)
 #define MNT_BIND(dst, src, mount_flags)                                                                      \
   (struct spec_mount)                                                                                        \
   {                                                                                                          \
-    .destination = (dst), .source = (src), .type = "bind", .bind = true, .flags = MS_BIND | (mount_flags)     \
+    .destination = (dst), .source = (src), .type = "bind", .bind = true, .flags = MS_BIND | (mount_flags)    \
   }
 #define KERNEL_FS_FLAGS (MS_NOSUID | MS_NOEXEC | MS_NODEV)
 
@@ -457,7 +511,8 @@ full_spec (struct fixture *fx, struct spec *spec)
 {
   static struct spec_mount mounts[12];
   static struct spec_device devices[3];
-  static char *masked[] = { "/proc/kcore", "/masked-dir", "/does-not-exist", "/proc/nothing-here", NULL };
+  static char *masked[]
+      = { "/proc/kcore", "/proc/keys", "/masked-dir", "/does-not-exist", "/proc/nothing-here", NULL };
   static char *readonly[] = { "/proc/sys", "/rw-dir", NULL };
   size_t n = 0;
 
@@ -474,11 +529,19 @@ full_spec (struct fixture *fx, struct spec *spec)
   mounts[n] = MNT_BIND ("/data/shared", (char *) P (fx->base, "hostdir"), 0);
   mounts[n++].propagation = MS_SHARED;
   mounts[n++] = MNT_FS ("/evil/x", "tmpfs", "tmpfs", 0, NULL);
-  devices[0] = (struct spec_device){ .path = "/dev/full", .type = 'c', .major = 1, .minor = 7,
-                                     .has_mode = true, .file_mode = 0600 };
-  devices[1] = (struct spec_device){ .path = "/dev/net/tun", .type = 'c', .major = 10, .minor = 200,
-                                     .has_mode = true, .file_mode = 0620, .has_uid = true, .uid = 1,
-                                     .has_gid = true, .gid = 2 };
+  devices[0] = (struct spec_device){
+    .path = "/dev/full", .type = 'c', .major = 1, .minor = 7, .has_mode = true, .file_mode = 0600
+  };
+  devices[1] = (struct spec_device){ .path = "/dev/net/tun",
+                                     .type = 'c',
+                                     .major = 10,
+                                     .minor = 200,
+                                     .has_mode = true,
+                                     .file_mode = 0620,
+                                     .has_uid = true,
+                                     .uid = 1,
+                                     .has_gid = true,
+                                     .gid = 2 };
   devices[2] = (struct spec_device){ .path = "/dev/fifo0", .type = 'p', .has_mode = true, .file_mode = 0644 };
   *spec = base_spec (fx);
   spec->mounts = mounts;
@@ -526,7 +589,8 @@ check_full_mounts (struct fixture *fx)
   CHECK (fs_type (P (r, "sys/fs/cgroup")) == CGROUP2_MAGIC_);
   CHECK (mount_flags (P (r, "sys/fs/cgroup")) & ST_RDONLY);
   CHECK (has_text (P (r, "etc/hostfile"), HOST_TEXT));
-  CHECK (lstat (P (r, "etc/linked"), &st) == 0 && S_ISREG (st.st_mode) && has_text (P (r, "etc/linked"), HOST_TEXT));
+  CHECK (lstat (P (r, "etc/linked"), &st) == 0 && S_ISREG (st.st_mode)
+         && has_text (P (r, "etc/linked"), HOST_TEXT));
   CHECK (has_text (P (r, "data/ro/inside"), "inside\n"));
   CHECK ((mount_flags (P (r, "data/ro")) & ST_RDONLY) && write_fails (P (r, "data/ro/new"), EROFS));
   CHECK (!(mount_flags (P (fx->base, "hostdir")) & ST_RDONLY));
@@ -543,9 +607,14 @@ check_full_mounts (struct fixture *fx)
 static void
 check_no_magic_links (struct fixture *fx)
 {
+  /* fx->root_fd predates the rootfs self-bind, so it sees no /proc. */
+  int root_fd = open (fx->rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC);
   struct husk_error *err = NULL;
 
-  CHECK (rootfs_open_in_root (fx->root_fd, "/proc/self/root/etc", ROOTFS_CREATE_NONE, &err) < 0);
+  CHECK (root_fd >= 0 && rootfs_open_in_root (root_fd, "/proc/self", ROOTFS_CREATE_NONE, &err) >= 0);
+  CHECK (rootfs_open_in_root (root_fd, "/proc/self/root/etc", ROOTFS_CREATE_NONE, &err) < 0);
+  CHECK (err->errnum == ELOOP);
+  CHECK (rootfs_open_in_root (root_fd, "/proc/self/fd/0", ROOTFS_CREATE_FILE, &err) < 0);
   CHECK (err->errnum == ELOOP);
 }
 
@@ -560,9 +629,9 @@ check_full_finalized (struct fixture *fx, const struct stat *rootfs_marker)
   CHECK (getcwd (cwd, sizeof cwd) && strcmp (cwd, "/") == 0);
   CHECK (stat ("/I-am-rootfs", &st) == 0 && st.st_ino == rootfs_marker->st_ino);
   CHECK (stat (fx->base, &st) < 0 && errno == ENOENT);
-  CHECK (!mountinfo_mentions ("husk-rootfs-test"));
+  CHECK (!mount_point_mentions ("husk-rootfs-test"));
   CHECK (mountinfo_optional ("/") != NULL && !has_shared_peer ("/"));
-  CHECK ((fd = open ("/proc/kcore", O_RDONLY)) >= 0 && read (fd, &byte, 1) == 0);
+  CHECK ((fd = open ("/proc/keys", O_RDONLY)) >= 0 && read (fd, &byte, 1) == 0);
   CHECK (stat ("/masked-dir/secret", &st) < 0 && errno == ENOENT);
   CHECK (write_fails ("/masked-dir/new", EROFS));
   CHECK (stat ("/does-not-exist", &st) < 0);
@@ -595,4 +664,222 @@ static void
 test_prepare_and_pivot (void **state)
 {
   run_in_mount_ns (*state, child_full);
+}
+
+/* ---- scenario: rootfsPropagation rshared, /dev/pts from the config ------- */
+
+static void
+child_shared_propagation (struct fixture *fx)
+{
+  static struct spec_mount mounts[3];
+  struct spec spec = base_spec (fx);
+
+  mounts[0] = MNT_FS ("/proc", "proc", "proc", KERNEL_FS_FLAGS, NULL);
+  mounts[1] = MNT_FS ("/dev", "tmpfs", "tmpfs", MS_NOSUID, "mode=755");
+  mounts[2]
+      = MNT_FS ("/dev/pts", "devpts", "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620");
+  spec.mounts = mounts;
+  spec.n_mounts = 3;
+  spec.rootfs_propagation = MS_REC | MS_SHARED;
+  CHECK_OK (rootfs_prepare (&spec, err_));
+  CHECK_OK (rootfs_finalize (&spec, false, err_));
+  CHECK (has_text ("/I-am-rootfs", "rootfs\n"));
+  CHECK (!mount_point_mentions ("husk-rootfs-test"));
+  CHECK (has_shared_peer ("/") && has_shared_peer ("/dev"));
+  CHECK (mountinfo_count ("/dev/pts") == 1); /* the config's, none added */
+  CHECK (link_is ("/dev/ptmx", "pts/ptmx"));
+}
+
+static void
+test_shared_propagation (void **state)
+{
+  run_in_mount_ns (*state, child_shared_propagation);
+}
+
+/* ---- scenario: --no-pivot, the image's own /dev, no /proc --------------- */
+
+static void
+child_no_pivot (struct fixture *fx)
+{
+  static char *masked[] = { "/masked-dir", NULL };
+  struct spec spec = base_spec (fx);
+  char cwd[PATH_MAX];
+  struct stat st;
+
+  spec.masked_paths = masked;
+  CHECK_OK (rootfs_prepare (&spec, err_));
+  CHECK (is_node (P (fx->rootfs, "dev/null"), S_IFCHR, 1, 3, 0666));
+  CHECK_OK (rootfs_finalize (&spec, true, err_));
+  CHECK (getcwd (cwd, sizeof cwd) && strcmp (cwd, "/") == 0);
+  CHECK (has_text ("/I-am-rootfs", "rootfs\n"));
+  CHECK (stat (fx->base, &st) < 0 && errno == ENOENT);
+  CHECK (is_node ("/dev/zero", S_IFCHR, 1, 5, 0666));
+  CHECK (lstat ("/dev/core", &st) < 0 && errno == ENOENT); /* no /proc mounted */
+  CHECK (link_is ("/dev/fd", "/proc/self/fd"));
+  CHECK (fs_type ("/dev/pts") == DEVPTS_MAGIC_);
+  CHECK (stat ("/masked-dir/secret", &st) < 0 && errno == ENOENT);
+}
+
+static void
+test_no_pivot (void **state)
+{
+  run_in_mount_ns (*state, child_no_pivot);
+}
+
+/* ---- scenario: a user namespace (mknod EPERM, locked flags, sysfs) ------ */
+
+static void
+enter_user_namespace (void)
+{
+  CHECK (unshare (CLONE_NEWUSER | CLONE_NEWNS) == 0);
+  CHECK (husk_write_file ("/proc/self/setgroups", "deny", 4, NULL) == 0);
+  CHECK (husk_write_file ("/proc/self/uid_map", "0 0 1", 5, NULL) == 0);
+  CHECK (husk_write_file ("/proc/self/gid_map", "0 0 1", 5, NULL) == 0);
+}
+
+static void
+user_ns_spec (struct fixture *fx, struct spec *spec)
+{
+  static struct spec_mount mounts[5];
+  static struct spec_device devices[2];
+  static char *masked[] = { "/masked-dir", "/etc/hostfile", "/proc/kcore", NULL };
+  static char *readonly[] = { "/rw-dir", NULL };
+
+  mounts[0] = MNT_FS ("/dev", "tmpfs", "tmpfs", MS_NOSUID, "mode=755");
+  mounts[1] = MNT_FS ("/sys", "sysfs", "sysfs", KERNEL_FS_FLAGS | MS_RDONLY, NULL);
+  mounts[2] = MNT_FS ("/sys/fs/cgroup", "cgroup2", "cgroup2", KERNEL_FS_FLAGS | MS_RDONLY, NULL);
+  mounts[3] = MNT_BIND ("/data/locked", (char *) P (fx->base, "locked"), MS_RDONLY);
+  mounts[4] = MNT_BIND ("/etc/hostfile", (char *) P (fx->base, "hostfile"), 0);
+  devices[0] = (struct spec_device){
+    .path = "/dev/full", .type = 'c', .major = 1, .minor = 7, .has_mode = true, .file_mode = 0600
+  };
+  devices[1] = (struct spec_device){ .path = "/dev/fifo0", .type = 'p', .has_mode = true, .file_mode = 0644 };
+  *spec = base_spec (fx);
+  spec->mounts = mounts;
+  spec->n_mounts = 5;
+  spec->devices = devices;
+  spec->n_devices = 2;
+  spec->masked_paths = masked;
+  spec->readonly_paths = readonly;
+}
+
+static void
+child_user_namespace (struct fixture *fx)
+{
+  const unsigned long locked_flags = ST_RDONLY | ST_NOSUID | ST_NODEV | ST_NOEXEC;
+  const char *r = fx->rootfs;
+  struct spec spec;
+
+  /* Flags set here, in the more privileged namespace, are locked below. */
+  CHECK (mount ("tmpfs", P (fx->base, "locked"), "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) == 0);
+  enter_user_namespace ();
+  user_ns_spec (fx, &spec);
+  CHECK_OK (rootfs_prepare (&spec, err_));
+  CHECK (is_node (P (r, "dev/null"), S_IFCHR, 1, 3, 0)); /* the host's node, bound */
+  CHECK (is_node (P (r, "dev/full"), S_IFCHR, 1, 7, 0));
+  CHECK (is_node (P (r, "dev/fifo0"), S_IFIFO, 0, 0, 0644));
+  CHECK (fs_type (P (r, "dev/pts")) == DEVPTS_MAGIC_); /* without gid=5 */
+  CHECK (fs_type (P (r, "sys")) == SYSFS_MAGIC_ && (mount_flags (P (r, "sys")) & ST_RDONLY));
+  CHECK (fs_type (P (r, "sys/fs/cgroup")) == CGROUP2_MAGIC_);
+  CHECK (mount_flags (P (r, "sys/fs/cgroup")) & ST_RDONLY);
+  CHECK ((mount_flags (P (r, "data/locked")) & locked_flags) == locked_flags);
+  CHECK_OK (rootfs_finalize (&spec, false, err_));
+  CHECK (has_text ("/I-am-rootfs", "rootfs\n"));
+  CHECK (write_fails ("/masked-dir/new", EROFS));
+  CHECK (has_text ("/etc/hostfile", ""));
+  CHECK (write_fails ("/rw-dir/file", EROFS));
+  CHECK (can_write ("/dev/null"));
+}
+
+static void
+test_user_namespace (void **state)
+{
+  run_in_mount_ns (*state, child_user_namespace);
+}
+
+/* ---- scenario: a bind-mounted /dev is left alone ------------------------ */
+
+static void
+child_dev_bind (struct fixture *fx)
+{
+  static struct spec_mount mounts[1];
+  struct spec spec = base_spec (fx);
+  struct stat st;
+
+  mounts[0] = MNT_BIND ("/dev", (char *) P (fx->base, "fakedev"), MS_REC);
+  spec.mounts = mounts;
+  spec.n_mounts = 1;
+  CHECK_OK (rootfs_prepare (&spec, err_));
+  CHECK (has_text (P (fx->rootfs, "dev/ptmx"), "not a node\n"));
+  CHECK (lstat (P (fx->base, "fakedev/null"), &st) < 0 && errno == ENOENT);
+  CHECK (lstat (P (fx->base, "fakedev/fd"), &st) < 0 && errno == ENOENT);
+}
+
+static void
+test_dev_bind_left_alone (void **state)
+{
+  struct fixture *fx = *state;
+
+  /* A stand-in for the host's /dev, so a regression cannot touch the real one. */
+  assert_int_equal (make_file (fx->base, "fakedev/ptmx", "not a node\n"), 0);
+  run_in_mount_ns (fx, child_dev_bind);
+}
+
+/* ---- scenario: error messages name the config's mount ------------------- */
+
+static void
+expect_prepare_error (struct fixture *fx, struct spec_mount mnt, const char *expected)
+{
+  struct spec spec = base_spec (fx);
+  struct husk_error *err = NULL;
+
+  spec.mounts = &mnt;
+  spec.n_mounts = 1;
+  CHECK (rootfs_prepare (&spec, &err) < 0 && err != NULL);
+  if (strcmp (err->msg, expected) != 0)
+    child_fail (__LINE__, "got `%s`, want `%s`", err->msg, expected);
+}
+
+static void
+child_errors (struct fixture *fx)
+{
+  const char *missing = P (fx->base, "does-not-exist");
+
+  expect_prepare_error (fx, MNT_BIND ("/x", (char *) missing, 0),
+                        xasprintf ("mount `%s` on `/x` (type bind): No such file or directory", missing));
+  expect_prepare_error (fx, MNT_FS ("/t", "tmpfs", "tmpfs", 0, "bogus=1"),
+                        "mount `tmpfs` on `/t` (type tmpfs): Invalid argument");
+  expect_prepare_error (fx, MNT_FS ("/u", "none", "nosuchfs", 0, NULL),
+                        "mount `none` on `/u` (type nosuchfs): No such device");
+  expect_prepare_error (fx, MNT_FS ("/I-am-rootfs/x", "tmpfs", "tmpfs", 0, NULL),
+                        "mount `tmpfs` on `/I-am-rootfs/x` (type tmpfs): resolve `/I-am-rootfs/x` inside the "
+                        "rootfs: Not a directory");
+}
+
+static void
+test_error_messages (void **state)
+{
+  run_in_mount_ns (*state, child_errors);
+}
+
+int
+main (void)
+{
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test_setup_teardown (test_open_existing, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_absolute_symlink_stays_inside, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_dangling_symlink_created_inside, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_relative_symlink_and_dotdot, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_create_parents, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_open_errors, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_prepare_and_pivot, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_shared_propagation, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_no_pivot, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_user_namespace, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_dev_bind_left_alone, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_error_messages, setup, teardown),
+  };
+
+  umask (022);
+  return cmocka_run_group_tests (tests, NULL, NULL);
 }
