@@ -4,8 +4,10 @@
 # and pushes them to a registry:
 #
 #   hack/test-images.sh OUTDIR                          build (cached)
-#   hack/test-images.sh OUTDIR --push ADDR [--creds U:P]  build, then push to ADDR
-#   . hack/test-images.sh; OUTDIR=...; push_test_images ADDR [U:P]
+#   hack/test-images.sh OUTDIR --push ADDR [--creds U:P] [NAME...]
+#                                     build, then push (all, or the NAMEs) to
+#                                     ADDR as test/NAME:latest
+#   . hack/test-images.sh; OUTDIR=...; push_test_images ADDR [--creds U:P] [NAME...]
 #
 # Images (all tagged "latest"):
 #   busybox    3 layers: busybox + applets + passwd/group (user tester 1000:1000);
@@ -25,18 +27,24 @@ busybox=${BUSYBOX:-/bin/busybox}
 
 # The exact push commands.  skopeo keeps the manifests byte for byte, so the
 # registry serves the digests written in the layouts.
-push_test_images() { # ADDR [USER:PASS]   (uses $OUTDIR)
-	local addr=$1 creds=${2:-} name
+push_test_images() { # ADDR [--creds USER:PASS] [NAME...]   (uses $OUTDIR)
+	local addr=$1 name
 	local skopeo=(skopeo --insecure-policy copy --quiet --dest-tls-verify=false)
-	if [ -n "$creds" ]; then
-		skopeo+=(--dest-creds "$creds")
+	shift
+	if [ "${1:-}" = --creds ]; then
+		skopeo+=(--dest-creds "$2")
+		shift 2
 	fi
-	for name in busybox big; do
-		"${skopeo[@]}" "oci:$OUTDIR/$name:latest" "docker://$addr/test/$name:latest"
-	done
-	"${skopeo[@]}" --all "oci:$OUTDIR/multiarch:latest" "docker://$addr/test/multiarch:latest"
-	for name in traversal absolute symlink-escape hardlink-escape; do
-		"${skopeo[@]}" "oci:$OUTDIR/evil/$name:latest" "docker://$addr/test/evil-$name:latest"
+	local names=("$@")
+	if [ ${#names[@]} -eq 0 ]; then
+		names=(busybox multiarch big evil-traversal evil-absolute evil-symlink-escape evil-hardlink-escape)
+	fi
+	for name in "${names[@]}"; do
+		case $name in
+		multiarch) "${skopeo[@]}" --all "oci:$OUTDIR/$name:latest" "docker://$addr/test/$name:latest" ;;
+		evil-*) "${skopeo[@]}" "oci:$OUTDIR/evil/${name#evil-}:latest" "docker://$addr/test/$name:latest" ;;
+		*) "${skopeo[@]}" "oci:$OUTDIR/$name:latest" "docker://$addr/test/$name:latest" ;;
+		esac
 	done
 }
 
@@ -269,19 +277,19 @@ main() {
 	fi
 	exec 9>&-
 	if [ $# -gt 0 ]; then
-		[ "$1" = --push ] && { [ $# -eq 2 ] || { [ $# -eq 4 ] && [ "$3" = --creds ]; }; } || {
-			echo "usage: $0 OUTDIR [--push ADDR [--creds USER:PASS]]" >&2
-			exit 2
-		}
-		push_test_images "$2" "${4:-}"
+		[ "$1" = --push ] && [ $# -ge 2 ] || usage
+		shift
+		push_test_images "$@"
 	fi
+}
+
+usage() {
+	echo "usage: $0 OUTDIR [--push ADDR [--creds USER:PASS] [NAME...]]" >&2
+	exit 2
 }
 
 # Sourced: only define push_test_images.
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then
-	[ $# -ge 1 ] || {
-		echo "usage: $0 OUTDIR [--push ADDR [--creds USER:PASS]]" >&2
-		exit 2
-	}
+	[ $# -ge 1 ] || usage
 	main "$@"
 fi

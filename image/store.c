@@ -406,9 +406,9 @@ store_cleanup_ingest (struct store *store, unsigned max_age_seconds, unsigned *r
 }
 
 int
-store_gc_lock (const struct store *store, bool exclusive, bool wait, struct husk_error **err)
+store_gc_lock (const char *root, bool exclusive, bool wait, struct husk_error **err)
 {
-  cleanup_free char *path = xasprintf ("%s/gc.lock", store->root);
+  cleanup_free char *path = xasprintf ("%s/gc.lock", root);
   cleanup_close int fd = open (path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   int op = (exclusive ? LOCK_EX : LOCK_SH) | (wait ? 0 : LOCK_NB);
 

@@ -70,12 +70,12 @@ int store_read_blob (const struct store *store, const char *digest, size_t max_s
 int store_cleanup_ingest (struct store *store, unsigned max_age_seconds, unsigned *removed,
                           struct husk_error **err);
 
-/* The GC lock (ROOT/gc.lock).  Everything that writes blobs or snapshots an
+/* The GC lock (ROOT/gc.lock, ROOT being store_root()).  Everything that writes blobs or snapshots an
  * image record does not reference yet (a pull, an import, an unpack, a
  * container mount) holds it shared; garbage collection holds it exclusive.
  * Returns the lock fd (close it to release), or -1.  With WAIT false and the
  * lock busy, fails with errnum EWOULDBLOCK. */
-int store_gc_lock (const struct store *store, bool exclusive, bool wait, struct husk_error **err);
+int store_gc_lock (const char *root, bool exclusive, bool wait, struct husk_error **err);
 
 /* Removes every blob whose digest is not in KEEP (NULL-terminated).  The
  * caller holds the GC lock exclusive.  *REMOVED (may be NULL) counts them. */

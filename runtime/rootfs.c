@@ -19,6 +19,7 @@
 #include "husk/cleanup.h"
 #include "husk/util.h"
 #include "runtime/rootfs.h"
+#include "runtime/rootfs_internal.h"
 
 #ifndef MOUNT_ATTR_RDONLY
 #define MOUNT_ATTR_RDONLY 0x00000001
@@ -46,24 +47,6 @@ struct rootfs_mount_attr
 /* Per-mount flags a bind mount only takes through a second, remounting call. */
 #define ROOTFS_REMOUNT_FLAGS                                                                                 \
   (MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_NOATIME | MS_NODIRATIME | MS_RELATIME | MS_STRICTATIME)
-
-/* Creates /dev inside ROOT_FD once the config mounts are done (rootfs_dev.c). */
-int rootfs_dev_setup (const struct spec *spec, int root_fd, struct husk_error **err);
-
-struct fd_path
-{
-  char path[32];
-};
-
-/* The magic link that names an fd's exact inode: mounting on it pins the
- * mount to what openat2 resolved, whatever the image's symlinks say. */
-static struct fd_path
-fd_path (int fd)
-{
-  struct fd_path p;
-  snprintf (p.path, sizeof p.path, "/proc/self/fd/%d", fd);
-  return p;
-}
 
 static int
 openat2_in_root (int root_fd, const char *rel_path, int flags)
@@ -488,6 +471,22 @@ apply_mount_attributes (int root_fd, const struct spec_mount *mnt, struct husk_e
   return 0;
 }
 
+/* A missing process.cwd is created, as runc does: here, inside the rootfs
+ * and before root.readonly could forbid it. */
+static int
+create_cwd (const struct spec *spec, int root_fd, struct husk_error **err)
+{
+  int cwd_fd;
+
+  if (!spec->has_process || spec->process.cwd == NULL)
+    return 0;
+  cwd_fd = rootfs_open_in_root (root_fd, spec->process.cwd, ROOTFS_CREATE_DIR, err);
+  if (cwd_fd < 0)
+    return husk_error_wrap (err, "process.cwd");
+  close (cwd_fd);
+  return 0;
+}
+
 int
 rootfs_prepare (const struct spec *spec, struct husk_error **err)
 {
@@ -506,7 +505,9 @@ rootfs_prepare (const struct spec *spec, struct husk_error **err)
           || apply_mount_attributes (root_fd, mnt, err) < 0)
         return -1;
     }
-  return rootfs_dev_setup (spec, root_fd, err);
+  if (rootfs_dev_setup (spec, root_fd, err) < 0)
+    return -1;
+  return create_cwd (spec, root_fd, err);
 }
 
 /* ---- finalize: switch root, masks, read-only paths -------------------- */
@@ -614,7 +615,10 @@ rootfs_finalize (const struct spec *spec, bool no_pivot, struct husk_error **err
    * config mounts keep the flags they were given. */
   if (spec->root_readonly && remount_bind ("/", MS_RDONLY) < 0)
     return husk_error_make (err, errno, "make the root read-only");
-  if (spec->rootfs_propagation && mount (NULL, "/", NULL, spec->rootfs_propagation, NULL) < 0)
+  /* The root mount only: MS_REC here would override the propagation the
+   * config gave each mount below (an rslave "/" turns an rshared volume
+   * with no peers outside into a private one). */
+  if (spec->rootfs_propagation && mount (NULL, "/", NULL, spec->rootfs_propagation & ~MS_REC, NULL) < 0)
     return husk_error_make (err, errno, "set the propagation of `/`");
   return 0;
 }

@@ -24,8 +24,9 @@ int rootfs_prepare (const struct spec *spec, struct husk_error **err);
 int rootfs_finalize (const struct spec *spec, bool no_pivot, struct husk_error **err);
 
 /* Opens PATH (absolute, as seen in the container) inside the directory
- * ROOT_FD without ever leaving it, creating missing parents (mode 0755) and,
- * if CREATE_AS_DIR / CREATE_AS_FILE, the last component.  Returns an
+ * ROOT_FD without ever leaving it.  With ROOTFS_CREATE_DIR / _FILE it
+ * creates the missing parents (mode 0755) and the last component; with
+ * ROOTFS_CREATE_NONE it only looks up.  Returns an
  * O_PATH fd.  Exposed for unit tests and for the mount code. */
 enum rootfs_create
 {

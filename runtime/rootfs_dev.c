@@ -13,8 +13,7 @@
 #include "husk/cleanup.h"
 #include "husk/util.h"
 #include "runtime/rootfs.h"
-
-int rootfs_dev_setup (const struct spec *spec, int root_fd, struct husk_error **err);
+#include "runtime/rootfs_internal.h"
 
 struct default_device
 {
@@ -33,8 +32,8 @@ struct dev_link
 {
   const char *name; /* in /dev */
   const char *target;
-  bool replace;    /* an existing entry is replaced, not kept */
-  bool needs_proc; /* only when the config mounts /proc */
+  bool replace;      /* an existing entry is replaced, not kept */
+  bool needs_target; /* only when the target exists in the rootfs */
 };
 
 static const struct dev_link dev_links[] = {
@@ -46,19 +45,6 @@ static const struct dev_link dev_links[] = {
   /* The devpts instance below has its own ptmx; a host node would not. */
   { "ptmx", "pts/ptmx", true, false },
 };
-
-struct fd_path
-{
-  char path[32];
-};
-
-static struct fd_path
-fd_path (int fd)
-{
-  struct fd_path p;
-  snprintf (p.path, sizeof p.path, "/proc/self/fd/%d", fd);
-  return p;
-}
 
 static const struct spec_mount *
 find_mount (const struct spec *spec, const char *destination)
@@ -225,16 +211,27 @@ create_shm_dir (int dev_fd, struct husk_error **err)
   return 0;
 }
 
-static int
-create_dev_links (const struct spec *spec, int dev_fd, struct husk_error **err)
+/* Whether PATH exists in the rootfs (as the config mounted it: /proc/kcore
+ * needs /proc and a kernel with CONFIG_PROC_KCORE). */
+static bool
+exists_in_root (int root_fd, const char *path)
 {
-  bool has_proc = find_mount (spec, "/proc") != NULL;
+  int fd = rootfs_open_in_root (root_fd, path, ROOTFS_CREATE_NONE, NULL);
 
+  if (fd < 0)
+    return false;
+  close (fd);
+  return true;
+}
+
+static int
+create_dev_links (int root_fd, int dev_fd, struct husk_error **err)
+{
   for (size_t i = 0; i < sizeof dev_links / sizeof dev_links[0]; i++)
     {
       const struct dev_link *link = &dev_links[i];
 
-      if (link->needs_proc && !has_proc)
+      if (link->needs_target && !exists_in_root (root_fd, link->target))
         continue;
       if (link->replace && unlinkat (dev_fd, link->name, 0) < 0 && errno != ENOENT)
         return husk_error_make (err, errno, "replace `/dev/%s`", link->name);
@@ -259,7 +256,7 @@ rootfs_dev_setup (const struct spec *spec, int root_fd, struct husk_error **err)
   if (dev_fd < 0)
     return -1;
   if (mount_devpts (spec, dev_fd, err) < 0 || create_shm_dir (dev_fd, err) < 0
-      || create_dev_links (spec, dev_fd, err) < 0)
+      || create_dev_links (root_fd, dev_fd, err) < 0)
     return -1;
   return 0;
 }

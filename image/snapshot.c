@@ -1,0 +1,596 @@
+/* Layer snapshots (one unpacked directory per chain ID, made once and
+ * renamed into place) and the overlayfs mounts that turn a stack of them into
+ * a container's root filesystem. */
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "husk/cleanup.h"
+#include "husk/util.h"
+#include "image/snapshot.h"
+#include "image/unpack.h"
+
+#define LAYERS_FILE "layers" /* ROOT/containers/<id>/layers: what the rootfs uses */
+
+static const char *const layer_media_types[] = {
+  "application/vnd.oci.image.layer.v1.tar",
+  "application/vnd.oci.image.layer.v1.tar+gzip",
+  "application/vnd.oci.image.layer.v1.tar+zstd",
+  "application/vnd.oci.image.layer.nondistributable.v1.tar",
+  "application/vnd.oci.image.layer.nondistributable.v1.tar+gzip",
+  "application/vnd.oci.image.layer.nondistributable.v1.tar+zstd",
+  "application/vnd.docker.image.rootfs.diff.tar",
+  "application/vnd.docker.image.rootfs.diff.tar.gzip",
+  "application/vnd.docker.image.rootfs.foreign.diff.tar.gzip",
+};
+
+bool
+snapshot_layer_media_type_supported (const char *type)
+{
+  for (size_t i = 0; i < sizeof layer_media_types / sizeof layer_media_types[0]; i++)
+    if (strcmp (type, layer_media_types[i]) == 0)
+      return true;
+  return false;
+}
+
+void
+snapshot_chain_id (const char *parent_chain_id, const char *diff_id, char out[DIGEST_STR_SIZE])
+{
+  cleanup_free char *text = NULL;
+
+  if (parent_chain_id == NULL)
+    {
+      snprintf (out, DIGEST_STR_SIZE, "%s", diff_id);
+      return;
+    }
+  text = xasprintf ("%s %s", parent_chain_id, diff_id);
+  digest_of_buffer (text, strlen (text), out);
+}
+
+void
+snapshot_chain_ids (char *const *diff_ids, size_t n, char (*out)[DIGEST_STR_SIZE])
+{
+  for (size_t i = 0; i < n; i++)
+    snapshot_chain_id (i ? out[i - 1] : NULL, diff_ids[i], out[i]);
+}
+
+char *
+snapshot_fs_path (const char *root, const char *chain_id)
+{
+  return xasprintf ("%s/snapshots/%s/fs", root, digest_hex (chain_id));
+}
+
+bool
+snapshot_exists (const char *root, const char *chain_id)
+{
+  cleanup_free char *path = NULL;
+  struct stat st;
+
+  if (!digest_is_valid (chain_id))
+    return false;
+  path = snapshot_fs_path (root, chain_id);
+  return stat (path, &st) == 0 && S_ISDIR (st.st_mode);
+}
+
+static int
+write_snapshot_info (const char *dir, const struct snapshot_layer *layer, const char *chain_id,
+                     const char *parent, const struct unpack_stats *stats, struct husk_error **err)
+{
+  cleanup_free char *path = xasprintf ("%s/info.json", dir);
+  cleanup_free char *text = NULL;
+  json_t *info = json_pack ("{s:s, s:s, s:s?, s:s, s:I, s:I, s:I}", "chain_id", chain_id, "diff_id",
+                            layer->diff_id, "parent", parent, "digest", layer->digest, "size",
+                            (json_int_t) stats->uncompressed_bytes, "entries", (json_int_t) stats->entries,
+                            "created", (json_int_t) time (NULL));
+
+  if (info == NULL)
+    abort ();
+  text = json_dumps (info, JSON_INDENT (2));
+  json_decref (info);
+  return husk_write_file_atomic (path, text, strlen (text), 0644, err);
+}
+
+/* Unpacks into TMP_DIR/fs, records what it is, and flushes it all to disk
+ * before the rename makes it visible. */
+static int
+fill_snapshot (struct store *store, const char *tmp_dir, const struct snapshot_layer *layer, const char *chain_id,
+               const char *parent, struct husk_error **err)
+{
+  cleanup_free char *blob = store_blob_path (store, layer->digest);
+  cleanup_free char *fs = xasprintf ("%s/fs", tmp_dir);
+  cleanup_close int dir_fd = -1;
+  struct unpack_options opts = { .layer_digest = layer->digest, .expected_diff_id = layer->diff_id };
+  struct unpack_stats stats;
+  struct timespec t0, t1;
+
+  if (mkdir (fs, 0755) < 0)
+    return husk_error_make (err, errno, "mkdir `%s`", fs);
+  clock_gettime (CLOCK_MONOTONIC, &t0);
+  if (unpack_layer (blob, fs, &opts, &stats, err) < 0)
+    return -1;
+  clock_gettime (CLOCK_MONOTONIC, &t1);
+  husk_debug ("unpacked layer %s: %llu entries, %llu bytes in %.3f s", layer->digest,
+              (unsigned long long) stats.entries, (unsigned long long) stats.uncompressed_bytes,
+              (double) (t1.tv_sec - t0.tv_sec) + (double) (t1.tv_nsec - t0.tv_nsec) / 1e9);
+  if (write_snapshot_info (tmp_dir, layer, chain_id, parent, &stats, err) < 0)
+    return -1;
+  dir_fd = open (tmp_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd < 0 || syncfs (dir_fd) < 0)
+    return husk_error_make (err, errno, "sync `%s`", tmp_dir);
+  return 0;
+}
+
+static int
+check_layer (const struct store *store, const struct snapshot_layer *layer, struct husk_error **err)
+{
+  if (digest_validate (layer->digest, "layer digest", err) < 0 || digest_validate (layer->diff_id, "diff_id", err) < 0)
+    return -1;
+  if (layer->media_type && !snapshot_layer_media_type_supported (layer->media_type))
+    return husk_error_make (err, 0, "layer %s: media type `%s` is not supported", layer->digest,
+                            layer->media_type);
+  if (!store_has_blob (store, layer->digest, NULL))
+    return husk_error_make (err, 0, "layer %s: blob is not in the content store", layer->digest);
+  return 0;
+}
+
+static int
+unpack_snapshot (struct store *store, const struct snapshot_layer *layer, const char *chain_id, const char *parent,
+                 struct husk_error **err)
+{
+  const char *root = store_root (store);
+  cleanup_free char *tmp_dir = xasprintf ("%s/snapshots/tmp-XXXXXX", root);
+  cleanup_free char *final_dir = xasprintf ("%s/snapshots/%s", root, digest_hex (chain_id));
+
+  if (check_layer (store, layer, err) < 0)
+    return -1;
+  if (mkdtemp (tmp_dir) == NULL)
+    return husk_error_make (err, errno, "create `%s`", tmp_dir);
+  if (fill_snapshot (store, tmp_dir, layer, chain_id, parent, err) < 0)
+    {
+      husk_rm_rf (tmp_dir, NULL);
+      return -1;
+    }
+  if (renameat2 (AT_FDCWD, tmp_dir, AT_FDCWD, final_dir, RENAME_NOREPLACE) < 0)
+    {
+      int saved = errno;
+      husk_rm_rf (tmp_dir, NULL);
+      /* A concurrent unpack of the same chain won: use its copy. */
+      if (saved == EEXIST || saved == ENOTEMPTY)
+        return 0;
+      return husk_error_make (err, saved, "rename `%s` to `%s`", tmp_dir, final_dir);
+    }
+  return 0;
+}
+
+int
+snapshot_prepare_layers (struct store *store, const struct snapshot_layer *layers, size_t n, unsigned *unpacked,
+                         struct husk_error **err)
+{
+  const char *root = store_root (store);
+  cleanup_free char *snapshots_dir = xasprintf ("%s/snapshots", root);
+  cleanup_free char(*chain_ids)[DIGEST_STR_SIZE] = xcalloc (n ? n : 1, DIGEST_STR_SIZE);
+  cleanup_close int lock_fd = -1;
+  unsigned count = 0;
+
+  for (size_t i = 0; i < n; i++)
+    {
+      if (digest_validate (layers[i].diff_id, "diff_id", err) < 0)
+        return husk_error_wrap (err, "layer %zu", i);
+      snapshot_chain_id (i ? chain_ids[i - 1] : NULL, layers[i].diff_id, chain_ids[i]);
+    }
+  if (husk_mkdir_p (snapshots_dir, 0700, err) < 0)
+    return -1;
+  lock_fd = store_gc_lock (root, false, true, err);
+  if (lock_fd < 0)
+    return -1;
+  for (size_t i = 0; i < n; i++)
+    {
+      if (snapshot_exists (root, chain_ids[i]))
+        continue;
+      if (unpack_snapshot (store, &layers[i], chain_ids[i], i ? chain_ids[i - 1] : NULL, err) < 0)
+        return -1;
+      count++;
+    }
+  if (unpacked)
+    *unpacked = count;
+  return 0;
+}
+
+/* Container rootfs. */
+
+static int
+validate_container_id (const char *id, struct husk_error **err)
+{
+  size_t len = id ? strlen (id) : 0;
+
+  if (len == 0 || len > 128 || id[0] == '.' || strspn (id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                                           "0123456789_.-")
+                                                   != len)
+    return husk_error_make (err, 0, "container id `%s` is not valid (want 1-128 of [A-Za-z0-9_.-])",
+                            id ? id : "");
+  return 0;
+}
+
+static bool
+is_mount_point (const char *path)
+{
+  cleanup_free char *parent = xasprintf ("%s/..", path);
+  struct statx stx;
+  struct stat st, parent_st;
+
+  if (statx (AT_FDCWD, path, AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS, &stx) == 0
+      && (stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT))
+    return (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT) != 0;
+  return lstat (path, &st) == 0 && stat (parent, &parent_st) == 0 && st.st_dev != parent_st.st_dev;
+}
+
+static char *
+layers_record (char *const *chain_ids, size_t n, bool readonly)
+{
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream (&text, &len);
+
+  if (f == NULL)
+    abort ();
+  fprintf (f, "%s\n", readonly ? "ro" : "rw");
+  for (size_t i = 0; i < n; i++)
+    fprintf (f, "%s\n", chain_ids[i]);
+  fclose (f);
+  return text;
+}
+
+/* Remembers which snapshots the rootfs uses (so GC keeps them) and refuses
+ * to reuse a container dir for a different stack. */
+static int
+record_layers (const char *dir, const char *id, char *const *chain_ids, size_t n, bool readonly,
+               struct husk_error **err)
+{
+  cleanup_free char *path = xasprintf ("%s/%s", dir, LAYERS_FILE);
+  cleanup_free char *want = layers_record (chain_ids, n, readonly);
+  cleanup_free char *have = NULL;
+
+  if (husk_read_file (path, &have, NULL, NULL) == 0)
+    {
+      if (strcmp (have, want) != 0)
+        return husk_error_make (err, EEXIST, "container `%s` already has a rootfs of other layers", id);
+      return 0;
+    }
+  return husk_write_file_atomic (path, want, strlen (want), 0644, err);
+}
+
+static char *
+overlay_options (const char *lower_prefix, char *const *chain_ids, size_t n, const char *upper, const char *work)
+{
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream (&text, &len);
+
+  if (f == NULL)
+    abort ();
+  fputs ("lowerdir=", f);
+  for (size_t i = n; i-- > 0;)
+    fprintf (f, "%s%s/fs%s", lower_prefix, digest_hex (chain_ids[i]), i ? ":" : "");
+  if (upper)
+    fprintf (f, ",upperdir=%s,workdir=%s,index=off", upper, work);
+  fclose (f);
+  return text;
+}
+
+/* mount(2) with lower dirs relative to CWD, done in a child so that the
+ * chdir cannot disturb the caller's other threads. */
+static int
+mount_overlay_from (const char *cwd, const char *options, const char *target, unsigned long flags,
+                    struct husk_error **err)
+{
+  int status = 0;
+  pid_t pid;
+
+  if (cwd == NULL)
+    {
+      if (mount ("overlay", target, "overlay", flags, options) < 0)
+        return husk_error_make (err, errno, "mount overlay on `%s`", target);
+      return 0;
+    }
+  pid = fork ();
+  if (pid < 0)
+    return husk_error_make (err, errno, "fork");
+  if (pid == 0)
+    {
+      if (chdir (cwd) < 0 || mount ("overlay", target, "overlay", flags, options) < 0)
+        _exit (errno & 0xff);
+      _exit (0);
+    }
+  while (waitpid (pid, &status, 0) < 0)
+    if (errno != EINTR)
+      return husk_error_make (err, errno, "wait for mount helper");
+  if (!WIFEXITED (status) || WEXITSTATUS (status) != 0)
+    return husk_error_make (err, WIFEXITED (status) ? WEXITSTATUS (status) : EIO,
+                            "mount overlay on `%s` (lower dirs relative to `%s`)", target, cwd);
+  return 0;
+}
+
+/* The new mount API takes lower dirs one at a time ("lowerdir+", Linux
+ * 6.8), so no page-size limit applies. */
+static int
+mount_overlay_fsconfig (const char *root, char *const *chain_ids, size_t n, const char *upper, const char *work,
+                        const char *target, struct husk_error **err)
+{
+  cleanup_close int fs_fd = fsopen ("overlay", FSOPEN_CLOEXEC);
+  cleanup_close int mnt_fd = -1;
+
+  if (fs_fd < 0)
+    return husk_error_make (err, errno, "fsopen overlay");
+  for (size_t i = n; i-- > 0;)
+    {
+      cleanup_free char *lower = snapshot_fs_path (root, chain_ids[i]);
+      if (fsconfig (fs_fd, FSCONFIG_SET_STRING, "lowerdir+", lower, 0) < 0)
+        return husk_error_make (err, errno, "mount overlay on `%s`: %zu layers need lowerdir+ (Linux 6.8)", target,
+                                n);
+    }
+  if (upper
+      && (fsconfig (fs_fd, FSCONFIG_SET_STRING, "upperdir", upper, 0) < 0
+          || fsconfig (fs_fd, FSCONFIG_SET_STRING, "workdir", work, 0) < 0
+          || fsconfig (fs_fd, FSCONFIG_SET_STRING, "index", "off", 0) < 0))
+    return husk_error_make (err, errno, "mount overlay on `%s`: set upper dir", target);
+  if (fsconfig (fs_fd, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
+    return husk_error_make (err, errno, "mount overlay on `%s`", target);
+  mnt_fd = fsmount (fs_fd, FSMOUNT_CLOEXEC, upper ? 0 : MOUNT_ATTR_RDONLY);
+  if (mnt_fd < 0 || move_mount (mnt_fd, "", AT_FDCWD, target, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+    return husk_error_make (err, errno, "mount overlay on `%s`", target);
+  return 0;
+}
+
+static int
+bind_readonly (const char *source, const char *target, struct husk_error **err)
+{
+  if (mount (source, target, NULL, MS_BIND, NULL) < 0)
+    return husk_error_make (err, errno, "bind mount `%s` on `%s`", source, target);
+  if (mount (NULL, target, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY, NULL) < 0)
+    {
+      int saved = errno;
+      umount2 (target, MNT_DETACH);
+      return husk_error_make (err, saved, "make `%s` read-only", target);
+    }
+  return 0;
+}
+
+/* The page is the most mount(2) copies of its options: full paths first,
+ * then paths relative to ROOT/snapshots, then the new mount API. */
+static int
+mount_rootfs (const char *root, const char *dir, char *const *chain_ids, size_t n, bool readonly,
+              struct husk_error **err)
+{
+  size_t page = (size_t) sysconf (_SC_PAGESIZE);
+  cleanup_free char *abs_dir = realpath (dir, NULL);
+  cleanup_free char *abs_root = realpath (root, NULL);
+  cleanup_free char *snapshots = NULL, *prefix = NULL, *upper = NULL, *work = NULL, *merged = NULL;
+  cleanup_free char *options = NULL;
+  unsigned long flags = readonly ? MS_RDONLY : 0;
+
+  if (abs_dir == NULL || abs_root == NULL)
+    return husk_error_make (err, errno, "resolve `%s`", dir);
+  if (strpbrk (abs_dir, ",:") || strpbrk (abs_root, ",:"))
+    return husk_error_make (err, 0, "`%s`: overlay paths cannot hold `,` or `:`", abs_dir);
+  merged = xasprintf ("%s/merged", abs_dir);
+  if (readonly && n == 1)
+    {
+      cleanup_free char *fs = snapshot_fs_path (abs_root, chain_ids[0]);
+      return bind_readonly (fs, merged, err);
+    }
+  if (!readonly)
+    {
+      upper = xasprintf ("%s/upper", abs_dir);
+      work = xasprintf ("%s/work", abs_dir);
+    }
+  snapshots = xasprintf ("%s/snapshots", abs_root);
+  prefix = xasprintf ("%s/", snapshots);
+  options = overlay_options (prefix, chain_ids, n, upper, work);
+  if (strlen (options) < page)
+    return mount_overlay_from (NULL, options, merged, flags, err);
+  free (options);
+  options = overlay_options ("", chain_ids, n, upper, work);
+  if (strlen (options) < page)
+    return mount_overlay_from (snapshots, options, merged, flags, err);
+  return mount_overlay_fsconfig (abs_root, chain_ids, n, upper, work, merged, err);
+}
+
+static int
+make_container_dirs (const char *dir, bool readonly, struct husk_error **err)
+{
+  static const struct
+  {
+    const char *name;
+    mode_t mode;
+    bool rw_only;
+  } subdirs[] = { { "merged", 0755, false }, { "upper", 0755, true }, { "work", 0700, true } };
+
+  if (husk_mkdir_p (dir, 0700, err) < 0)
+    return -1;
+  for (size_t i = 0; i < sizeof subdirs / sizeof subdirs[0]; i++)
+    {
+      cleanup_free char *path = xasprintf ("%s/%s", dir, subdirs[i].name);
+      if ((readonly && subdirs[i].rw_only) || mkdir (path, subdirs[i].mode) == 0 || errno == EEXIST)
+        continue;
+      return husk_error_make (err, errno, "mkdir `%s`", path);
+    }
+  return 0;
+}
+
+int
+snapshot_create_container (const char *root, const char *container_id, char *const *chain_ids, size_t n,
+                           bool readonly, char **rootfs_path, struct husk_error **err)
+{
+  cleanup_free char *dir = NULL, *merged = NULL;
+  cleanup_close int lock_fd = -1;
+
+  if (validate_container_id (container_id, err) < 0)
+    return -1;
+  if (n == 0)
+    return husk_error_make (err, 0, "container `%s`: the image has no layers", container_id);
+  dir = xasprintf ("%s/containers/%s", root, container_id);
+  merged = xasprintf ("%s/merged", dir);
+  lock_fd = store_gc_lock (root, false, true, err);
+  if (lock_fd < 0)
+    return -1;
+  for (size_t i = 0; i < n; i++)
+    if (!snapshot_exists (root, chain_ids[i]))
+      return husk_error_make (err, 0, "container `%s`: layer snapshot %s is missing (image removed?)", container_id,
+                              chain_ids[i] ? chain_ids[i] : "(null)");
+  if (make_container_dirs (dir, readonly, err) < 0 || record_layers (dir, container_id, chain_ids, n, readonly, err) < 0)
+    return husk_error_wrap (err, "container `%s`", container_id);
+  if (!is_mount_point (merged) && mount_rootfs (root, dir, chain_ids, n, readonly, err) < 0)
+    return husk_error_wrap (err, "container `%s`", container_id);
+  *rootfs_path = steal_pointer (&merged);
+  return 0;
+}
+
+static int
+unmount_all (const char *path, struct husk_error **err)
+{
+  /* Stacked mounts (a rootfs mounted twice) come off one at a time. */
+  for (int i = 0; i < 16 && umount2 (path, MNT_DETACH | UMOUNT_NOFOLLOW) == 0; i++)
+    ;
+  if (errno != EINVAL && errno != ENOENT)
+    return husk_error_make (err, errno, "unmount `%s`", path);
+  if (is_mount_point (path))
+    return husk_error_make (err, EBUSY, "unmount `%s`: still mounted", path);
+  return 0;
+}
+
+int
+snapshot_remove_container (const char *root, const char *container_id, struct husk_error **err)
+{
+  static const char *const parts[] = { "upper", "work", "merged", LAYERS_FILE };
+  cleanup_free char *dir = NULL, *merged = NULL;
+  struct stat st;
+
+  if (validate_container_id (container_id, err) < 0)
+    return -1;
+  dir = xasprintf ("%s/containers/%s", root, container_id);
+  merged = xasprintf ("%s/merged", dir);
+  if (lstat (dir, &st) < 0 && errno == ENOENT)
+    return 0;
+  if (unmount_all (merged, err) < 0)
+    return husk_error_wrap (err, "remove container `%s` rootfs", container_id);
+  for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
+    {
+      cleanup_free char *path = xasprintf ("%s/%s", dir, parts[i]);
+      if (husk_rm_rf (path, err) < 0)
+        return husk_error_wrap (err, "remove container `%s` rootfs", container_id);
+    }
+  if (rmdir (dir) < 0 && errno != ENOTEMPTY && errno != EEXIST && errno != ENOENT)
+    return husk_error_make (err, errno, "remove `%s`", dir);
+  return 0;
+}
+
+/* GC. */
+
+struct string_set
+{
+  char **items;
+  size_t n, cap;
+};
+
+static void
+string_set_add (struct string_set *set, const char *s)
+{
+  if (set->n == set->cap)
+    {
+      set->cap = set->cap ? 2 * set->cap : 32;
+      set->items = xrealloc (set->items, set->cap * sizeof *set->items);
+    }
+  set->items[set->n++] = xstrdup (s);
+}
+
+static int
+compare_strings (const void *a, const void *b)
+{
+  return strcmp (*(char *const *) a, *(char *const *) b);
+}
+
+static bool
+string_set_has (const struct string_set *set, const char *s)
+{
+  return bsearch (&s, set->items, set->n, sizeof *set->items, compare_strings) != NULL;
+}
+
+static void
+string_set_clear (struct string_set *set)
+{
+  for (size_t i = 0; i < set->n; i++)
+    free (set->items[i]);
+  free (set->items);
+}
+
+static void
+add_container_layers (const char *root, struct string_set *set)
+{
+  cleanup_free char *containers = xasprintf ("%s/containers", root);
+  cleanup_dir DIR *dir = opendir (containers);
+  struct dirent *de;
+
+  while (dir && (de = readdir (dir)) != NULL)
+    {
+      cleanup_free char *path = xasprintf ("%s/%s/%s", containers, de->d_name, LAYERS_FILE);
+      cleanup_free char *text = NULL;
+      char *save = NULL;
+
+      if (de->d_name[0] == '.' || husk_read_file (path, &text, NULL, NULL) < 0)
+        continue;
+      for (char *line = strtok_r (text, "\n", &save); line; line = strtok_r (NULL, "\n", &save))
+        if (digest_is_valid (line))
+          string_set_add (set, line);
+    }
+}
+
+static bool
+snapshot_is_garbage (const struct string_set *keep, const char *name)
+{
+  char chain_id[7 + NAME_MAX + 1];
+
+  if (husk_str_has_prefix (name, "tmp-"))
+    return true; /* an unpack that died: none runs while GC holds its lock */
+  snprintf (chain_id, sizeof chain_id, "sha256:%s", name);
+  return digest_is_valid (chain_id) && !string_set_has (keep, chain_id);
+}
+
+int
+snapshot_gc (const char *root, char *const *keep, unsigned *removed, struct husk_error **err)
+{
+  cleanup_free char *snapshots = xasprintf ("%s/snapshots", root);
+  cleanup_dir DIR *dir = opendir (snapshots);
+  struct string_set keep_set = { 0 };
+  unsigned count = 0;
+  struct dirent *de;
+  int ret = 0;
+
+  if (dir == NULL)
+    return errno == ENOENT ? 0 : husk_error_make (err, errno, "open `%s`", snapshots);
+  for (size_t i = 0; keep && keep[i]; i++)
+    string_set_add (&keep_set, keep[i]);
+  add_container_layers (root, &keep_set);
+  qsort (keep_set.items, keep_set.n, sizeof *keep_set.items, compare_strings);
+  while (ret == 0 && (de = readdir (dir)) != NULL)
+    {
+      cleanup_free char *path = NULL;
+      if (de->d_name[0] == '.' || !snapshot_is_garbage (&keep_set, de->d_name))
+        continue;
+      path = xasprintf ("%s/%s", snapshots, de->d_name);
+      ret = husk_rm_rf (path, err);
+      count += ret == 0;
+    }
+  string_set_clear (&keep_set);
+  if (removed)
+    *removed = count;
+  return ret;
+}
