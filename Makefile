@@ -60,18 +60,22 @@ $(BUILD)/%.o: %.c
 	@$(CC) $(CFLAGS) -c -o $@ $<
 
 $(COMMON_LIB): $(call objs,$(COMMON_SRCS))
+	@mkdir -p $(dir $@)
 	@rm -f $@
 	ar rcs $@ $^
 
 $(RUNTIME_LIB): $(call objs,$(RUNTIME_SRCS))
+	@mkdir -p $(dir $@)
 	@rm -f $@
 	ar rcs $@ $^
 
 $(IMAGE_LIB): $(call objs,$(IMAGE_SRCS))
+	@mkdir -p $(dir $@)
 	@rm -f $@
 	ar rcs $@ $^
 
 $(CRI_LIB): $(call objs,$(CRI_SRCS))
+	@mkdir -p $(dir $@)
 	@rm -f $@
 	ar rcs $@ $^
 

@@ -10,7 +10,7 @@ packages=(
 	libarchive-dev libcurl4-openssl-dev libssl-dev libyaml-dev libsqlite3-dev
 	libgrpc-dev libprotobuf-c-dev protobuf-c-compiler protobuf-compiler
 	# integration tests: busybox rootfs, networking, registry, image tools
-	busybox-static iproute2 util-linux procps psmisc
+	busybox-static iproute2 util-linux procps psmisc zstd curl openssl
 	docker-registry skopeo umoci apache2-utils
 	containernetworking-plugins iptables
 	python3-grpcio python3-pytest python3-protobuf

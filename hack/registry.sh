@@ -52,8 +52,8 @@ EOF
 
 # Any HTTP answer from /v2/ (200, or 401 with auth) means it is serving.
 wait_ready() { # ADDR PID
-	local i code
-	for i in $(seq 1 100); do
+	local _i code
+	for _i in $(seq 1 100); do
 		if ! kill -0 "$2" 2>/dev/null; then
 			return 1
 		fi
@@ -67,10 +67,12 @@ wait_ready() { # ADDR PID
 }
 
 start() { # DIR [--htpasswd USER:PASS]
-	local dir=$1 htpasswd_file="" port addr pid attempt
+	local dir=$1 htpasswd_file="" port addr pid _attempt
 	shift
 	if [ $# -gt 0 ]; then
-		[ "$1" = --htpasswd ] && [ $# -eq 2 ] || usage
+		if [ "$1" != --htpasswd ] || [ $# -ne 2 ]; then
+			usage
+		fi
 		case $2 in *:*) ;; *) usage ;; esac
 		htpasswd_file=$dir/htpasswd
 	fi
@@ -86,7 +88,7 @@ start() { # DIR [--htpasswd USER:PASS]
 		htpasswd -Bbn "${2%%:*}" "${2#*:}" >"$htpasswd_file"
 	fi
 	# Another process may take the port between picking and binding: retry.
-	for attempt in 1 2 3 4 5; do
+	for _attempt in 1 2 3 4 5; do
 		port=$(free_port)
 		addr=127.0.0.1:$port
 		write_config "$dir" "$port" "$htpasswd_file"
@@ -108,11 +110,11 @@ start() { # DIR [--htpasswd USER:PASS]
 }
 
 stop() { # DIR
-	local dir=$1 pid i
+	local dir=$1 pid _i
 	[ -f "$dir/registry.pid" ] || return 0
 	pid=$(cat "$dir/registry.pid")
 	if kill "$pid" 2>/dev/null; then
-		for i in $(seq 1 50); do
+		for _i in $(seq 1 50); do
 			kill -0 "$pid" 2>/dev/null || break
 			sleep 0.1
 		done

@@ -28,7 +28,7 @@ busybox=${BUSYBOX:-/bin/busybox}
 # The exact push commands.  skopeo keeps the manifests byte for byte, so the
 # registry serves the digests written in the layouts.
 push_test_images() { # ADDR [--creds USER:PASS] [NAME...]   (uses $OUTDIR)
-	local addr=$1 name
+	local dest=$1 name
 	local skopeo=(skopeo --insecure-policy copy --quiet --dest-tls-verify=false)
 	shift
 	if [ "${1:-}" = --creds ]; then
@@ -41,9 +41,9 @@ push_test_images() { # ADDR [--creds USER:PASS] [NAME...]   (uses $OUTDIR)
 	fi
 	for name in "${names[@]}"; do
 		case $name in
-		multiarch) "${skopeo[@]}" --all "oci:$OUTDIR/$name:latest" "docker://$addr/test/$name:latest" ;;
-		evil-*) "${skopeo[@]}" "oci:$OUTDIR/evil/${name#evil-}:latest" "docker://$addr/test/$name:latest" ;;
-		*) "${skopeo[@]}" "oci:$OUTDIR/$name:latest" "docker://$addr/test/$name:latest" ;;
+		multiarch) "${skopeo[@]}" --all "oci:$OUTDIR/$name:latest" "docker://$dest/test/$name:latest" ;;
+		evil-*) "${skopeo[@]}" "oci:$OUTDIR/evil/${name#evil-}:latest" "docker://$dest/test/$name:latest" ;;
+		*) "${skopeo[@]}" "oci:$OUTDIR/$name:latest" "docker://$dest/test/$name:latest" ;;
 		esac
 	done
 }
@@ -277,7 +277,9 @@ main() {
 	fi
 	exec 9>&-
 	if [ $# -gt 0 ]; then
-		[ "$1" = --push ] && [ $# -ge 2 ] || usage
+		if [ "$1" != --push ] || [ $# -lt 2 ]; then
+			usage
+		fi
 		shift
 		push_test_images "$@"
 	fi

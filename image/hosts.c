@@ -124,7 +124,8 @@ parse_url (const char *text, const char *where, struct hosts_url *out, struct hu
   if (strcmp (scheme, "http") != 0 && strcmp (scheme, "https") != 0)
     return husk_error_make (err, 0, "%s: \"%s\": scheme must be http or https", where, text);
   if (query || fragment || user)
-    return husk_error_make (err, 0, "%s: \"%s\": credentials, query and fragment are not allowed", where, text);
+    return husk_error_make (err, 0, "%s: \"%s\": credentials, query and fragment are not allowed", where,
+                            text);
   out->scheme = has_scheme ? steal_pointer (&scheme) : NULL;
   out->host = port ? xasprintf ("%s:%s", host, port) : steal_pointer (&host);
   out->path = path ? steal_pointer (&path) : xstrdup ("");
@@ -212,8 +213,8 @@ parse_field (const char *key, json_t *value, const char *where, struct hosts_reg
       reg->server = xcalloc (1, sizeof *reg->server);
       return parse_url (json_string_value (value), server_where, reg->server, err);
     }
-  return husk_error_make (err, 0, "%s: unknown key \"%s\" (known: mirrors, mirrorsOnly, insecure, server)", where,
-                          key);
+  return husk_error_make (err, 0, "%s: unknown key \"%s\" (known: mirrors, mirrorsOnly, insecure, server)",
+                          where, key);
 }
 
 static int
@@ -288,7 +289,8 @@ parse_json (json_t *root, const json_error_t *jerr, const char *source, struct h
 }
 
 int
-hosts_config_parse (const char *json_text, const char *source, struct hosts_config **out, struct husk_error **err)
+hosts_config_parse (const char *json_text, const char *source, struct hosts_config **out,
+                    struct husk_error **err)
 {
   json_error_t jerr;
   json_t *root = json_loads (json_text, JSON_REJECT_DUPLICATES, &jerr);
@@ -364,7 +366,8 @@ hosts_is_loopback (const char *domain)
 /* No scheme written: plain HTTP for insecure and loopback hosts, as
  * containerd does; HTTPS for everything else. */
 static void
-endpoint_from_url (const struct hosts_url *url, bool inherited_insecure, bool is_mirror, struct hosts_endpoint *ep)
+endpoint_from_url (const struct hosts_url *url, bool inherited_insecure, bool is_mirror,
+                   struct hosts_endpoint *ep)
 {
   bool insecure = url->insecure >= 0 ? url->insecure : inherited_insecure;
   const char *scheme = url->scheme;

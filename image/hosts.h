@@ -22,7 +22,8 @@
 /* One place to send distribution API requests for a registry domain. */
 struct hosts_endpoint
 {
-  char *base_url; /* "https://registry-1.docker.io", "http://127.0.0.1:5000/prefix"; no "/v2", no trailing '/' */
+  char *base_url; /* "https://registry-1.docker.io", "http://127.0.0.1:5000/prefix"; no "/v2", no trailing '/'
+                   */
   char *host;     /* "host[:port]" whose credentials apply (the domain itself for its own server) */
   bool insecure;  /* skip TLS verification on https */
   bool is_mirror;
@@ -45,7 +46,8 @@ void hosts_config_free (struct hosts_config *cfg);
  * "mirrorsOnly".  CFG may be NULL.  The own server speaks plain HTTP when
  * the domain is insecure or loopback, HTTPS otherwise.  Returns the count;
  * free with hosts_endpoints_free. */
-size_t hosts_config_endpoints (const struct hosts_config *cfg, const char *domain, struct hosts_endpoint **out);
+size_t hosts_config_endpoints (const struct hosts_config *cfg, const char *domain,
+                               struct hosts_endpoint **out);
 void hosts_endpoints_free (struct hosts_endpoint *endpoints, size_t n);
 
 /* True when DOMAIN ("host[:port]") is localhost, 127.0.0.0/8 or ::1. */

@@ -130,7 +130,8 @@ registry_retry_delay_ms (const struct registry_client *client, unsigned attempt,
     delay *= 2;
   if (retry_after_s > 0)
     {
-      unsigned asked = (unsigned) (retry_after_s > RETRY_AFTER_MAX_S ? RETRY_AFTER_MAX_S : retry_after_s) * 1000;
+      unsigned asked
+          = (unsigned) (retry_after_s > RETRY_AFTER_MAX_S ? RETRY_AFTER_MAX_S : retry_after_s) * 1000;
       if (asked > delay)
         delay = asked;
     }
@@ -169,7 +170,8 @@ registry_client_new (const struct registry_options *opts)
     registry_options_init (&client->opts);
   if (client->opts.parallelism == 0)
     client->opts.parallelism = 1;
-  client->user_agent = client->opts.user_agent ? xstrdup (client->opts.user_agent) : xstrdup ("husk/" HUSK_VERSION);
+  client->user_agent
+      = client->opts.user_agent ? xstrdup (client->opts.user_agent) : xstrdup ("husk/" HUSK_VERSION);
   client->opts.user_agent = client->user_agent;
   pthread_mutex_init (&client->lock, NULL);
   return client;
@@ -226,7 +228,8 @@ bool
 registry_media_type_is_index (const char *media_type)
 {
   return media_type != NULL
-         && (strcmp (media_type, REGISTRY_MEDIA_OCI_INDEX) == 0 || strcmp (media_type, REGISTRY_MEDIA_DOCKER_LIST) == 0);
+         && (strcmp (media_type, REGISTRY_MEDIA_OCI_INDEX) == 0
+             || strcmp (media_type, REGISTRY_MEDIA_DOCKER_LIST) == 0);
 }
 
 char *
@@ -431,7 +434,8 @@ on_header (char *line, size_t size, size_t nitems, void *userdata)
   if (colon == NULL)
     return len;
   for (size_t i = 0; i < sizeof wanted / sizeof wanted[0]; i++)
-    if ((size_t) (colon - line) == strlen (wanted[i].name) && strncasecmp (line, wanted[i].name, colon - line) == 0)
+    if ((size_t) (colon - line) == strlen (wanted[i].name)
+        && strncasecmp (line, wanted[i].name, colon - line) == 0)
       {
         char *value = trimmed (colon + 1, len - (size_t) (colon - line) - 1);
         if (value == NULL)
@@ -735,7 +739,8 @@ http_error (struct transfer *t, long status)
                          : status == 404 ? (manifest ? "manifest unknown" : "blob unknown")
                                          : NULL;
   cleanup_free char *generic = xasprintf ("HTTP status %ld", status);
-  cleanup_free char *text = registry_error_from_body (t->resp.body.data, t->resp.body.len, fallback ? fallback : generic);
+  cleanup_free char *text
+      = registry_error_from_body (t->resp.body.data, t->resp.body.len, fallback ? fallback : generic);
 
   if (manifest && status == 404 && strcmp (text, "manifest unknown") != 0)
     husk_error_make (&err, 0, "manifest unknown (%s)", text);
@@ -782,8 +787,8 @@ transfer_finish_blob (struct transfer *t)
 
   if (file->written != file->size)
     {
-      husk_error_make (&err, 0, "size mismatch (got %llu bytes, want %llu)", (unsigned long long) file->written,
-                       (unsigned long long) file->size);
+      husk_error_make (&err, 0, "size mismatch (got %llu bytes, want %llu)",
+                       (unsigned long long) file->written, (unsigned long long) file->size);
       t->fatal = true;
       transfer_fail (t, err);
       return;
@@ -1035,7 +1040,8 @@ media_type_from_json (const char *data, size_t len, const char **unknown, json_t
 }
 
 static int
-manifest_media_type (const char *content_type, const char *data, size_t len, char **out, struct husk_error **err)
+manifest_media_type (const char *content_type, const char *data, size_t len, char **out,
+                     struct husk_error **err)
 {
   cleanup_free char *type = specific_content_type (content_type);
   const char *found = known_manifest_type (type);
@@ -1068,7 +1074,8 @@ manifest_from_transfer (struct transfer *t, const char *want_digest, struct regi
   if (header_digest && digest_is_valid (header_digest) && strcmp (header_digest, m->digest) != 0)
     return husk_error_make (err, 0, "%s: registry says the digest is %s but the content is %s", t->what,
                             header_digest, m->digest);
-  if (manifest_media_type (t->resp.content_type, t->resp.body.data, t->resp.body.len, &m->media_type, err) < 0)
+  if (manifest_media_type (t->resp.content_type, t->resp.body.data, t->resp.body.len, &m->media_type, err)
+      < 0)
     return husk_error_wrap (err, "%s", t->what);
   m->size = t->resp.body.len;
   m->data = t->resp.body.data ? steal_pointer (&t->resp.body.data) : xstrdup ("");
@@ -1137,8 +1144,8 @@ registry_resolve (struct registry_client *client, const struct reference *ref, c
     {
       registry_manifest_free (top);
       registry_manifest_free (chosen);
-      return husk_error_make (err, 0, "%s/%s@%s: an index inside an index is not supported", ref->domain, ref->path,
-                              digest);
+      return husk_error_make (err, 0, "%s/%s@%s: an index inside an index is not supported", ref->domain,
+                              ref->path, digest);
     }
   *manifest_out = chosen;
   if (index_out)
@@ -1157,7 +1164,8 @@ blob_transfer_init (struct transfer *t, struct registry_client *client, const st
 {
   cleanup_free char *repo = reference_repository (ref);
 
-  transfer_init (t, client, ref, eps, n_eps, xasprintf ("%s: blob %s", repo, blob->digest ? blob->digest : "?"));
+  transfer_init (t, client, ref, eps, n_eps,
+                 xasprintf ("%s: blob %s", repo, blob->digest ? blob->digest : "?"));
   t->kind = "blobs";
   t->object = blob->digest;
   t->is_blob = true;
@@ -1198,6 +1206,8 @@ registry_fetch_blobs (struct registry_client *client, const struct reference *re
       ts[n_init]->index = n_init;
       ts[n_init]->progress = progress;
       ts[n_init]->progress_user = user;
+      if (rc == 0 && progress && ts[n_init]->file.written > 0)
+        progress (n_init, ts[n_init]->file.written, ts[n_init]->file.size, user);
       if (rc == 0)
         blob_check_complete (ts[n_init]);
     }

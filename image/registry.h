@@ -40,13 +40,13 @@ struct registry_options
   const struct hosts_config *hosts; /* borrowed; NULL: no mirrors, nothing insecure */
   registry_credentials_cb credentials;
   void *credentials_user;
-  const char *user_agent;       /* NULL: "husk/HUSK_VERSION" */
-  unsigned parallelism;         /* blobs at once */
-  unsigned retries;             /* extra attempts on connection errors, 5xx, 429 */
-  unsigned retry_delay_ms;      /* first backoff; doubles each time */
-  unsigned connect_timeout_ms;  /* per connection */
-  unsigned request_timeout_ms;  /* whole manifest or token request; 0: none */
-  unsigned stall_timeout_s;     /* a transfer that moves nothing for this long fails */
+  const char *user_agent;      /* NULL: "husk/HUSK_VERSION" */
+  unsigned parallelism;        /* blobs at once */
+  unsigned retries;            /* extra attempts on connection errors, 5xx, 429 */
+  unsigned retry_delay_ms;     /* first backoff; doubles each time */
+  unsigned connect_timeout_ms; /* per connection */
+  unsigned request_timeout_ms; /* whole manifest or token request; 0: none */
+  unsigned stall_timeout_s;    /* a transfer that moves nothing for this long fails */
 };
 
 /* Defaults: parallelism 4, retries 3, 200 ms backoff, 30 s connect,

@@ -255,8 +255,8 @@ registry_auth_lookup (struct registry_client *client, const char *base_url, cons
 }
 
 static void
-cache_store (struct registry_client *client, const char *base_url, const char *scope, const char *authorization,
-             long long expires_ms)
+cache_store (struct registry_client *client, const char *base_url, const char *scope,
+             const char *authorization, long long expires_ms)
 {
   char *key = cache_key (base_url, scope);
   struct registry_token *token;
@@ -399,7 +399,8 @@ token_get (struct registry_client *client, CURL *easy, struct token_body *body, 
       code = curl_easy_perform (easy);
       *status = 0;
       curl_easy_getinfo (easy, CURLINFO_RESPONSE_CODE, status);
-      bool retry = code == CURLE_OK ? status_is_retryable (*status) : registry_transport_error_is_retryable (code);
+      bool retry
+          = code == CURLE_OK ? status_is_retryable (*status) : registry_transport_error_is_retryable (code);
       if (!retry || attempt >= client->opts.retries)
         {
           if (code == CURLE_OK)
@@ -430,7 +431,7 @@ token_from_body (const struct token_body *body, char **token, long long *lifetim
     }
   *token = xstrdup (value);
   *lifetime_s = json_is_integer (expires) && json_integer_value (expires) > 0 ? json_integer_value (expires)
-                                                                               : TOKEN_DEFAULT_LIFETIME_S;
+                                                                              : TOKEN_DEFAULT_LIFETIME_S;
   json_decref (doc);
   return 0;
 }
@@ -448,8 +449,9 @@ realm_is_endpoint (const char *realm, const struct hosts_endpoint *ep)
 }
 
 static int
-fetch_token (struct registry_client *client, const struct hosts_endpoint *ep, const struct registry_challenge *c,
-             const char *scope, char **token, long long *lifetime_s, struct husk_error **err)
+fetch_token (struct registry_client *client, const struct hosts_endpoint *ep,
+             const struct registry_challenge *c, const char *scope, char **token, long long *lifetime_s,
+             struct husk_error **err)
 {
   const char *realm = registry_challenge_param (c, "realm");
   const char *asked_scope = registry_challenge_param (c, "scope");
@@ -476,7 +478,8 @@ fetch_token (struct registry_client *client, const struct hosts_endpoint *ep, co
   curl_easy_cleanup (easy);
   if (rc == 0 && status != 200)
     {
-      fallback = xasprintf (status == 401 ? "unauthorized: authentication required" : "HTTP status %ld", status);
+      fallback
+          = xasprintf (status == 401 ? "unauthorized: authentication required" : "HTTP status %ld", status);
       cleanup_free char *text = registry_error_from_body (body.data, body.len, fallback);
       rc = husk_error_make (err, 0, "%s", text);
     }

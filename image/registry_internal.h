@@ -39,7 +39,8 @@ long long registry_now_ms (void);
 unsigned registry_retry_delay_ms (const struct registry_client *client, unsigned attempt, long retry_after_s);
 /* An easy handle with the client's agent, timeouts, protocols and TLS
  * policy; TIMEOUT_MS 0 means no limit on the whole transfer. */
-CURL *registry_easy_new (const struct registry_client *client, const char *url, bool insecure, long timeout_ms);
+CURL *registry_easy_new (const struct registry_client *client, const char *url, bool insecure,
+                         long timeout_ms);
 /* "unauthorized: authentication required" from the registry's JSON error
  * document, or FALLBACK when the body has none. */
 char *registry_error_from_body (const char *body, size_t len, const char *fallback);

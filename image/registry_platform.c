@@ -22,9 +22,8 @@ static const struct
 {
   const char *from, *arch, *variant;
 } arch_aliases[] = {
-  { "x86_64", "amd64", "" }, { "x86-64", "amd64", "" }, { "aarch64", "arm64", "" },
-  { "armhf", "arm", "v7" },  { "armel", "arm", "v6" },  { "i386", "386", "" },
-  { "i686", "386", "" },
+  { "x86_64", "amd64", "" }, { "x86-64", "amd64", "" }, { "aarch64", "arm64", "" }, { "armhf", "arm", "v7" },
+  { "armel", "arm", "v6" },  { "i386", "386", "" },     { "i686", "386", "" },
 };
 
 static void

@@ -20,6 +20,8 @@
 #include "image/unpack.h"
 
 #define LAYERS_FILE "layers" /* ROOT/containers/<id>/layers: what the rootfs uses */
+#define SHORT_LINKS_DIR "l"   /* ROOT/snapshots/l: short names for deep stacks */
+#define SHORT_LINK_LEN 12
 
 static const char *const layer_media_types[] = {
   "application/vnd.oci.image.layer.v1.tar",
@@ -268,8 +270,10 @@ record_layers (const char *dir, const char *id, char *const *chain_ids, size_t n
   return husk_write_file_atomic (path, want, strlen (want), 0644, err);
 }
 
+/* Lower dirs top first, either as full paths or as short links
+ * (l/<first hex digits>) relative to ROOT/snapshots. */
 static char *
-overlay_options (const char *lower_prefix, char *const *chain_ids, size_t n, const char *upper, const char *work)
+overlay_options (const char *snapshots, char *const *chain_ids, size_t n, const char *upper, const char *work)
 {
   char *text = NULL;
   size_t len = 0;
@@ -279,20 +283,64 @@ overlay_options (const char *lower_prefix, char *const *chain_ids, size_t n, con
     abort ();
   fputs ("lowerdir=", f);
   for (size_t i = n; i-- > 0;)
-    fprintf (f, "%s%s/fs%s", lower_prefix, digest_hex (chain_ids[i]), i ? ":" : "");
+    {
+      const char *hex = digest_hex (chain_ids[i]);
+      if (snapshots)
+        fprintf (f, "%s/%s/fs", snapshots, hex);
+      else
+        fprintf (f, SHORT_LINKS_DIR "/%.*s", SHORT_LINK_LEN, hex);
+      fputs (i ? ":" : "", f);
+    }
   if (upper)
     fprintf (f, ",upperdir=%s,workdir=%s,index=off", upper, work);
   fclose (f);
   return text;
 }
 
+/* ROOT/snapshots/l/<12 hex> -> ../<hex>/fs, made on first need. */
+static int
+ensure_short_link (const char *snapshots, const char *chain_id, struct husk_error **err)
+{
+  const char *hex = digest_hex (chain_id);
+  cleanup_free char *link_path = xasprintf ("%s/" SHORT_LINKS_DIR "/%.*s", snapshots, SHORT_LINK_LEN, hex);
+  cleanup_free char *target = xasprintf ("../%s/fs", hex);
+  char have[PATH_MAX];
+  ssize_t n;
+
+  if (symlink (target, link_path) == 0)
+    return 0;
+  if (errno != EEXIST)
+    return husk_error_make (err, errno, "symlink `%s`", link_path);
+  n = readlink (link_path, have, sizeof have - 1);
+  if (n < 0)
+    return husk_error_make (err, errno, "readlink `%s`", link_path);
+  have[n] = '\0';
+  if (strcmp (have, target) != 0)
+    return husk_error_make (err, EEXIST, "short link `%s` points to `%s`, not `%s`", link_path, have, target);
+  return 0;
+}
+
+static void
+mount_helper_child (int report_fd, const char *cwd, const char *options, const char *target, unsigned long flags)
+{
+  int result = 0;
+
+  if (chdir (cwd) < 0 || mount ("overlay", target, "overlay", flags, options) < 0)
+    result = errno;
+  (void) !write (report_fd, &result, sizeof result);
+  _exit (0);
+}
+
 /* mount(2) with lower dirs relative to CWD, done in a child so that the
- * chdir cannot disturb the caller's other threads. */
+ * chdir cannot disturb the caller's other threads.  The child reports its
+ * errno through a pipe: its exit status is not ours to trust (tools that
+ * wrap processes rewrite it). */
 static int
 mount_overlay_from (const char *cwd, const char *options, const char *target, unsigned long flags,
                     struct husk_error **err)
 {
-  int status = 0;
+  int pipe_fds[2], result = EIO;
+  ssize_t n;
   pid_t pid;
 
   if (cwd == NULL)
@@ -301,61 +349,36 @@ mount_overlay_from (const char *cwd, const char *options, const char *target, un
         return husk_error_make (err, errno, "mount overlay on `%s`", target);
       return 0;
     }
+  if (pipe2 (pipe_fds, O_CLOEXEC) < 0)
+    return husk_error_make (err, errno, "pipe");
   pid = fork ();
-  if (pid < 0)
-    return husk_error_make (err, errno, "fork");
   if (pid == 0)
+    mount_helper_child (pipe_fds[1], cwd, options, target, flags);
+  close (pipe_fds[1]);
+  if (pid < 0)
     {
-      if (chdir (cwd) < 0 || mount ("overlay", target, "overlay", flags, options) < 0)
-        _exit (errno & 0xff);
-      _exit (0);
+      close (pipe_fds[0]);
+      return husk_error_make (err, errno, "fork");
     }
-  while (waitpid (pid, &status, 0) < 0)
-    if (errno != EINTR)
-      return husk_error_make (err, errno, "wait for mount helper");
-  if (!WIFEXITED (status) || WEXITSTATUS (status) != 0)
-    return husk_error_make (err, WIFEXITED (status) ? WEXITSTATUS (status) : EIO,
+  do
+    n = read (pipe_fds[0], &result, sizeof result);
+  while (n < 0 && errno == EINTR);
+  close (pipe_fds[0]);
+  while (waitpid (pid, NULL, 0) < 0 && errno == EINTR)
+    ;
+  if (n != sizeof result || result != 0)
+    return husk_error_make (err, n == sizeof result ? result : EIO,
                             "mount overlay on `%s` (lower dirs relative to `%s`)", target, cwd);
-  return 0;
-}
-
-/* The new mount API takes lower dirs one at a time ("lowerdir+", Linux
- * 6.8), so no page-size limit applies. */
-static int
-mount_overlay_fsconfig (const char *root, char *const *chain_ids, size_t n, const char *upper, const char *work,
-                        const char *target, struct husk_error **err)
-{
-  cleanup_close int fs_fd = fsopen ("overlay", FSOPEN_CLOEXEC);
-  cleanup_close int mnt_fd = -1;
-
-  if (fs_fd < 0)
-    return husk_error_make (err, errno, "fsopen overlay");
-  for (size_t i = n; i-- > 0;)
-    {
-      cleanup_free char *lower = snapshot_fs_path (root, chain_ids[i]);
-      if (fsconfig (fs_fd, FSCONFIG_SET_STRING, "lowerdir+", lower, 0) < 0)
-        return husk_error_make (err, errno, "mount overlay on `%s`: %zu layers need lowerdir+ (Linux 6.8)", target,
-                                n);
-    }
-  if (upper
-      && (fsconfig (fs_fd, FSCONFIG_SET_STRING, "upperdir", upper, 0) < 0
-          || fsconfig (fs_fd, FSCONFIG_SET_STRING, "workdir", work, 0) < 0
-          || fsconfig (fs_fd, FSCONFIG_SET_STRING, "index", "off", 0) < 0))
-    return husk_error_make (err, errno, "mount overlay on `%s`: set upper dir", target);
-  if (fsconfig (fs_fd, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
-    return husk_error_make (err, errno, "mount overlay on `%s`", target);
-  mnt_fd = fsmount (fs_fd, FSMOUNT_CLOEXEC, upper ? 0 : MOUNT_ATTR_RDONLY);
-  if (mnt_fd < 0 || move_mount (mnt_fd, "", AT_FDCWD, target, MOVE_MOUNT_F_EMPTY_PATH) < 0)
-    return husk_error_make (err, errno, "mount overlay on `%s`", target);
   return 0;
 }
 
 static int
 bind_readonly (const char *source, const char *target, struct husk_error **err)
 {
-  if (mount (source, target, NULL, MS_BIND, NULL) < 0)
+  /* The type is ignored for binds; "none" rather than NULL keeps valgrind quiet. */
+  if (mount (source, target, "none", MS_BIND, NULL) < 0)
     return husk_error_make (err, errno, "bind mount `%s` on `%s`", source, target);
-  if (mount (NULL, target, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY, NULL) < 0)
+  if (mount ("none", target, "none", MS_BIND | MS_REMOUNT | MS_RDONLY, NULL) < 0)
     {
       int saved = errno;
       umount2 (target, MNT_DETACH);
@@ -364,17 +387,33 @@ bind_readonly (const char *source, const char *target, struct husk_error **err)
   return 0;
 }
 
-/* The page is the most mount(2) copies of its options: full paths first,
- * then paths relative to ROOT/snapshots, then the new mount API. */
+static int
+mount_short (const char *snapshots, char *const *chain_ids, size_t n, const char *upper, const char *work,
+             const char *merged, unsigned long flags, struct husk_error **err)
+{
+  cleanup_free char *links = xasprintf ("%s/" SHORT_LINKS_DIR, snapshots);
+  cleanup_free char *options = NULL;
+
+  if (mkdir (links, 0700) < 0 && errno != EEXIST)
+    return husk_error_make (err, errno, "mkdir `%s`", links);
+  for (size_t i = 0; i < n; i++)
+    if (ensure_short_link (snapshots, chain_ids[i], err) < 0)
+      return -1;
+  options = overlay_options (NULL, chain_ids, n, upper, work);
+  if (strlen (options) >= (size_t) sysconf (_SC_PAGESIZE))
+    return husk_error_make (err, E2BIG, "mount overlay on `%s`: %zu layers are too many for one mount", merged, n);
+  return mount_overlay_from (snapshots, options, merged, flags, err);
+}
+
+/* mount(2) takes one page of options: full paths when they fit, else
+ * short links relative to ROOT/snapshots (about 15 bytes a layer). */
 static int
 mount_rootfs (const char *root, const char *dir, char *const *chain_ids, size_t n, bool readonly,
               struct husk_error **err)
 {
-  size_t page = (size_t) sysconf (_SC_PAGESIZE);
   cleanup_free char *abs_dir = realpath (dir, NULL);
   cleanup_free char *abs_root = realpath (root, NULL);
-  cleanup_free char *snapshots = NULL, *prefix = NULL, *upper = NULL, *work = NULL, *merged = NULL;
-  cleanup_free char *options = NULL;
+  cleanup_free char *snapshots = NULL, *upper = NULL, *work = NULL, *merged = NULL, *options = NULL;
   unsigned long flags = readonly ? MS_RDONLY : 0;
 
   if (abs_dir == NULL || abs_root == NULL)
@@ -382,6 +421,7 @@ mount_rootfs (const char *root, const char *dir, char *const *chain_ids, size_t 
   if (strpbrk (abs_dir, ",:") || strpbrk (abs_root, ",:"))
     return husk_error_make (err, 0, "`%s`: overlay paths cannot hold `,` or `:`", abs_dir);
   merged = xasprintf ("%s/merged", abs_dir);
+  snapshots = xasprintf ("%s/snapshots", abs_root);
   if (readonly && n == 1)
     {
       cleanup_free char *fs = snapshot_fs_path (abs_root, chain_ids[0]);
@@ -392,16 +432,10 @@ mount_rootfs (const char *root, const char *dir, char *const *chain_ids, size_t 
       upper = xasprintf ("%s/upper", abs_dir);
       work = xasprintf ("%s/work", abs_dir);
     }
-  snapshots = xasprintf ("%s/snapshots", abs_root);
-  prefix = xasprintf ("%s/", snapshots);
-  options = overlay_options (prefix, chain_ids, n, upper, work);
-  if (strlen (options) < page)
+  options = overlay_options (snapshots, chain_ids, n, upper, work);
+  if (strlen (options) < (size_t) sysconf (_SC_PAGESIZE))
     return mount_overlay_from (NULL, options, merged, flags, err);
-  free (options);
-  options = overlay_options ("", chain_ids, n, upper, work);
-  if (strlen (options) < page)
-    return mount_overlay_from (snapshots, options, merged, flags, err);
-  return mount_overlay_fsconfig (abs_root, chain_ids, n, upper, work, merged, err);
+  return mount_short (snapshots, chain_ids, n, upper, work, merged, flags, err);
 }
 
 static int
@@ -564,6 +598,20 @@ snapshot_is_garbage (const struct string_set *keep, const char *name)
   return digest_is_valid (chain_id) && !string_set_has (keep, chain_id);
 }
 
+/* Short links whose snapshot went. */
+static void
+gc_short_links (const char *snapshots)
+{
+  cleanup_free char *links = xasprintf ("%s/" SHORT_LINKS_DIR, snapshots);
+  cleanup_dir DIR *dir = opendir (links);
+  struct dirent *de;
+  struct stat st;
+
+  while (dir && (de = readdir (dir)) != NULL)
+    if (de->d_name[0] != '.' && fstatat (dirfd (dir), de->d_name, &st, 0) < 0 && errno == ENOENT)
+      unlinkat (dirfd (dir), de->d_name, 0);
+}
+
 int
 snapshot_gc (const char *root, char *const *keep, unsigned *removed, struct husk_error **err)
 {
@@ -590,6 +638,7 @@ snapshot_gc (const char *root, char *const *keep, unsigned *removed, struct husk
       count += ret == 0;
     }
   string_set_clear (&keep_set);
+  gc_short_links (snapshots);
   if (removed)
     *removed = count;
   return ret;

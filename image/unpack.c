@@ -7,6 +7,7 @@
 #include <archive_entry.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,6 +55,113 @@ struct target
   struct archive_entry *entry;
 };
 
+/* The walk below stands in for openat2 where the kernel (before 5.6) or a
+ * tool (valgrind) lacks it: the same rules, one component at a time.  It is
+ * only as race-free as the tree is quiet, which holds for a layer being
+ * unpacked and an image rootfs before its container runs. */
+#define MAX_SYMLINK_HOPS 40
+
+struct walk
+{
+  int *fds; /* fds[0] is the root; fds[depth] the current directory */
+  size_t depth, cap;
+};
+
+static void
+walk_push (struct walk *w, int fd)
+{
+  if (w->depth + 1 == w->cap)
+    {
+      w->cap *= 2;
+      w->fds = xrealloc (w->fds, w->cap * sizeof *w->fds);
+    }
+  w->fds[++w->depth] = fd;
+}
+
+static void
+walk_pop_to (struct walk *w, size_t depth)
+{
+  while (w->depth > depth)
+    close (w->fds[w->depth--]);
+}
+
+/* Splices a symlink's target in front of the rest of the path. */
+static int
+walk_follow (struct walk *w, const char *name, char **rest)
+{
+  char target[PATH_MAX];
+  ssize_t n = readlinkat (w->fds[w->depth], name, target, sizeof target - 1);
+  char *joined;
+
+  if (n < 0)
+    return -1;
+  target[n] = '\0';
+  if (target[0] == '/')
+    walk_pop_to (w, 0);
+  joined = xasprintf ("%s/%s", target, *rest);
+  free (*rest);
+  *rest = joined;
+  return 0;
+}
+
+static int
+walk_step (struct walk *w, const char *name, bool last, int flags, char **rest, int *hops)
+{
+  struct stat st;
+  int fd;
+
+  if (strcmp (name, "..") == 0)
+    {
+      walk_pop_to (w, w->depth ? w->depth - 1 : 0);
+      return 0;
+    }
+  if (fstatat (w->fds[w->depth], name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+    return -1;
+  if (S_ISLNK (st.st_mode) && (!last || !(flags & O_NOFOLLOW)))
+    {
+      if (++*hops > MAX_SYMLINK_HOPS)
+        return errno = ELOOP, -1;
+      return walk_follow (w, name, rest);
+    }
+  fd = openat (w->fds[w->depth], name, last ? flags : O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0)
+    return -1;
+  walk_push (w, fd);
+  return 1; /* opened */
+}
+
+static int
+open_in_root_walk (int root_fd, const char *path, int flags)
+{
+  struct walk w = { .fds = xmalloc (8 * sizeof (int)), .cap = 8 };
+  char *rest = xstrdup (path);
+  bool opened_last = false;
+  int hops = 0, ret = 0, fd = -1;
+
+  w.fds[0] = root_fd;
+  while (ret >= 0 && *rest)
+    {
+      size_t len = strcspn (rest, "/");
+      char *name = xasprintf ("%.*s", (int) len, rest);
+      char *tail = xstrdup (rest + len + strspn (rest + len, "/"));
+      bool last = *tail == '\0';
+
+      free (rest);
+      rest = tail;
+      ret = *name && strcmp (name, ".") != 0 ? walk_step (&w, name, last, flags, &rest, &hops) : 0;
+      opened_last = ret == 1 && last && *rest == '\0';
+      free (name);
+    }
+  if (ret >= 0 && opened_last)
+    fd = w.fds[w.depth--];
+  else if (ret >= 0)
+    fd = openat (w.fds[w.depth], ".", flags);
+  free (rest);
+  walk_pop_to (&w, 0);
+  free (w.fds);
+  return fd;
+}
+
 int
 unpack_openat_in_root (int root_fd, const char *path, int flags)
 {
@@ -68,6 +176,8 @@ unpack_openat_in_root (int root_fd, const char *path, int flags)
   do
     fd = syscall (SYS_openat2, root_fd, path, &how, sizeof how);
   while (fd < 0 && (errno == EINTR || errno == EAGAIN));
+  if (fd < 0 && errno == ENOSYS)
+    return open_in_root_walk (root_fd, path, flags | O_CLOEXEC);
   return (int) fd;
 }
 

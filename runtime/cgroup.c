@@ -1,7 +1,10 @@
-/* Finding, creating, joining and removing the container's cgroup v2 dir. */
+/* Finding, creating, joining, freezing and removing the container's
+ * cgroup v2 directory, and the container operations (pause, resume) that
+ * only touch it.  What is written into it lives in cgroup_resources.c. */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/magic.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +17,7 @@
 #include "husk/cleanup.h"
 #include "husk/util.h"
 #include "runtime/cgroup.h"
+#include "runtime/state.h"
 
 const char *
 cgroup_unified_mount (void)
@@ -58,6 +62,58 @@ has_dotdot (const char *path)
   return false;
 }
 
+/* systemd nests slices by their dashes: "a-b-c.slice" lives in
+ * a.slice/a-b.slice/a-b-c.slice; "-.slice" is the root. */
+static int
+expand_slice (const char *slice, char **out, struct husk_error **err)
+{
+  size_t len = strlen (slice);
+  cleanup_free char *path = xstrdup ("");
+
+  if (strcmp (slice, "-.slice") == 0)
+    {
+      *out = steal_pointer (&path);
+      return 0;
+    }
+  if (!husk_str_has_suffix (slice, ".slice") || len == strlen (".slice") || strchr (slice, '/')
+      || slice[0] == '-' || strstr (slice, "--") || slice[len - strlen (".slice") - 1] == '-')
+    return husk_error_make (err, 0, "invalid systemd slice `%s`", slice);
+  for (size_t i = 0; i + strlen (".slice") <= len; i++)
+    if (slice[i] == '-' || i + strlen (".slice") == len)
+      {
+        char *longer = xasprintf ("%s/%.*s.slice", path, (int) i, slice);
+        free (path);
+        path = longer;
+      }
+  *out = steal_pointer (&path);
+  return 0;
+}
+
+/* slice:prefix:name, mapped to cgroupfs as crun does without systemd. */
+static int
+resolve_systemd (const char *mount, const char *cgroups_path, char **out, struct husk_error **err)
+{
+  cleanup_free char *copy = xstrdup (cgroups_path);
+  cleanup_free char *slice_path = NULL;
+  char *slice = copy, *prefix, *name;
+
+  prefix = strchr (slice, ':');
+  name = prefix ? strchr (prefix + 1, ':') : NULL;
+  if (prefix == NULL || name == NULL || strchr (name + 1, ':'))
+    return husk_error_make (err, 0, "linux.cgroupsPath `%s`: expected `slice:prefix:name`", cgroups_path);
+  *prefix++ = '\0';
+  *name++ = '\0';
+  if (*name == '\0' || strchr (name, '/') || strchr (prefix, '/'))
+    return husk_error_make (err, 0, "linux.cgroupsPath `%s`: expected `slice:prefix:name`", cgroups_path);
+  if (expand_slice (*slice ? slice : "system.slice", &slice_path, err) < 0)
+    return husk_error_wrap (err, "linux.cgroupsPath `%s`", cgroups_path);
+  if (husk_str_has_suffix (name, ".slice"))
+    *out = xasprintf ("%s%s/%s", mount, slice_path, name);
+  else
+    *out = xasprintf ("%s%s/%s%s%s.scope", mount, slice_path, prefix, *prefix ? "-" : "", name);
+  return 0;
+}
+
 int
 cgroup_resolve (const char *cgroups_path, const char *id, bool systemd, char **out, struct husk_error **err)
 {
@@ -76,21 +132,7 @@ cgroup_resolve (const char *cgroups_path, const char *id, bool systemd, char **o
   if (has_dotdot (cgroups_path))
     return husk_error_make (err, 0, "linux.cgroupsPath `%s`: must not contain `..`", cgroups_path);
   if (systemd || (cgroups_path[0] != '/' && strchr (cgroups_path, ':')))
-    {
-      /* slice:prefix:name, as crun maps it when systemd does not manage the node */
-      cleanup_free char *copy = xstrdup (cgroups_path);
-      char *slice = copy, *prefix, *name;
-
-      prefix = strchr (slice, ':');
-      name = prefix ? strchr (prefix + 1, ':') : NULL;
-      if (prefix == NULL || name == NULL)
-        return husk_error_make (err, 0, "linux.cgroupsPath `%s`: expected `slice:prefix:name`", cgroups_path);
-      *prefix++ = '\0';
-      *name++ = '\0';
-      *out = xasprintf ("%s/%s/%s%s%s.scope", mount, *slice ? slice : "system.slice", prefix,
-                        *prefix ? "-" : "", name);
-      return 0;
-    }
+    return resolve_systemd (mount, cgroups_path, out, err);
   if (cgroups_path[0] == '/')
     {
       *out = xasprintf ("%s%s", mount, cgroups_path);
@@ -101,11 +143,81 @@ cgroup_resolve (const char *cgroups_path, const char *id, bool systemd, char **o
   return 0;
 }
 
+static bool
+word_in_list (const char *list, const char *word)
+{
+  size_t len = strlen (word);
+
+  for (const char *p = list; (p = strstr (p, word)) != NULL; p += len)
+    if ((p == list || p[-1] == ' ' || p[-1] == '\n') && (p[len] == '\0' || p[len] == ' ' || p[len] == '\n'))
+      return true;
+  return false;
+}
+
+static char *
+read_cgroup_file (const char *dir, const char *name)
+{
+  cleanup_free char *path = xasprintf ("%s/%s", dir, name);
+  char *content = NULL;
+
+  if (husk_read_file (path, &content, NULL, NULL) < 0)
+    return NULL;
+  return content;
+}
+
+bool
+cgroup_has_controller (const char *path, const char *controller)
+{
+  cleanup_free char *list = read_cgroup_file (path, "cgroup.controllers");
+
+  return list && word_in_list (list, controller);
+}
+
+/* Turns on in DIR's subtree_control every controller DIR has and does not
+ * yet pass down.  Best effort: a parent holding processes refuses, and the
+ * check of each limit reports what is missing. */
+static void
+enable_controllers (const char *dir)
+{
+  cleanup_free char *available = read_cgroup_file (dir, "cgroup.controllers");
+  cleanup_free char *enabled = read_cgroup_file (dir, "cgroup.subtree_control");
+  cleanup_free char *control = xasprintf ("%s/cgroup.subtree_control", dir);
+  cleanup_free char *wanted = xstrdup ("");
+  char *word, *save = NULL;
+
+  if (available == NULL || enabled == NULL)
+    return;
+  for (word = strtok_r (available, " \n", &save); word; word = strtok_r (NULL, " \n", &save))
+    if (!word_in_list (enabled, word))
+      {
+        char *longer = xasprintf ("%s%s+%s", wanted, *wanted ? " " : "", word);
+        free (wanted);
+        wanted = longer;
+      }
+  if (*wanted == '\0' || husk_write_file (control, wanted, strlen (wanted), NULL) == 0)
+    return;
+  /* One refused controller fails the whole write: try them one by one. */
+  for (word = strtok_r (wanted, " ", &save); word; word = strtok_r (NULL, " ", &save))
+    if (husk_write_file (control, word, strlen (word), NULL) < 0)
+      husk_debug ("enable %s in `%s`: %s", word + 1, control, strerror (errno));
+}
+
 int
 cgroup_create (const char *path, struct husk_error **err)
 {
+  const char *mount = cgroup_unified_mount ();
+  cleanup_free char *parents = xstrdup (path);
   int fd;
 
+  if (mount && husk_str_has_prefix (path, mount) && path[strlen (mount)] == '/')
+    for (char *p = parents + strlen (mount); p; p = strchr (p + 1, '/'))
+      {
+        *p = '\0';
+        if (mkdir (parents, 0755) < 0 && errno != EEXIST)
+          return husk_error_make (err, errno, "create cgroup `%s`", parents);
+        enable_controllers (parents);
+        *p = '/';
+      }
   if (husk_mkdir_p (path, 0755, err) < 0)
     return husk_error_wrap (err, "create cgroup");
   fd = open (path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -114,42 +226,49 @@ cgroup_create (const char *path, struct husk_error **err)
   return fd;
 }
 
-/* The controller a resource needs, from the name the parser recorded
- * ("memory.limit" -> "memory", "blockIO.weight" -> "io"). */
-static char *
-controller_of (const char *limit)
+/* /proc/cgroups: a non-zero hierarchy id means a v1 hierarchy holds it. */
+static bool
+controller_on_v1 (const char *controller)
 {
-  static const struct
-  {
-    const char *prefix, *controller;
-  } map[] = {
-    { "memory", "memory" },
-    { "cpu", "cpu" },
-    { "pids", "pids" },
-    { "blockIO", "io" },
-    { "hugepageLimits", "hugetlb" },
-    { "rdma", "rdma" },
-    { "network", "net_cls/net_prio" },
-  };
-  for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
-    if (husk_str_has_prefix (limit, map[i].prefix))
-      return xstrdup (map[i].controller);
-  return xstrdup (limit);
+  cleanup_file FILE *f = fopen ("/proc/cgroups", "re");
+  char name[64];
+  int hierarchy, count, enabled;
+  char line[256];
+
+  if (f == NULL)
+    return false;
+  while (fgets (line, sizeof line, f))
+    if (sscanf (line, "%63s %d %d %d", name, &hierarchy, &count, &enabled) == 4
+        && strcmp (name, controller) == 0)
+      return hierarchy != 0 && enabled;
+  return false;
 }
 
 int
-cgroup_check_resources (const struct spec *spec, const char *path, struct husk_error **err)
+cgroup_controller_error (const char *path, const char *field, const char *controller, struct husk_error **err)
 {
-  cleanup_free char *controller = NULL;
+  const char *mount = cgroup_unified_mount ();
+  cleanup_free char *root_list = NULL;
+  cleanup_free char *has = NULL;
 
-  if (!spec->resources.has_limits)
-    return 0;
-  controller = controller_of (spec->resources.first_limit ? spec->resources.first_limit : "unknown");
+  if (mount == NULL)
+    return husk_error_make (err, 0, "%s: cannot apply: no cgroup v2 hierarchy is mounted", field);
+  root_list = read_cgroup_file (mount, "cgroup.controllers");
+  if (root_list && word_in_list (root_list, controller))
+    return husk_error_make (err, 0,
+                            "%s: cannot apply: the %s controller of the cgroup v2 hierarchy at %s is not "
+                            "enabled for `%s` (does a parent cgroup hold processes?)",
+                            field, controller, mount, path);
+  if (root_list)
+    root_list[strcspn (root_list, "\n")] = '\0';
+  has = xstrdup (root_list && *root_list ? root_list : "none");
   return husk_error_make (err, 0,
-                          "linux.resources.%s: cannot apply: the %s controller is not managed by husk yet "
-                          "(cgroup v2 hierarchy %s)",
-                          spec->resources.first_limit ? spec->resources.first_limit : "?", controller,
-                          cgroup_unified_mount () ? cgroup_unified_mount () : "none");
+                          "%s: cannot apply: the %s controller is not available in the cgroup v2 hierarchy at "
+                          "%s (it has: %s)%s",
+                          field, controller, mount, has,
+                          controller_on_v1 (controller) ? "; on this host it is bound to cgroup v1, and husk "
+                                                          "supports cgroup v2 only"
+                                                        : "");
 }
 
 int
@@ -205,6 +324,50 @@ cgroup_kill_all (const char *path, int sig, struct husk_error **err)
   return 0;
 }
 
+/* "frozen 0|1" in cgroup.events; -1 if it cannot be read. */
+static int
+frozen_state (const char *path)
+{
+  cleanup_free char *events = read_cgroup_file (path, "cgroup.events");
+  const char *line = events ? strstr (events, "frozen ") : NULL;
+
+  if (line == NULL)
+    return -1;
+  return line[strlen ("frozen ")] == '1';
+}
+
+int
+cgroup_freeze (const char *path, bool frozen, struct husk_error **err)
+{
+  cleanup_free char *freeze = xasprintf ("%s/cgroup.freeze", path);
+  cleanup_free char *events = xasprintf ("%s/cgroup.events", path);
+  cleanup_close int events_fd = -1;
+  const char *verb = frozen ? "freeze" : "thaw";
+
+  if (access (freeze, F_OK) < 0)
+    return husk_error_make (err, errno, "%s cgroup `%s`: no cgroup.freeze (the kernel needs 5.2 or later)", verb,
+                            path);
+  if (husk_write_file (freeze, frozen ? "1" : "0", 1, err) < 0)
+    return husk_error_wrap (err, "%s cgroup", verb);
+  /* cgroup.events wakes pollers with POLLPRI when "frozen" changes. */
+  events_fd = open (events, O_RDONLY | O_CLOEXEC);
+  for (int waited_ms = 0; waited_ms < 10000; waited_ms += 10)
+    {
+      struct pollfd pfd = { .fd = events_fd, .events = POLLPRI };
+
+      if (frozen_state (path) == (int) frozen)
+        return 0;
+      if (events_fd < 0 || poll (&pfd, 1, 10) < 0)
+        {
+          struct timespec pause = { 0, 10 * 1000 * 1000 };
+          nanosleep (&pause, NULL);
+        }
+    }
+  if (frozen)
+    husk_write_file (freeze, "0", 1, NULL);
+  return husk_error_make (err, 0, "%s cgroup `%s`: not done after 10 s", verb, path);
+}
+
 int
 cgroup_destroy (const char *path, struct husk_error **err)
 {
@@ -219,4 +382,75 @@ cgroup_destroy (const char *path, struct husk_error **err)
       nanosleep (&pause, NULL);
     }
   return husk_error_make (err, errno, "remove cgroup `%s`", path);
+}
+
+/* The state of a container that must be live and have a cgroup. */
+static int
+load_live (const struct runtime_ctx *ctx, const char *id, const char *what, struct container_state **out,
+           enum container_status *status, struct husk_error **err)
+{
+  struct container_state *state = NULL;
+
+  if (state_load (ctx->root, id, &state, err) < 0)
+    return -1;
+  *status = state_status (state);
+  if (*status == STATUS_STOPPED)
+    {
+      state_free (state);
+      return husk_error_make (err, 0, "cannot %s container `%s`: it is not running", what, id);
+    }
+  if (state->cgroup_path == NULL || access (state->cgroup_path, F_OK) < 0)
+    {
+      state_free (state);
+      return husk_error_make (err, 0, "cannot %s container `%s`: it has no cgroup", what, id);
+    }
+  *out = state;
+  return 0;
+}
+
+static int
+change_freeze (const struct runtime_ctx *ctx, const char *id, bool frozen, struct husk_error **err)
+{
+  const char *what = frozen ? "pause" : "resume";
+  struct container_state *state = NULL;
+  enum container_status status;
+  int ret;
+
+  if (load_live (ctx, id, what, &state, &status, err) < 0)
+    return -1;
+  if (frozen && status != STATUS_RUNNING && status != STATUS_CREATED)
+    ret = husk_error_make (err, 0, "cannot pause container `%s`: it is %s", id, container_status_name (status));
+  else if (!frozen && status != STATUS_PAUSED)
+    ret = husk_error_make (err, 0, "cannot resume container `%s`: it is %s, not paused", id,
+                           container_status_name (status));
+  else if ((ret = cgroup_freeze (state->cgroup_path, frozen, err)) < 0)
+    husk_error_wrap (err, "%s container `%s`", what, id);
+  state_free (state);
+  return ret;
+}
+
+int
+cgroup_container_pause (const struct runtime_ctx *ctx, const char *id, struct husk_error **err)
+{
+  return change_freeze (ctx, id, true, err);
+}
+
+int
+cgroup_container_resume (const struct runtime_ctx *ctx, const char *id, struct husk_error **err)
+{
+  return change_freeze (ctx, id, false, err);
+}
+
+int
+cgroup_container_path (const struct runtime_ctx *ctx, const char *id, const char *what, char **path,
+                       struct husk_error **err)
+{
+  struct container_state *state = NULL;
+  enum container_status status;
+
+  if (load_live (ctx, id, what, &state, &status, err) < 0)
+    return -1;
+  *path = steal_pointer (&state->cgroup_path);
+  state_free (state);
+  return 0;
 }

@@ -1,16 +1,22 @@
-/* The container's cgroup v2 directory: found on the unified hierarchy,
- * created before clone, removed on delete.  Resource limits arrive with the
- * cgroup manager; until then a requested limit whose controller is missing
- * is a clear error, never a silent no-op. */
+/* The container's cgroup v2 directory and what is written into it: found on
+ * the unified hierarchy, created (controllers enabled up the path) before
+ * clone, given the limits of linux.resources and a device filter, frozen,
+ * updated and removed.  A limit whose controller is missing is a clear
+ * error naming the controller and the hierarchy, never a silent no-op. */
 #ifndef HUSK_RUNTIME_CGROUP_H
 #define HUSK_RUNTIME_CGROUP_H
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "husk/error.h"
+#include "runtime/container.h"
 #include "runtime/spec.h"
+
+/* ------------------------------------------------------------ cgroup.c */
 
 /* Mount point of the unified (v2) hierarchy: /sys/fs/cgroup, or
  * /sys/fs/cgroup/unified on hybrid hosts; NULL if there is none. */
@@ -18,24 +24,191 @@ const char *cgroup_unified_mount (void);
 
 /* Maps linux.cgroupsPath to an absolute directory in the cgroup fs:
  * "/a/b" -> MOUNT/a/b; "a/b" -> under the runtime's own cgroup;
- * "slice:prefix:name" (systemd form) -> MOUNT/slice/prefix-name.scope;
- * NULL -> MOUNT/husk/ID. */
+ * "slice:prefix:name" (systemd form, also with SYSTEMD) ->
+ * MOUNT/a.slice/a-b.slice/prefix-name.scope for slice "a-b.slice";
+ * NULL -> MOUNT/husk/ID.  ".." anywhere is refused. */
 int cgroup_resolve (const char *cgroups_path, const char *id, bool systemd, char **out,
                     struct husk_error **err);
 
-/* Creates the directory (and parents); returns an O_DIRECTORY fd for
- * clone3(CLONE_INTO_CGROUP).  Errors name the path. */
+/* Creates the directory (and parents), enabling every available
+ * controller in the subtree_control of each parent; returns an
+ * O_DIRECTORY fd for clone3(CLONE_INTO_CGROUP).  Errors name the path. */
 int cgroup_create (const char *path, struct husk_error **err);
 
-/* Refuses limits that cannot be applied yet (names the controller). */
-int cgroup_check_resources (const struct spec *spec, const char *path, struct husk_error **err);
+/* True if PATH's cgroup.controllers lists CONTROLLER. */
+bool cgroup_has_controller (const char *path, const char *controller);
+
+/* The error for a limit (FIELD) that needs CONTROLLER, missing in PATH. */
+int cgroup_controller_error (const char *path, const char *field, const char *controller,
+                             struct husk_error **err);
 
 int cgroup_enter (const char *path, pid_t pid, struct husk_error **err);
 /* Every pid in the cgroup (cgroup.procs). */
 int cgroup_pids (const char *path, pid_t **pids, size_t *n, struct husk_error **err);
 /* Signals every process; SIGKILL uses cgroup.kill where the kernel has it. */
 int cgroup_kill_all (const char *path, int sig, struct husk_error **err);
+/* Writes cgroup.freeze and waits until cgroup.events reports the state. */
+int cgroup_freeze (const char *path, bool frozen, struct husk_error **err);
 /* rmdir, waiting briefly for exiting processes; a missing dir is fine. */
 int cgroup_destroy (const char *path, struct husk_error **err);
+
+/* Container operations on a container's cgroup (state looked up in
+ * CTX->root): pause needs a running or created container, resume a paused
+ * one.  A missing container is `container "ID" does not exist`. */
+int cgroup_container_pause (const struct runtime_ctx *ctx, const char *id, struct husk_error **err);
+int cgroup_container_resume (const struct runtime_ctx *ctx, const char *id, struct husk_error **err);
+/* The cgroup path of an existing, not stopped container (newly allocated);
+ * WHAT names the operation in errors ("update"). */
+int cgroup_container_path (const struct runtime_ctx *ctx, const char *id, const char *what, char **path,
+                           struct husk_error **err);
+
+/* ------------------------------------------------- cgroup_resources.c */
+
+/* An optional integer from linux.resources. */
+struct cgroup_value
+{
+  bool set;
+  int64_t value;
+};
+
+struct cgroup_device_rule
+{
+  bool allow;
+  char type;            /* 'a', 'c' or 'b' */
+  int64_t major, minor; /* -1 = any */
+  unsigned access;      /* CGROUP_DEV_* bits */
+};
+
+enum
+{
+  CGROUP_DEV_MKNOD = 1,
+  CGROUP_DEV_READ = 2,
+  CGROUP_DEV_WRITE = 4,
+  CGROUP_DEV_ALL = 7,
+};
+
+struct cgroup_io_device
+{
+  int64_t major, minor;
+  uint64_t value; /* weight, or a rate (0 = no limit) */
+};
+
+enum cgroup_io_throttle
+{
+  CGROUP_THROTTLE_READ_BPS,
+  CGROUP_THROTTLE_WRITE_BPS,
+  CGROUP_THROTTLE_READ_IOPS,
+  CGROUP_THROTTLE_WRITE_IOPS,
+  CGROUP_THROTTLE_COUNT
+};
+
+struct cgroup_hugepage_limit
+{
+  char *page_size; /* "2MB" */
+  uint64_t limit;
+};
+
+struct cgroup_rdma_limit
+{
+  char *device;
+  struct cgroup_value handles, objects;
+};
+
+struct cgroup_unified_entry
+{
+  char *key, *value;
+};
+
+/* linux.resources as cgroup v2 understands it.  Every field is optional:
+ * update writes only what is set. */
+struct cgroup_resources
+{
+  char *where; /* field prefix for messages, e.g. "linux.resources" */
+  struct
+  {
+    struct cgroup_value limit, reservation, swap;
+    bool check_before_update;
+  } memory;
+  struct
+  {
+    struct cgroup_value shares, weight, quota, period, burst, idle;
+    char *cpus, *mems;
+  } cpu;
+  struct cgroup_value pids_limit;
+  struct
+  {
+    struct cgroup_value weight;
+    struct cgroup_io_device *weight_devices;
+    size_t n_weight_devices;
+    struct cgroup_io_device *throttle[CGROUP_THROTTLE_COUNT];
+    size_t n_throttle[CGROUP_THROTTLE_COUNT];
+  } io;
+  struct cgroup_hugepage_limit *hugepages;
+  size_t n_hugepages;
+  struct cgroup_rdma_limit *rdma;
+  size_t n_rdma;
+  struct cgroup_unified_entry *unified;
+  size_t n_unified;
+  bool has_devices; /* "devices" was given (update replaces the filter) */
+  struct cgroup_device_rule *devices;
+  size_t n_devices;
+};
+
+/* Parses a linux.resources object (NULL = nothing set).  WHERE prefixes
+ * messages: "linux.resources.memory.limit: must be >= -1".  Validates
+ * everything that can be checked without the cgroup. */
+int cgroup_resources_parse (json_t *resources, const char *where, struct cgroup_resources *out,
+                            struct husk_error **err);
+void cgroup_resources_clear (struct cgroup_resources *res);
+/* True if RES sets any limit (devices aside). */
+bool cgroup_resources_has_limits (const struct cgroup_resources *res);
+
+/* Writes RES into the cgroup at PATH.  Every value is checked first
+ * (controller available, file present, memory.checkBeforeUpdate), so a
+ * refused request changes nothing; a write the kernel refuses restores
+ * what was already written.  Device rules are handed to the filter. */
+int cgroup_resources_write (const char *path, const struct cgroup_resources *res, struct husk_error **err);
+
+/* Create time: parses SPEC's linux.resources and writes it into PATH,
+ * before the container's process enters. */
+int cgroup_apply_resources (const struct spec *spec, const char *path, struct husk_error **err);
+
+/* `husk update`: writes RES into an existing container's cgroup. */
+int cgroup_container_update (const struct runtime_ctx *ctx, const char *id, const struct cgroup_resources *res,
+                             struct husk_error **err);
+
+/* ------------------------------------------------------ cgroup_bpf.c */
+
+struct bpf_insn;
+
+/* The rules the container gets after its own, as runc and crun add them:
+ * mknod of anything, and the standard nodes (null, zero, full, random,
+ * urandom, tty, console, ptmx, pts/N, net/tun). */
+extern const struct cgroup_device_rule cgroup_default_device_rules[];
+extern const size_t cgroup_n_default_device_rules;
+
+/* Compiles RULES (the last matching rule wins; a rule for all devices and
+ * all access resets the default) into a BPF_PROG_TYPE_CGROUP_DEVICE
+ * program.  *ALLOW_ALL is set when the result allows everything: then no
+ * program is needed and *INSNS is NULL. */
+void cgroup_device_program (const struct cgroup_device_rule *rules, size_t n_rules, struct bpf_insn **insns,
+                            size_t *n_insns, bool *allow_all);
+
+/* Evaluates RULES for one access the way the program does (tests). */
+bool cgroup_device_allowed (const struct cgroup_device_rule *rules, size_t n_rules, char type, uint32_t major,
+                            uint32_t minor, unsigned access);
+
+/* Loads the program into the kernel (the verifier checks it); returns its
+ * fd.  A refusal carries the verifier's last line. */
+int cgroup_device_program_load (const struct bpf_insn *insns, size_t n_insns, struct husk_error **err);
+
+/* Compiles RULES followed by the default rules and loads the program;
+ * *PROG_FD is -1 when the rules allow everything (nothing to attach). */
+int cgroup_devices_prepare (const struct cgroup_device_rule *rules, size_t n_rules, int *prog_fd,
+                            struct husk_error **err);
+/* Attaches PROG_FD to the cgroup at PATH (BPF_F_ALLOW_MULTI) and detaches
+ * the device programs attached there before, so an update replaces the
+ * filter.  PROG_FD -1 only detaches. */
+int cgroup_devices_attach (const char *path, int prog_fd, struct husk_error **err);
 
 #endif

@@ -357,10 +357,11 @@ setup_cgroup (struct create_job *job, struct husk_error **err)
       *err = cg_err;
       return -1;
     }
-  if (cgroup_check_resources (job->spec, job->state.cgroup_path, err) < 0)
-    return -1;
   job->cgroup_fd = cgroup_create (job->state.cgroup_path, err);
-  return job->cgroup_fd < 0 ? -1 : 0;
+  if (job->cgroup_fd < 0)
+    return -1;
+  /* Limits and the device filter are in place before the init enters. */
+  return cgroup_apply_resources (job->spec, job->state.cgroup_path, err);
 }
 
 static void

@@ -97,13 +97,16 @@ container_start (const struct runtime_ctx *ctx, const char *id, struct husk_erro
   if (write (fd, "0", 1) != 1)
     return husk_error_make (err, errno, "start container `%s`: write exec fifo", id);
   unlink (fifo);
-  if (run_saved_hooks (state, SPEC_HOOK_POSTSTART, STATUS_RUNNING, err) < 0)
-    {
-      struct husk_error *ignored = NULL;
-      kill (state->pid, SIGKILL);
-      husk_error_free (&ignored);
-      return -1;
-    }
+  {
+    /* The runtime spec: a failing poststart hook is a warning; the
+     * container keeps running. */
+    struct husk_error *hook_err = NULL;
+    if (run_saved_hooks (state, SPEC_HOOK_POSTSTART, STATUS_RUNNING, &hook_err) < 0)
+      {
+        husk_warn ("%s", hook_err->msg);
+        husk_error_free (&hook_err);
+      }
+  }
   return 0;
 }
 

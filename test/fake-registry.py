@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """A tiny misbehaving registry for husk's registry client tests.
 
-    test/fake-registry.py PORTFILE
+    test/fake-registry.py PORTFILE [CERT KEY]
 
-Listens on 127.0.0.1 (a free port, written to PORTFILE once serving) and
+Listens on 127.0.0.1 (a free port, written to PORTFILE once serving; HTTPS
+with CERT and KEY, HTTP otherwise) and
 answers the distribution API for one blob and one manifest, with behaviour
 chosen by the repository name:
 
@@ -30,6 +31,7 @@ import base64
 import hashlib
 import json
 import os
+import ssl
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -128,8 +130,8 @@ class Handler(BaseHTTPRequestHandler):
         if auth.startswith("Bearer ") and repo in TOKENS.get(auth[7:], ()):
             return True
         host, port = self.server.server_address
-        challenge = 'Bearer realm="http://%s:%d/token",service="fake-registry",scope="repository:%s:pull"' % (
-            host, port, repo)
+        challenge = 'Bearer realm="%s://%s:%d/token",service="fake-registry",scope="repository:%s:pull"' % (
+            self.server.scheme, host, port, repo)
         self.send(401, error_doc("UNAUTHORIZED", "authentication required"),
                   {"WWW-Authenticate": challenge, "Content-Type": "application/json"})
         return False
@@ -185,10 +187,22 @@ class Handler(BaseHTTPRequestHandler):
         self.send(200, body, {"Content-Type": media_type, "Docker-Content-Digest": digest})
 
 
+class QuietServer(ThreadingHTTPServer):
+    daemon_threads = True
+    scheme = "http"
+
+    def handle_error(self, request, client_address):
+        pass  # clients hang up on purpose (the partial blob); not news
+
+
 def main():
     portfile = sys.argv[1]
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
+    server = QuietServer(("127.0.0.1", 0), Handler)
+    if len(sys.argv) == 4:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(sys.argv[2], sys.argv[3])
+        server.socket = ctx.wrap_socket(server.socket, server_side=True, do_handshake_on_connect=False)
+        server.scheme = "https"
     with open(portfile + ".tmp", "w") as fh:
         fh.write("%d\n" % server.server_address[1])
     os.rename(portfile + ".tmp", portfile)

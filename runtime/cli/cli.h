@@ -37,9 +37,16 @@ int cli_exec (struct cli_globals *g, int argc, char **argv, struct husk_error **
 int cli_ps (struct cli_globals *g, int argc, char **argv, struct husk_error **err);
 int cli_spec (struct cli_globals *g, int argc, char **argv, struct husk_error **err);
 int cli_features (struct cli_globals *g, int argc, char **argv, struct husk_error **err);
+/* cgroup_cmds.c */
+int cli_update (struct cli_globals *g, int argc, char **argv, struct husk_error **err);
+int cli_pause (struct cli_globals *g, int argc, char **argv, struct husk_error **err);
+int cli_resume (struct cli_globals *g, int argc, char **argv, struct husk_error **err);
+int cli_events (struct cli_globals *g, int argc, char **argv, struct husk_error **err);
 /* The debug verbs, served by husk-image.so (see husk/plugin.h). */
 int cli_image (struct cli_globals *g, int argc, char **argv, struct husk_error **err);
 int cli_container (struct cli_globals *g, int argc, char **argv, struct husk_error **err);
+/* Sets HUSK_PLUGIN_DIR from the binary's location unless it is set. */
+void cli_remember_plugin_dir (void);
 
 /* Prints "usage: husk USAGE" for the command named argv[0]. */
 int cli_usage_error (const char *command, struct husk_error **err, const char *fmt, ...)

@@ -95,7 +95,7 @@ cli_list (struct cli_globals *g, int argc, char **argv, struct husk_error **err)
   if (json)
     {
       char *text = json_dumps (array, JSON_COMPACT);
-      printf ("%s\n", json_array_size (array) ? text : "null");
+      printf ("%s\n", text);
       free (text);
     }
   json_decref (array);

@@ -28,6 +28,20 @@ static const struct cli_command commands[] = {
   { "ps", cli_ps, "ps [--format table|json] ID [PS ARGS...]", "show the processes of a container" },
   { "spec", cli_spec, "spec [--bundle DIR] [--rootless]", "write a default config.json" },
   { "features", cli_features, "features", "print the runtime's features (JSON)" },
+  { "update", cli_update,
+    "update [--resources FILE|-] [--memory N] [--memory-swap N] [--memory-reservation N] [--cpu-quota N] "
+    "[--cpu-period N] [--cpu-share N] [--cpu-weight N] [--cpu-burst N] [--cpuset-cpus LIST] [--cpuset-mems "
+    "LIST] "
+    "[--pids-limit N] [--blkio-weight N] ID",
+    "change the resource limits of a running container" },
+  { "pause", cli_pause, "pause ID", "freeze every process of a container" },
+  { "resume", cli_resume, "resume ID", "thaw a paused container" },
+  { "events", cli_events, "events [--stats] [--interval DURATION] ID",
+    "print resource usage (one sample with --stats) and OOM events" },
+  { "image", cli_image, "image [--root DIR] pull|ls|inspect|rm|import|export ...",
+    "manage images (debug CLI)" },
+  { "container", cli_container, "container [--root DIR] run|ls|exec|logs|stop|rm ...",
+    "run images directly, no daemon (debug CLI)" },
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 
@@ -197,7 +211,8 @@ open_log (const struct cli_globals *g, struct husk_error **err)
 static bool
 needs_cloned_binary (const char *name)
 {
-  return strcmp (name, "create") == 0 || strcmp (name, "run") == 0 || strcmp (name, "exec") == 0;
+  return strcmp (name, "create") == 0 || strcmp (name, "run") == 0 || strcmp (name, "exec") == 0
+         || strcmp (name, "container") == 0;
 }
 
 int
@@ -222,12 +237,18 @@ main (int argc, char **argv)
       husk_error_make (&err, 0, "unknown command `%s` (see husk --help)", argv[optind]);
       goto fail;
     }
-  if (needs_cloned_binary (cmd->name) && container_ensure_cloned_binary (argv, &err) < 0)
-    goto fail;
+  if (needs_cloned_binary (cmd->name))
+    {
+      /* After the re-exec /proc/self/exe is a memfd: remember where the
+       * plugin is while the real path is still known. */
+      cli_remember_plugin_dir ();
+      if (container_ensure_cloned_binary (argv, &err) < 0)
+        goto fail;
+    }
   argc -= optind;
   argv += optind;
   optind = 0; /* reset getopt for the command */
-  if (cli_wants_help (argc, argv, cmd->name))
+  if (cmd->handler != cli_image && cmd->handler != cli_container && cli_wants_help (argc, argv, cmd->name))
     return 0;
   ret = cmd->handler (&g, argc, argv, &err);
   if (ret >= 0)

@@ -38,6 +38,19 @@ find_plugin (void)
   return xasprintf ("%s/../lib/husk/%s", dir, HUSK_PLUGIN_FILE);
 }
 
+void
+cli_remember_plugin_dir (void)
+{
+  cleanup_free char *path = NULL;
+  const char *env = getenv ("HUSK_PLUGIN_DIR");
+
+  if (env && *env)
+    return;
+  path = find_plugin ();
+  if (path && access (path, R_OK) == 0)
+    setenv ("HUSK_PLUGIN_DIR", dirname (path), 1);
+}
+
 static int
 run_plugin (const char *group, struct cli_globals *g, int argc, char **argv, struct husk_error **err)
 {

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared helpers for husk's integration tests (sourced by test_*.sh).
 # The tests drive any runc-compatible runtime: $RUNTIME (default build/husk).
 # Each script gets a private --root state dir; every container, bundle,
@@ -123,7 +124,9 @@ assert_true() { # NAME COMMAND...: ok if COMMAND succeeds
 WORK=$(mktemp -d "/tmp/husk-it-$SHORT_NAME.XXXXXX")
 ROOT=$(mktemp -d "/tmp/husk-it-root.XXXXXX")
 chmod 0711 "$WORK"
-: >"$WORK/results" >"$WORK/ids" >"$WORK/bundles" >"$WORK/deferred"
+for f in results ids bundles deferred; do
+	: >"$WORK/$f"
+done
 
 new_id() { # -> prints a fresh container id and registers it for cleanup
 	local id
@@ -154,6 +157,37 @@ umount_under() { # DIR...
 	done
 }
 
+# Last resort for a runtime that failed to delete: SIGKILL every process
+# whose root directory is a directory of one of DIRS (a container's rootfs;
+# compared by device and inode, since /proc/PID/root of a process in another
+# mount namespace reads as "/").
+kill_rooted_in() { # DIR...
+	[ $# -gt 0 ] || return 0
+	"$PY" - "$@" <<'EOF'
+import os, signal, sys
+roots = set()
+for top in sys.argv[1:]:
+    for dirpath, dirnames, _ in os.walk(top):
+        if dirpath.count("/") - top.count("/") >= 2:
+            dirnames[:] = []
+        try:
+            st = os.stat(dirpath)
+            roots.add((st.st_dev, st.st_ino))
+        except OSError:
+            pass
+for pid in filter(str.isdigit, os.listdir("/proc")):
+    try:
+        st = os.stat("/proc/%s/root" % pid)
+    except OSError:
+        continue
+    if (st.st_dev, st.st_ino) in roots and int(pid) != os.getpid():
+        try:
+            os.kill(int(pid), signal.SIGKILL)
+        except OSError:
+            pass
+EOF
+}
+
 container_pid() { # ID -> host pid from `state`, or nothing
 	rt state "$1" 2>/dev/null | json_get pid 2>/dev/null
 }
@@ -161,7 +195,7 @@ container_pid() { # ID -> host pid from `state`, or nothing
 # Deletes every container registered so far, then the bundles and deferred
 # commands.  Falls back to SIGKILL on the init pid if delete fails.
 cleanup_test() {
-	local id pid b cmd
+	local id pid b cmd dirs
 	while read -r id; do
 		[ -n "$id" ] || continue
 		pid=$(container_pid "$id")
@@ -170,6 +204,15 @@ cleanup_test() {
 			kill -KILL "$pid" 2>/dev/null
 			rt delete --force "$id" >/dev/null 2>&1
 		fi
+	done <"$WORK/ids"
+	if [ -s "$WORK/bundles" ]; then
+		mapfile -t dirs <"$WORK/bundles"
+		kill_rooted_in "${dirs[@]}"
+	fi
+	# Empty cgroups a failed delete left (ids are unique, so the name is ours).
+	while read -r id; do
+		[ -n "$id" ] || continue
+		find /sys/fs/cgroup -maxdepth 6 -depth -type d -name "*$id*" -exec rmdir {} \; 2>/dev/null
 	done <"$WORK/ids"
 	: >"$WORK/ids"
 	if [ -s "$WORK/deferred" ]; then

@@ -42,7 +42,7 @@ expect_refusal() { # NAME ID KEYWORD [RUNTIME-ARGS...]
 	sleep 0.1
 	err=$(cat "$WORK/bad.err")
 	lines=$(wc -l <"$WORK/bad.err")
-	assert_fails "$name: refused" "$rc"
+	assert_fails "$name: refused" "$rc" || return
 	if [ "$lines" -eq 1 ]; then
 		ok "$name: stderr is one line"
 	else
@@ -71,7 +71,7 @@ t_malformed_config() {
 	printf '{\n  "ociVersion": "1.0.2",\n  "process": {,\n    "args": ["true"]\n  }\n}\n' >"$BUNDLE/config.json"
 	expect_refusal "malformed config.json" "$(new_id)" \
 		"(line[ :]*3[^0-9].*col)|(:3:[0-9]+)"
-	BUNDLE=$BUNDLE expect_refusal "malformed config.json (run)" "$(new_id)" "(line[ :]*3[^0-9].*col)|(:3:[0-9]+)" \
+	expect_refusal "malformed config.json (run)" "$(new_id)" "(line[ :]*3[^0-9].*col)|(:3:[0-9]+)" \
 		run --bundle "$BUNDLE" "$(new_id)"
 }
 

@@ -151,7 +151,7 @@ t_kill_all() {
 }
 
 t_kill_signal_names() {
-	local b sig
+	local b
 	b=$(new_bundle)
 	BUNDLE=$b spec_args sh -c 'trap "echo usr1 >>/sigs" USR1; trap "echo hup >>/sigs" HUP; touch /started; while :; do sleep 0.05; done'
 	BUNDLE=$b create_ctr

@@ -24,7 +24,8 @@ struct good_case
 };
 
 static const struct good_case good_cases[] = {
-  { "busybox", "docker.io", "library/busybox", "latest", NULL, "docker.io/library/busybox:latest", "busybox:latest" },
+  { "busybox", "docker.io", "library/busybox", "latest", NULL, "docker.io/library/busybox:latest",
+    "busybox:latest" },
   { "library/busybox", "docker.io", "library/busybox", "latest", NULL, "docker.io/library/busybox:latest",
     "busybox:latest" },
   { "docker.io/library/busybox:latest", "docker.io", "library/busybox", "latest", NULL,
@@ -46,22 +47,24 @@ static const struct good_case good_cases[] = {
   { "quay.io/coreos/etcd:v3.5.0", "quay.io", "coreos/etcd", "v3.5.0", NULL, "quay.io/coreos/etcd:v3.5.0",
     "quay.io/coreos/etcd:v3.5.0" },
   { "registry.example.com/team/app-name_v2:rc.1-x_Y", "registry.example.com", "team/app-name_v2", "rc.1-x_Y",
-    NULL, "registry.example.com/team/app-name_v2:rc.1-x_Y", "registry.example.com/team/app-name_v2:rc.1-x_Y" },
+    NULL, "registry.example.com/team/app-name_v2:rc.1-x_Y",
+    "registry.example.com/team/app-name_v2:rc.1-x_Y" },
   /* docker: no slash means docker.io, so the ":5000" is a tag */
-  { "example.com:5000", "docker.io", "library/example.com", "5000", NULL, "docker.io/library/example.com:5000",
-    "example.com:5000" },
+  { "example.com:5000", "docker.io", "library/example.com", "5000", NULL,
+    "docker.io/library/example.com:5000", "example.com:5000" },
   { "localhost", "docker.io", "library/localhost", "latest", NULL, "docker.io/library/localhost:latest",
     "localhost:latest" },
   { "[::1]:5000/foo:bar", "[::1]:5000", "foo", "bar", NULL, "[::1]:5000/foo:bar", "[::1]:5000/foo:bar" },
-  { "FOO.example/bar", "FOO.example", "bar", "latest", NULL, "FOO.example/bar:latest", "FOO.example/bar:latest" },
+  { "FOO.example/bar", "FOO.example", "bar", "latest", NULL, "FOO.example/bar:latest",
+    "FOO.example/bar:latest" },
   { "docker.io/library/a/b", "docker.io", "library/a/b", "latest", NULL, "docker.io/library/a/b:latest",
     "library/a/b:latest" },
   { "a__b/c--d/e.f", "docker.io", "a__b/c--d/e.f", "latest", NULL, "docker.io/a__b/c--d/e.f:latest",
     "a__b/c--d/e.f:latest" },
   { "busybox:Latest", "docker.io", "library/busybox", "Latest", NULL, "docker.io/library/busybox:Latest",
     "busybox:Latest" },
-  { "my-registry:8443/ns/img@" DIGEST, "my-registry:8443", "ns/img", NULL, DIGEST, "my-registry:8443/ns/img@" DIGEST,
-    "my-registry:8443/ns/img@" DIGEST },
+  { "my-registry:8443/ns/img@" DIGEST, "my-registry:8443", "ns/img", NULL, DIGEST,
+    "my-registry:8443/ns/img@" DIGEST, "my-registry:8443/ns/img@" DIGEST },
 };
 
 static void
@@ -105,21 +108,26 @@ struct bad_case
 
 static const struct bad_case bad_cases[] = {
   { "Busybox", "invalid reference \"Busybox\": repository name must be lowercase" },
-  { "docker.io/Library/busybox", "invalid reference \"docker.io/Library/busybox\": repository name must be lowercase" },
-  { "a:b:c", "invalid reference \"a:b:c\": path component \"a:b\" must be lowercase letters and digits, separated "
-             "by '.', '_', '__' or dashes" },
+  { "docker.io/Library/busybox",
+    "invalid reference \"docker.io/Library/busybox\": repository name must be lowercase" },
+  { "a:b:c",
+    "invalid reference \"a:b:c\": path component \"a:b\" must be lowercase letters and digits, separated "
+    "by '.', '_', '__' or dashes" },
   { "", "invalid reference \"\": empty reference" },
   { "busybox:", "invalid reference \"busybox:\": empty tag" },
   { ":tag", "invalid reference \":tag\": empty repository name" },
-  { "busybox:-x", "invalid reference \"busybox:-x\": tag must be at most 128 letters, digits, '_', '.' or '-', not "
-                  "starting with '.' or '-'" },
+  { "busybox:-x",
+    "invalid reference \"busybox:-x\": tag must be at most 128 letters, digits, '_', '.' or '-', not "
+    "starting with '.' or '-'" },
   { "busybox:.x", NULL },
   { "busybox:a b", NULL },
   { "busybox@", "invalid reference \"busybox@\": digest: `` is not a digest (want sha256:<64 hex digits>)" },
-  { "busybox@sha256:abc", "invalid reference \"busybox@sha256:abc\": digest: `sha256:abc` is not a valid sha256 "
-                          "digest (want 64 lowercase hex digits)" },
-  { "busybox@md5:0123", "invalid reference \"busybox@md5:0123\": digest: digest algorithm `md5` is not supported "
-                        "(only sha256)" },
+  { "busybox@sha256:abc",
+    "invalid reference \"busybox@sha256:abc\": digest: `sha256:abc` is not a valid sha256 "
+    "digest (want 64 lowercase hex digits)" },
+  { "busybox@md5:0123",
+    "invalid reference \"busybox@md5:0123\": digest: digest algorithm `md5` is not supported "
+    "(only sha256)" },
   { "busybox@sha256:" HEX64 "@x", NULL },
   { HEX64, "invalid reference \"" HEX64 "\": a 64-character hex string is an image ID, not a reference" },
   { "foo//bar", "invalid reference \"foo//bar\": repository name has an empty path component" },
@@ -266,8 +274,8 @@ int
 main (void)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test (test_good_references), cmocka_unit_test (test_bad_references),
-    cmocka_unit_test (test_tag_length),      cmocka_unit_test (test_name_length),
+    cmocka_unit_test (test_good_references),    cmocka_unit_test (test_bad_references),
+    cmocka_unit_test (test_tag_length),         cmocka_unit_test (test_name_length),
     cmocka_unit_test (test_dup_and_repository), cmocka_unit_test (test_domain_validation),
     cmocka_unit_test (test_round_trip),
   };

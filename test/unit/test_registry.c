@@ -55,8 +55,7 @@ parse_ref (const char *text)
   return ref;
 }
 
-static struct reference *
-parse_reff (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));
+static struct reference *parse_reff (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));
 static struct reference *
 parse_reff (const char *fmt, ...)
 {
@@ -79,10 +78,11 @@ test_auth_bearer (void **state)
   size_t n = 0;
   struct husk_error *err = NULL;
 
-  assert_ok (registry_parse_www_authenticate ("Bearer realm=\"https://auth.docker.io/token\",service=\"registry."
-                                              "docker.io\",scope=\"repository:library/busybox:pull\"",
-                                              &c, &n, &err),
-             err);
+  assert_ok (
+      registry_parse_www_authenticate ("Bearer realm=\"https://auth.docker.io/token\",service=\"registry."
+                                       "docker.io\",scope=\"repository:library/busybox:pull\"",
+                                       &c, &n, &err),
+      err);
   assert_int_equal (1, n);
   assert_string_equal ("bearer", c[0].scheme);
   assert_int_equal (3, c[0].n_params);
@@ -153,8 +153,9 @@ test_auth_errors (void **state)
     { "", "WWW-Authenticate ``: no challenge" },
     { " , ,", "WWW-Authenticate ` , ,`: no challenge" },
     { "realm=\"x\"", "WWW-Authenticate `realm=\"x\"`: parameter before any scheme" },
-    { "Bearer realm=", "WWW-Authenticate `Bearer realm=`: missing parameter value" },
-    { "Bearer realm=\"x\", (bad)", "WWW-Authenticate `Bearer realm=\"x\", (bad)`: unexpected `(` at offset 19" },
+    { "Bearer service=x, realm=", "WWW-Authenticate `Bearer service=x, realm=`: missing parameter value" },
+    { "Bearer realm=\"x\", (bad)",
+      "WWW-Authenticate `Bearer realm=\"x\", (bad)`: unexpected `(` at offset 18" },
   };
 
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
@@ -171,24 +172,35 @@ test_auth_errors (void **state)
 
 /* --- platforms --------------------------------------------------------- */
 
-#define D(c) "sha256:" c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c \
-                 c c c c c c c c c c c c c c c c
+#define D(c)                                                                                                 \
+  "sha256:" c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c  \
+      c c c c c c c c c c c c c c c c
 
-static const char sample_index[] = "{\"schemaVersion\":2,\"manifests\":["
-                                   "{\"digest\":\"" D ("1") "\",\"platform\":{\"os\":\"linux\",\"architecture\":"
-                                   "\"amd64\"}},"
-                                   "{\"digest\":\"" D ("2") "\",\"platform\":{\"os\":\"linux\",\"architecture\":"
-                                   "\"arm64\",\"variant\":\"v8\"}},"
-                                   "{\"digest\":\"" D ("3") "\",\"platform\":{\"os\":\"linux\",\"architecture\":"
-                                   "\"arm\",\"variant\":\"v6\"}},"
-                                   "{\"digest\":\"" D ("4") "\",\"platform\":{\"os\":\"linux\",\"architecture\":"
-                                   "\"arm\",\"variant\":\"v7\"}},"
-                                   "{\"digest\":\"" D ("5") "\",\"platform\":{\"os\":\"unknown\",\"architecture\":"
-                                   "\"unknown\"}},"
-                                   "{\"digest\":\"" D ("6") "\",\"platform\":{\"os\":\"windows\",\"architecture\":"
-                                   "\"amd64\"}},"
-                                   "{\"digest\":\"" D ("7") "\",\"platform\":{\"os\":\"linux\",\"architecture\":"
-                                   "\"amd64\",\"variant\":\"v3\"}}]}";
+static const char sample_index[]
+    = "{\"schemaVersion\":2,\"manifests\":["
+      "{\"digest\":\"" D (
+          "1") "\",\"platform\":{\"os\":\"linux\",\"architecture\":"
+               "\"amd64\"}},"
+               "{\"digest\":\"" D (
+                   "2") "\",\"platform\":{\"os\":\"linux\",\"architecture\":"
+                        "\"arm64\",\"variant\":\"v8\"}},"
+                        "{\"digest\":\"" D (
+                            "3") "\",\"platform\":{\"os\":\"linux\",\"architecture\":"
+                                 "\"arm\",\"variant\":\"v6\"}},"
+                                 "{\"digest\":\"" D (
+                                     "4") "\",\"platform\":{\"os\":\"linux\",\"architecture\":"
+                                          "\"arm\",\"variant\":\"v7\"}},"
+                                          "{\"digest\":\"" D (
+                                              "5") "\",\"platform\":{\"os\":\"unknown\",\"architecture\":"
+                                                   "\"unknown\"}},"
+                                                   "{\"digest\":\"" D (
+                                                       "6") "\",\"platform\":{\"os\":\"windows\","
+                                                            "\"architecture\":"
+                                                            "\"amd64\"}},"
+                                                            "{\"digest\":\"" D (
+                                                                "7") "\",\"platform\":{\"os\":\"linux\","
+                                                                     "\"architecture\":"
+                                                                     "\"amd64\",\"variant\":\"v3\"}}]}";
 
 static void
 expect_platform (const char *index, const char *platform, const char *want)
@@ -204,7 +216,14 @@ expect_platform (const char *index, const char *platform, const char *want)
 static void
 test_platform_selection (void **state)
 {
-  expect_platform (sample_index, NULL, D ("1")); /* the host: these tests run on amd64 */
+  /* NULL is the host's platform */
+#if defined(__x86_64__)
+  expect_platform (sample_index, NULL, D ("1"));
+  assert_string_equal ("linux/amd64", registry_default_platform ());
+#elif defined(__aarch64__)
+  expect_platform (sample_index, NULL, D ("2"));
+  assert_string_equal ("linux/arm64/v8", registry_default_platform ());
+#endif
   expect_platform (sample_index, "linux/amd64", D ("1"));
   expect_platform (sample_index, "linux/x86_64", D ("1"));
   expect_platform (sample_index, "linux/amd64/v3", D ("7"));
@@ -215,10 +234,10 @@ test_platform_selection (void **state)
   expect_platform (sample_index, "linux/arm/v6", D ("3"));
   expect_platform (sample_index, "windows/amd64", D ("6"));
   /* arm64 without a variant in the index still matches arm64/v8 */
-  expect_platform ("{\"manifests\":[{\"digest\":\"" D ("9") "\",\"platform\":{\"os\":\"linux\",\"architecture\":"
-                   "\"arm64\"}}]}",
-                   "linux/arm64/v8", D ("9"));
-  assert_string_equal ("linux/amd64", registry_default_platform ());
+  expect_platform (
+      "{\"manifests\":[{\"digest\":\"" D ("9") "\",\"platform\":{\"os\":\"linux\",\"architecture\":"
+                                               "\"arm64\"}}]}",
+      "linux/arm64/v8", D ("9"));
 }
 
 static void
@@ -229,17 +248,21 @@ test_platform_errors (void **state)
     const char *index, *platform, *message;
   } cases[] = {
     { sample_index, "linux/s390x",
-      "no manifest for platform linux/s390x in the index (available: linux/amd64, linux/arm64/v8, linux/arm/v6, "
+      "no manifest for platform linux/s390x in the index (available: linux/amd64, linux/arm64/v8, "
+      "linux/arm/v6, "
       "linux/arm/v7, windows/amd64, linux/amd64/v3)" },
     { sample_index, "linux/arm/v5", NULL },
     { sample_index, "linux", "platform `linux`: want os/arch or os/arch/variant" },
     { sample_index, "linux/arm/v7/x", "platform `linux/arm/v7/x`: want os/arch or os/arch/variant" },
     { "{\"manifests\": [", "linux/amd64", NULL },
     { "{\"schemaVersion\":2}", "linux/amd64", "index has no `manifests` array" },
-    { "{\"manifests\":[]}", "linux/amd64", "no manifest for platform linux/amd64 in the index (available: none)" },
-    { "{\"manifests\":[{\"digest\":\"sha256:12\",\"platform\":{\"os\":\"linux\",\"architecture\":\"amd64\"}}]}",
-      "linux/amd64", "index: manifests[0].digest: `sha256:12` is not a valid sha256 digest (want 64 lowercase hex "
-                     "digits)" },
+    { "{\"manifests\":[]}", "linux/amd64",
+      "no manifest for platform linux/amd64 in the index (available: none)" },
+    { "{\"manifests\":[{\"digest\":\"sha256:12\",\"platform\":{\"os\":\"linux\",\"architecture\":\"amd64\"}}]"
+      "}",
+      "linux/amd64",
+      "index: manifests[0].digest: `sha256:12` is not a valid sha256 digest (want 64 lowercase hex "
+      "digits)" },
   };
 
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
@@ -343,9 +366,9 @@ test_hosts_defaults (void **state)
     const char *domain, *base_url;
   } cases[] = {
     { "docker.io", "https://registry-1.docker.io" }, { "quay.io", "https://quay.io" },
-    { "127.0.0.1:5000", "http://127.0.0.1:5000" },    { "127.1.2.3", "http://127.1.2.3" },
-    { "localhost:5000", "http://localhost:5000" },    { "[::1]:5000", "http://[::1]:5000" },
-    { "128.0.0.1:5000", "https://128.0.0.1:5000" },   { "localhost.example", "https://localhost.example" },
+    { "127.0.0.1:5000", "http://127.0.0.1:5000" },   { "127.1.2.3", "http://127.1.2.3" },
+    { "localhost:5000", "http://localhost:5000" },   { "[::1]:5000", "http://[::1]:5000" },
+    { "128.0.0.1:5000", "https://128.0.0.1:5000" },  { "localhost.example", "https://localhost.example" },
   };
   struct hosts_config *empty = parse_hosts ("{}");
 
@@ -379,17 +402,21 @@ test_hosts_errors (void **state)
       "parse registries config `test.json`: line 2 column 40: unexpected token near ']'" },
     { "[]", "registries config `test.json`: top level must be an object" },
     { "{\"mirrors\": []}", "registries config `test.json`: unknown key \"mirrors\" (known: registries)" },
-    { "{\"registries\": []}", "registries config `test.json`: registries: must be an object keyed by registry host" },
+    { "{\"registries\": []}",
+      "registries config `test.json`: registries: must be an object keyed by registry host" },
     { "{\"registries\": {\"docker.io\": {\"mirrors\": \"http://x\"}}}",
       "registries config `test.json`: registries.\"docker.io\".mirrors: must be an array of URLs" },
     { "{\"registries\": {\"docker.io\": {\"mirrors\": [42]}}}",
-      "registries config `test.json`: registries.\"docker.io\".mirrors[0]: must be a URL string or an object with "
+      "registries config `test.json`: registries.\"docker.io\".mirrors[0]: must be a URL string or an object "
+      "with "
       "\"url\"" },
     { "{\"registries\": {\"docker.io\": {\"mirrors\": [\"ftp://x\"]}}}",
-      "registries config `test.json`: registries.\"docker.io\".mirrors[0]: \"ftp://x\": scheme must be http or "
+      "registries config `test.json`: registries.\"docker.io\".mirrors[0]: \"ftp://x\": scheme must be http "
+      "or "
       "https" },
     { "{\"registries\": {\"docker.io\": {\"mirrors\": [\"http://u:p@x\"]}}}",
-      "registries config `test.json`: registries.\"docker.io\".mirrors[0]: \"http://u:p@x\": credentials, query "
+      "registries config `test.json`: registries.\"docker.io\".mirrors[0]: \"http://u:p@x\": credentials, "
+      "query "
       "and fragment are not allowed" },
     { "{\"registries\": {\"docker.io\": {\"insecure\": \"yes\"}}}",
       "registries config `test.json`: registries.\"docker.io\".insecure: must be true or false" },
@@ -398,8 +425,8 @@ test_hosts_errors (void **state)
       "mirrorsOnly, insecure, server)" },
     { "{\"registries\": {\"docker.io\": {\"mirrorsOnly\": true}}}",
       "registries config `test.json`: registries.\"docker.io\": mirrorsOnly needs at least one mirror" },
-    { "{\"registries\": {\"bad host\": {}}}",
-      "registries config `test.json`: registries.\"bad host\": not a registry host (want host or host:port)" },
+    { "{\"registries\": {\"bad host\": {}}}", "registries config `test.json`: registries.\"bad host\": not a "
+                                              "registry host (want host or host:port)" },
     { "{\"registries\": {\"a\": {\"mirrors\": [{\"url\": \"http://m\", \"skip\": 1}]}}}",
       "registries config `test.json`: registries.\"a\".mirrors[0]: unknown key \"skip\"" },
     { "{\"registries\": {\"a\": {\"server\": 1}}}",
@@ -422,6 +449,18 @@ test_hosts_errors (void **state)
     }
 }
 
+static int
+write_text (const char *path, const char *text, struct husk_error **err)
+{
+  return husk_write_file_atomic (path, text, strlen (text), 0644, err);
+}
+
+static char *
+error_text (const char *body)
+{
+  return registry_error_from_body (body, strlen (body), "fallback");
+}
+
 static void
 test_hosts_load_file (void **state)
 {
@@ -435,9 +474,9 @@ test_hosts_load_file (void **state)
 
   assert_non_null (mkdtemp (dir));
   path = xasprintf ("%s/registries.json", dir);
-  assert_ok (husk_write_file_atomic (path, "{\"registries\":{\"docker.io\":{\"mirrors\":[\"http://127.0.0.1:9\"]}}}",
-                                     61, 0644, &err),
-             err);
+  assert_ok (
+      write_text (path, "{\"registries\":{\"docker.io\":{\"mirrors\":[\"http://127.0.0.1:9\"]}}}", &err),
+      err);
   rc = hosts_config_load (path, &cfg, &err);
   if (rc == 0)
     {
@@ -447,14 +486,14 @@ test_hosts_load_file (void **state)
       hosts_endpoints_free (eps, n);
       hosts_config_free (cfg);
       cfg = NULL;
-      assert_ok (husk_write_file_atomic (path, "{\n\n  \"registries\": x}", 20, 0644, &err), err);
+      assert_ok (write_text (path, "{\n\n  \"registries\": x}", &err), err);
       rc = hosts_config_load (path, &cfg, &err) == -1 ? 0 : -2;
     }
   unlink (path);
   if (rc == 0)
     {
-      cleanup_free char *want = xasprintf ("parse registries config `%s`: line 3 column 17: invalid token near 'x'",
-                                           path);
+      cleanup_free char *want
+          = xasprintf ("parse registries config `%s`: line 3 column 17: invalid token near 'x'", path);
       assert_string_equal (want, err->msg);
       husk_error_free (&err);
       assert_int_equal (-1, hosts_config_load (path, &cfg, &err));
@@ -474,22 +513,22 @@ test_url_and_errors (void **state)
   struct registry_options opts;
   struct registry_client *client;
   cleanup_free char *url = registry_url ("http://127.0.0.1:5000", "x/y", "manifests", "latest");
-  cleanup_free char *url2 = registry_url ("https://m.example/prefix", "library/busybox", "blobs", "sha256:ab");
+  cleanup_free char *url2
+      = registry_url ("https://m.example/prefix", "library/busybox", "blobs", "sha256:ab");
   cleanup_free char *e1 = NULL, *e2 = NULL, *e3 = NULL, *e4 = NULL, *e5 = NULL;
-  static const char two[] = "{\"errors\":[{\"code\":\"DENIED\",\"message\":\"requested access to the resource is "
-                            "denied\"},{\"code\":\"NAME_UNKNOWN\",\"message\":\"\"}]}";
+  static const char two[]
+      = "{\"errors\":[{\"code\":\"DENIED\",\"message\":\"requested access to the resource is "
+        "denied\"},{\"code\":\"NAME_UNKNOWN\",\"message\":\"\"}]}";
 
   assert_string_equal ("http://127.0.0.1:5000/v2/x/y/manifests/latest", url);
   assert_string_equal ("https://m.example/prefix/v2/library/busybox/blobs/sha256:ab", url2);
 
-  e1 = registry_error_from_body ("{\"errors\":[{\"code\":\"UNAUTHORIZED\",\"message\":\"authentication required\","
-                                 "\"detail\":null}]}",
-                                 90, "fallback");
-  e2 = registry_error_from_body (two, sizeof two - 1, "fallback");
+  e1 = error_text ("{\"errors\":[{\"code\":\"UNAUTHORIZED\",\"message\":\"authentication required\","
+                   "\"detail\":null}]}");
+  e2 = error_text (two);
   e3 = registry_error_from_body ("<html>502 Bad Gateway</html>", 28, "HTTP status 502");
   e4 = registry_error_from_body (NULL, 0, "manifest unknown");
-  e5 = registry_error_from_body ("{\"errors\":[{\"code\":\"MANIFEST_UNKNOWN\",\"message\":\"manifest unknown\"}]}", 68,
-                                 "x");
+  e5 = error_text ("{\"errors\":[{\"code\":\"MANIFEST_UNKNOWN\",\"message\":\"manifest unknown\"}]}");
   assert_string_equal ("unauthorized: authentication required", e1);
   assert_string_equal ("denied: requested access to the resource is denied; name unknown", e2);
   assert_string_equal ("HTTP status 502", e3);
@@ -527,10 +566,12 @@ struct live
   char *addr;      /* plain docker-registry */
   char *auth_addr; /* docker-registry with htpasswd */
   char *fake_addr; /* test/fake-registry.py */
+  char *tls_addr;  /* the same over HTTPS with a self-signed certificate */
   pid_t fake_pid;
+  pid_t tls_pid;
 };
 
-static struct live live = { .fake_pid = -1 };
+static struct live live = { .fake_pid = -1, .tls_pid = -1 };
 
 /* Runs a shell command; returns its stdout (trimmed) or NULL if it failed. */
 static char *
@@ -574,42 +615,68 @@ run_ok (const char *cmd)
   return out ? 0 : -1;
 }
 
+/* DIR or one of its parents that holds hack/registry.sh. */
 static char *
-find_srcdir (void)
+srcdir_above (const char *dir)
 {
-  const char *env = getenv ("HUSK_SRCDIR");
-  char cwd[4096];
+  char path[4096];
 
-  if (env)
-    return xstrdup (env);
-  if (getcwd (cwd, sizeof cwd) == NULL)
-    return NULL;
-  for (int up = 0; up < 4; up++)
+  snprintf (path, sizeof path, "%s", dir);
+  for (int up = 0; up < 6; up++)
     {
-      cleanup_free char *probe = xasprintf ("%s/hack/registry.sh", cwd);
+      cleanup_free char *probe = xasprintf ("%s/hack/registry.sh", path);
       char *slash;
       if (access (probe, X_OK) == 0)
-        return xstrdup (cwd);
-      slash = strrchr (cwd, '/');
-      if (slash == NULL || slash == cwd)
+        return xstrdup (path);
+      slash = strrchr (path, '/');
+      if (slash == NULL || slash == path)
         break;
       *slash = '\0';
     }
   return NULL;
 }
 
+/* $HUSK_SRCDIR, else above the working directory, else above the binary. */
+static char *
+find_srcdir (void)
+{
+  const char *env = getenv ("HUSK_SRCDIR");
+  char cwd[4096];
+  char exe[4096];
+  ssize_t n;
+  char *found = NULL;
+
+  if (env)
+    return xstrdup (env);
+  if (getcwd (cwd, sizeof cwd) != NULL)
+    found = srcdir_above (cwd);
+  n = readlink ("/proc/self/exe", exe, sizeof exe - 1);
+  if (found == NULL && n > 0)
+    {
+      exe[n] = '\0';
+      found = srcdir_above (exe);
+    }
+  return found;
+}
+
+/* Starts test/fake-registry.py (over HTTPS when TLS); *ADDR gets its address. */
 static int
-start_fake_registry (void)
+start_fake_registry (bool tls, pid_t *pid, char **addr)
 {
   cleanup_free char *script = xasprintf ("%s/test/fake-registry.py", live.srcdir);
-  cleanup_free char *portfile = xasprintf ("%s/fake.port", live.tmp);
+  cleanup_free char *portfile = xasprintf ("%s/%s.port", live.tmp, tls ? "tls" : "fake");
+  cleanup_free char *cert = xasprintf ("%s/cert.pem", live.tmp);
+  cleanup_free char *key = xasprintf ("%s/key.pem", live.tmp);
 
-  live.fake_pid = fork ();
-  if (live.fake_pid < 0)
+  *pid = fork ();
+  if (*pid < 0)
     return -1;
-  if (live.fake_pid == 0)
+  if (*pid == 0)
     {
-      execlp ("python3", "python3", script, portfile, (char *) NULL);
+      if (tls)
+        execlp ("python3", "python3", script, portfile, cert, key, (char *) NULL);
+      else
+        execlp ("python3", "python3", script, portfile, (char *) NULL);
       _exit (127);
     }
   for (int i = 0; i < 200; i++)
@@ -620,15 +687,25 @@ start_fake_registry (void)
       if (husk_read_file (portfile, &port, &len, &err) == 0)
         {
           port[strcspn (port, "\n")] = '\0';
-          live.fake_addr = xasprintf ("127.0.0.1:%s", port);
+          *addr = xasprintf ("127.0.0.1:%s", port);
           return 0;
         }
       husk_error_free (&err);
-      if (waitpid (live.fake_pid, NULL, WNOHANG) != 0)
+      if (waitpid (*pid, NULL, WNOHANG) != 0)
         return -1;
       usleep (25000);
     }
   return -1;
+}
+
+static void
+stop_process (pid_t pid)
+{
+  if (pid > 0)
+    {
+      kill (pid, SIGTERM);
+      waitpid (pid, NULL, 0);
+    }
 }
 
 static int
@@ -644,18 +721,16 @@ live_teardown (void **state)
       if (husk_rm_rf (live.tmp, &err) < 0)
         husk_error_free (&err);
     }
-  if (live.fake_pid > 0)
-    {
-      kill (live.fake_pid, SIGTERM);
-      waitpid (live.fake_pid, NULL, 0);
-    }
+  stop_process (live.fake_pid);
+  stop_process (live.tls_pid);
   free (live.srcdir);
   free (live.tmp);
   free (live.images);
   free (live.addr);
   free (live.auth_addr);
   free (live.fake_addr);
-  live = (struct live){ .fake_pid = -1 };
+  free (live.tls_addr);
+  live = (struct live){ .fake_pid = -1, .tls_pid = -1 };
   return 0;
 }
 
@@ -670,7 +745,12 @@ live_setup_steps (void)
   if (live.srcdir == NULL || mkdtemp (tmpl) == NULL)
     return -1;
   live.tmp = xstrdup (tmpl);
-  live.images = images_env ? xstrdup (images_env) : xasprintf ("%s/build/test-images", live.srcdir);
+  if (images_env)
+    live.images = xstrdup (images_env);
+  else if (getenv ("BUILD_DIR")) /* set by test/run-all.sh */
+    live.images = xasprintf ("%s/test-images", getenv ("BUILD_DIR"));
+  else
+    live.images = xasprintf ("%s/build/test-images", live.srcdir);
   cmd = xasprintf ("'%s/hack/registry.sh' start '%s/plain'", live.srcdir, live.tmp);
   if ((live.addr = run_capture (cmd)) == NULL)
     return -1;
@@ -680,8 +760,8 @@ live_setup_steps (void)
   if ((live.auth_addr = run_capture (cmd)) == NULL)
     return -1;
   free (cmd);
-  cmd = xasprintf ("'%s/hack/test-images.sh' '%s' --push '%s' busybox multiarch big", live.srcdir, live.images,
-                   live.addr);
+  cmd = xasprintf ("'%s/hack/test-images.sh' '%s' --push '%s' busybox multiarch big", live.srcdir,
+                   live.images, live.addr);
   if (run_ok (cmd) < 0)
     return -1;
   free (cmd);
@@ -689,7 +769,17 @@ live_setup_steps (void)
                    live.srcdir, live.images, live.auth_addr);
   if (run_ok (cmd) < 0)
     return -1;
-  return start_fake_registry ();
+  free (cmd);
+  cmd = xasprintf (
+      "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 "
+      "-subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 -keyout '%s/key.pem' -out '%s/cert.pem' "
+      "2>/dev/null",
+      live.tmp, live.tmp);
+  if (run_ok (cmd) < 0)
+    return -1;
+  if (start_fake_registry (false, &live.fake_pid, &live.fake_addr) < 0)
+    return -1;
+  return start_fake_registry (true, &live.tls_pid, &live.tls_addr);
 }
 
 static int
@@ -722,8 +812,8 @@ layout_digest (const char *name)
 {
   cleanup_free char *path = xasprintf ("%s/%s/index.json", live.images, name);
   json_t *doc = json_load_file (path, 0, NULL);
-  const char *digest = json_string_value (json_object_get (json_array_get (json_object_get (doc, "manifests"), 0),
-                                                           "digest"));
+  const char *digest = json_string_value (
+      json_object_get (json_array_get (json_object_get (doc, "manifests"), 0), "digest"));
   char *copy;
 
   assert_non_null (digest);
@@ -796,8 +886,7 @@ blobs_of (const struct registry_manifest *m, struct blob_list *list)
   assert_non_null (doc);
   list->n = 0;
   add_blob (list, json_object_get (doc, "config"));
-  json_array_foreach (json_object_get (doc, "layers"), i, layer)
-  add_blob (list, layer);
+  json_array_foreach (json_object_get (doc, "layers"), i, layer) add_blob (list, layer);
   json_decref (doc);
 }
 
@@ -854,7 +943,9 @@ static void
 test_live_blobs (void **state)
 {
   struct registry_client *client = test_client (NULL);
-  struct reference *ref = parse_reff ("%s/test/busybox@%s", live.addr, "sha256:0000000000000000000000000000000000000000000000000000000000000000");
+  struct reference *ref
+      = parse_reff ("%s/test/busybox@%s", live.addr,
+                    "sha256:0000000000000000000000000000000000000000000000000000000000000000");
   struct registry_manifest *m = NULL;
   struct husk_error *err = NULL;
   struct blob_list list;
@@ -878,8 +969,9 @@ test_live_blobs (void **state)
   /* One blob on its own, into a fresh file. */
   {
     int fd = temp_file ("single");
-    assert_ok (registry_fetch_blob (client, ref, list.blobs[1].digest, list.blobs[1].size, fd, NULL, NULL, &err),
-               err);
+    assert_ok (
+        registry_fetch_blob (client, ref, list.blobs[1].digest, list.blobs[1].size, fd, NULL, NULL, &err),
+        err);
     assert_fd_digest (fd, list.blobs[1].digest, list.blobs[1].size);
     close (fd);
   }
@@ -934,7 +1026,8 @@ test_live_multiarch (void **state)
   assert_string_equal (REGISTRY_MEDIA_OCI_MANIFEST, amd64->media_type);
   assert_string_not_equal (amd64->digest, arm64->digest);
   doc = json_loads (arm64->data, 0, NULL);
-  layer_type = json_string_value (json_object_get (json_array_get (json_object_get (doc, "layers"), 0), "mediaType"));
+  layer_type = json_string_value (
+      json_object_get (json_array_get (json_object_get (doc, "layers"), 0), "mediaType"));
   assert_string_equal ("application/vnd.oci.image.layer.v1.tar+gzip", layer_type);
   assert_int_equal (1, json_array_size (json_object_get (doc, "layers")));
   json_decref (doc);
@@ -959,16 +1052,18 @@ test_live_not_found (void **state)
   struct registry_manifest *m = NULL;
   struct husk_error *err = NULL;
   cleanup_free char *want = xasprintf ("%s/test/busybox:nope: manifest unknown", live.addr);
-  cleanup_free char *want_repo = xasprintf ("%s/x:nope: manifest unknown (name unknown: repository name not known "
-                                            "to registry)",
-                                            live.addr);
+  cleanup_free char *want_repo = xasprintf ("%s/x:nope: manifest unknown", live.addr);
   int fd = temp_file ("missing");
 
   assert_int_equal (-1, registry_fetch_manifest (client, tag, NULL, &m, &err));
   assert_string_equal (want, err->msg);
   assert_int_equal (-1, registry_fetch_manifest (client, repo, NULL, &m, &err));
   assert_string_equal (want_repo, err->msg);
-  assert_int_equal (-1, registry_fetch_blob (client, tag, "sha256:" "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", 10, fd, NULL, NULL, &err));
+  assert_int_equal (-1,
+                    registry_fetch_blob (client, tag,
+                                         "sha256:"
+                                         "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+                                         10, fd, NULL, NULL, &err));
   assert_contains (err->msg, "/test/busybox: blob sha256:0123456789abcdef");
   assert_contains (err->msg, ": blob unknown: blob unknown to registry");
   husk_error_free (&err);
@@ -1010,8 +1105,8 @@ static void
 test_live_basic_auth (void **state)
 {
   struct reference *ref = parse_reff ("%s/test/busybox:latest", live.auth_addr);
-  cleanup_free char *want_error = xasprintf ("%s/test/busybox:latest: unauthorized: authentication required",
-                                             live.auth_addr);
+  cleanup_free char *want_error
+      = xasprintf ("%s/test/busybox:latest: unauthorized: authentication required", live.auth_addr);
   struct registry_manifest *m = NULL;
   struct husk_error *err = NULL;
   struct blob_list list;
@@ -1063,12 +1158,13 @@ test_live_basic_auth (void **state)
 static void
 test_live_mirrors (void **state)
 {
-  cleanup_free char *json = xasprintf ("{\"registries\": {"
-                                       " \"docker.io\": {\"mirrors\": [\"http://127.0.0.1:1\", \"%s\"], "
-                                       "\"mirrorsOnly\": true},"
-                                       " \"dead.example\": {\"mirrors\": [\"http://127.0.0.1:1\"], \"mirrorsOnly\": true},"
-                                       " \"named.example\": {\"server\": \"http://%s\"}}}",
-                                       live.addr, live.addr);
+  cleanup_free char *json
+      = xasprintf ("{\"registries\": {"
+                   " \"docker.io\": {\"mirrors\": [\"http://127.0.0.1:1\", \"%s\"], "
+                   "\"mirrorsOnly\": true},"
+                   " \"dead.example\": {\"mirrors\": [\"http://127.0.0.1:1\"], \"mirrorsOnly\": true},"
+                   " \"named.example\": {\"server\": \"http://%s\"}}}",
+                   live.addr, live.addr);
   struct hosts_config *cfg = parse_hosts (json);
   struct registry_client *client = test_client (cfg);
   struct reference *hub = parse_ref ("test/busybox");
@@ -1085,8 +1181,8 @@ test_live_mirrors (void **state)
   assert_string_equal (want, m->digest);
   registry_manifest_free (m);
   assert_int_equal (-1, registry_fetch_manifest (client, dead, NULL, &m, &err));
-  assert_string_equal ("dead.example/test/busybox:latest: mirror http://127.0.0.1:1: connect: Connection refused",
-                       err->msg);
+  assert_string_equal (
+      "dead.example/test/busybox:latest: mirror http://127.0.0.1:1: connect: Connection refused", err->msg);
   husk_error_free (&err);
   reference_free (hub);
   reference_free (dead);
@@ -1165,8 +1261,8 @@ test_fake_corrupt_blob (void **state)
   /* a short expected size is caught while streaming */
   {
     struct reference *ref = parse_reff ("%s/ok", live.fake_addr);
-    cleanup_free char *want = xasprintf ("%s/ok: blob %s: size mismatch (got more than 100 bytes)", live.fake_addr,
-                                         digest);
+    cleanup_free char *want
+        = xasprintf ("%s/ok: blob %s: size mismatch (got more than 100 bytes)", live.fake_addr, digest);
     assert_int_equal (-1, registry_fetch_blob (client, ref, digest, 100, fd, NULL, NULL, &err));
     assert_string_equal (want, err->msg);
     husk_error_free (&err);
@@ -1282,10 +1378,10 @@ test_fake_bearer (void **state)
   /* wrong credentials: the token server's own message */
   {
     struct registry_client *client = test_client (NULL);
-    cleanup_free char *want
-        = xasprintf ("%s/private:latest: fetch token from http://%s/token: unauthorized: incorrect username or "
-                     "password",
-                     live.fake_addr, live.fake_addr);
+    cleanup_free char *want = xasprintf (
+        "%s/private:latest: fetch token from http://%s/token: unauthorized: incorrect username or "
+        "password",
+        live.fake_addr, live.fake_addr);
     registry_client_add_credentials (client, live.fake_addr, "alice", "guess");
     assert_int_equal (-1, registry_fetch_manifest (client, private_ref, NULL, &m, &err));
     assert_string_equal (want, err->msg);
@@ -1323,8 +1419,23 @@ test_fake_manifest_types (void **state)
   assert_contains (m->data, "\"schemaVersion\":  2");
   registry_manifest_free (m);
   registry_manifest_free (list);
+  /* a repository the registry does not know */
+  {
+    struct reference *unknown = parse_reff ("%s/a/b", live.fake_addr);
+    cleanup_free char *want_unknown
+        = xasprintf ("%s/a/b:latest: manifest unknown (name unknown: repository name "
+                     "not known to registry)",
+                     live.fake_addr);
+    assert_int_equal (-1, registry_fetch_manifest (client, unknown, NULL, &m, &err));
+    assert_string_equal (want_unknown, err->msg);
+    reference_free (unknown);
+  }
   /* a digest the registry does not have */
-  assert_int_equal (-1, registry_fetch_manifest (client, index, "sha256:" "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", &m, &err));
+  assert_int_equal (
+      -1, registry_fetch_manifest (client, index,
+                                   "sha256:"
+                                   "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+                                   &m, &err));
   assert_contains (err->msg, "manifest unknown");
   husk_error_free (&err);
   reference_free (schema1);
@@ -1334,25 +1445,65 @@ test_fake_manifest_types (void **state)
   registry_client_free (client);
 }
 
+/* "insecure" skips TLS verification on https; without it the
+ * self-signed certificate is refused. */
+static void
+test_fake_tls_insecure (void **state)
+{
+  cleanup_free char *json = xasprintf ("{\"registries\": {"
+                                       " \"tls.example\": {\"server\": \"https://%s\", \"insecure\": true},"
+                                       " \"strict.example\": {\"server\": \"https://%s\"},"
+                                       " \"mirrored.example\": {\"mirrors\": [{\"url\": \"https://%s\", "
+                                       "\"insecure\": true}], \"mirrorsOnly\": true}}}",
+                                       live.tls_addr, live.tls_addr, live.tls_addr);
+  struct hosts_config *cfg = parse_hosts (json);
+  struct registry_client *client = test_client (cfg);
+  struct reference *insecure = parse_ref ("tls.example/bearer");
+  struct reference *strict = parse_ref ("strict.example/ok");
+  struct reference *mirrored = parse_ref ("mirrored.example/ok");
+  struct registry_manifest *m = NULL;
+  struct husk_error *err = NULL;
+
+  /* the token realm is the same insecure host: not verified either */
+  assert_ok (registry_fetch_manifest (client, insecure, NULL, &m, &err), err);
+  registry_manifest_free (m);
+  assert_ok (registry_fetch_manifest (client, mirrored, NULL, &m, &err), err);
+  registry_manifest_free (m);
+  assert_int_equal (-1, registry_fetch_manifest (client, strict, NULL, &m, &err));
+  assert_contains (err->msg, "strict.example/ok:latest: tls: ");
+  assert_contains (err->msg, "certificate");
+  husk_error_free (&err);
+  reference_free (insecure);
+  reference_free (strict);
+  reference_free (mirrored);
+  registry_client_free (client);
+  hosts_config_free (cfg);
+}
+
 int
 main (void)
 {
   const struct CMUnitTest pure[] = {
-    cmocka_unit_test (test_auth_bearer),        cmocka_unit_test (test_auth_quoting),
-    cmocka_unit_test (test_auth_several_challenges), cmocka_unit_test (test_auth_errors),
-    cmocka_unit_test (test_platform_selection), cmocka_unit_test (test_platform_errors),
-    cmocka_unit_test (test_hosts_endpoints),    cmocka_unit_test (test_hosts_defaults),
-    cmocka_unit_test (test_hosts_errors),       cmocka_unit_test (test_hosts_load_file),
+    cmocka_unit_test (test_auth_bearer),
+    cmocka_unit_test (test_auth_quoting),
+    cmocka_unit_test (test_auth_several_challenges),
+    cmocka_unit_test (test_auth_errors),
+    cmocka_unit_test (test_platform_selection),
+    cmocka_unit_test (test_platform_errors),
+    cmocka_unit_test (test_hosts_endpoints),
+    cmocka_unit_test (test_hosts_defaults),
+    cmocka_unit_test (test_hosts_errors),
+    cmocka_unit_test (test_hosts_load_file),
     cmocka_unit_test (test_url_and_errors),
   };
   const struct CMUnitTest registries[] = {
-    cmocka_unit_test (test_live_manifest),       cmocka_unit_test (test_live_blobs),
-    cmocka_unit_test (test_live_big_parallel),   cmocka_unit_test (test_live_multiarch),
-    cmocka_unit_test (test_live_not_found),      cmocka_unit_test (test_live_unreachable),
-    cmocka_unit_test (test_live_basic_auth),     cmocka_unit_test (test_live_mirrors),
-    cmocka_unit_test (test_fake_corrupt_blob),   cmocka_unit_test (test_fake_retries),
+    cmocka_unit_test (test_live_manifest),        cmocka_unit_test (test_live_blobs),
+    cmocka_unit_test (test_live_big_parallel),    cmocka_unit_test (test_live_multiarch),
+    cmocka_unit_test (test_live_not_found),       cmocka_unit_test (test_live_unreachable),
+    cmocka_unit_test (test_live_basic_auth),      cmocka_unit_test (test_live_mirrors),
+    cmocka_unit_test (test_fake_corrupt_blob),    cmocka_unit_test (test_fake_retries),
     cmocka_unit_test (test_fake_resume_existing), cmocka_unit_test (test_fake_bearer),
-    cmocka_unit_test (test_fake_manifest_types),
+    cmocka_unit_test (test_fake_manifest_types),  cmocka_unit_test (test_fake_tls_insecure),
   };
   int failed = cmocka_run_group_tests_name ("registry (pure)", pure, NULL, NULL);
 
