@@ -246,7 +246,9 @@ copy_key_set (json_t *from, const char *key, json_t *to, struct husk_error **err
   if (!json_is_object (value))
     return husk_error_make (err, 0, "image config: `%s` is not an object", key);
   json_object_foreach (value, name, ignored)
-  json_array_append_new (keys, json_string (name));
+  {
+    json_array_append_new (keys, json_string (name));
+  }
   return 0;
 }
 
@@ -282,8 +284,10 @@ copy_runtime_config (json_t *config, json_t *norm, struct husk_error **err)
   for (size_t i = 0; i < sizeof string_fields / sizeof string_fields[0]; i++)
     if (copy_string_field (config, string_fields[i], norm, err) < 0)
       return -1;
-  if (copy_strv_field (config, "Env", false, norm, err) < 0 || copy_strv_field (config, "Entrypoint", true, norm, err) < 0
-      || copy_strv_field (config, "Cmd", true, norm, err) < 0 || copy_key_set (config, "ExposedPorts", norm, err) < 0
+  if (copy_strv_field (config, "Env", false, norm, err) < 0
+      || copy_strv_field (config, "Entrypoint", true, norm, err) < 0
+      || copy_strv_field (config, "Cmd", true, norm, err) < 0
+      || copy_key_set (config, "ExposedPorts", norm, err) < 0
       || copy_key_set (config, "Volumes", norm, err) < 0 || copy_labels (config, norm, err) < 0)
     return -1;
   return 0;
@@ -297,7 +301,8 @@ read_diff_ids (json_t *doc, char ***out, struct husk_error **err)
 
   if (!json_is_object (rootfs) || type == NULL || strcmp (type, "layers") != 0)
     return husk_error_make (err, 0, "image config: `rootfs` must be {\"type\": \"layers\", ...}");
-  if (strv_from_json (json_object_get (rootfs, "diff_ids"), "image config: rootfs.diff_ids", false, out, err) < 0)
+  if (strv_from_json (json_object_get (rootfs, "diff_ids"), "image config: rootfs.diff_ids", false, out, err)
+      < 0)
     return -1;
   for (size_t i = 0; (*out)[i]; i++)
     {
@@ -484,9 +489,9 @@ layers_record (const struct image_manifest *manifest, char *const *diff_ids, int
     {
       const struct image_descriptor *d = &manifest->layers[i];
       snapshot_chain_id (i ? chain_id : NULL, diff_ids[i], chain_id);
-      json_array_append_new (layers, json_pack ("{s:s, s:s?, s:I, s:s, s:s}", "digest", d->digest, "media_type",
-                                                d->media_type, "size", (json_int_t) d->size, "diff_id",
-                                                diff_ids[i], "chain_id", chain_id));
+      json_array_append_new (layers, json_pack ("{s:s, s:s?, s:I, s:s, s:s}", "digest", d->digest,
+                                                "media_type", d->media_type, "size", (json_int_t) d->size,
+                                                "diff_id", diff_ids[i], "chain_id", chain_id));
       *total_size += d->size;
     }
   return layers;
@@ -501,8 +506,8 @@ image_record (const struct images_add_request *req, const struct image_manifest 
 
   return json_pack ("{s:s, s:[], s:[], s:s, s:s, s:s?, s:I, s:I, s:o, s:o}", "id", manifest->config.digest,
                     "repo_tags", "repo_digests", "manifest_digest", req->manifest_digest, "media_type",
-                    manifest->media_type, "index_digest", req->index_digest, "size", (json_int_t) size, "added",
-                    (json_int_t) time (NULL), "layers", layers, "config", config);
+                    manifest->media_type, "index_digest", req->index_digest, "size", (json_int_t) size,
+                    "added", (json_int_t) time (NULL), "layers", layers, "config", config);
 }
 
 /* The index file. */
@@ -572,7 +577,11 @@ json_strings_contain (json_t *array, const char *s)
   size_t i;
   json_t *item;
 
-  json_array_foreach (array, i, item) if (strcmp (json_string_value (item), s) == 0) return true;
+  json_array_foreach (array, i, item)
+  {
+    if (strcmp (json_string_value (item), s) == 0)
+      return true;
+  }
   return false;
 }
 
@@ -653,10 +662,15 @@ apply_names (json_t *images, json_t *rec, const char *tag, const char *repo_dige
   json_t *other;
 
   if (tag)
-    json_array_foreach (images, i, other) if (other != rec)
-        json_strings_remove (json_object_get (other, "repo_tags"), tag);
-  if (tag)
-    json_strings_add (json_object_get (rec, "repo_tags"), tag);
+    {
+      /* A tag names one image: it moves. */
+      json_array_foreach (images, i, other)
+      {
+        if (other != rec)
+          json_strings_remove (json_object_get (other, "repo_tags"), tag);
+      }
+      json_strings_add (json_object_get (rec, "repo_tags"), tag);
+    }
   if (repo_digest)
     json_strings_add (json_object_get (rec, "repo_digests"), repo_digest);
 }
@@ -673,7 +687,8 @@ load_config (struct store *store, const struct images_add_request *req, const st
     return store_read_blob (store, config->digest, STORE_SMALL_BLOB_MAX, out, len, err);
   digest_of_buffer (req->config, req->config_len, actual);
   if (strcmp (actual, config->digest) != 0)
-    return husk_error_make (err, 0, "image config has digest %s, but the manifest says %s", actual, config->digest);
+    return husk_error_make (err, 0, "image config has digest %s, but the manifest says %s", actual,
+                            config->digest);
   if ((int64_t) req->config_len != config->size)
     return husk_error_make (err, 0, "image config is %zu bytes, but the manifest says %lld", req->config_len,
                             (long long) config->size);
@@ -702,7 +717,8 @@ check_layer_blobs (struct store *store, const struct image_manifest *manifest, s
 
 /* Checks the manifest and config and builds the record to add. */
 static int
-prepare_record (struct store *store, const struct images_add_request *req, json_t **out, struct husk_error **err)
+prepare_record (struct store *store, const struct images_add_request *req, json_t **out,
+                struct husk_error **err)
 {
   struct image_manifest manifest;
   cleanup_free char *config = NULL;
@@ -764,7 +780,8 @@ add_record (const char *root, json_t *new_rec, const char *tag, const char *repo
 }
 
 int
-images_add (struct store *store, const struct images_add_request *req, struct image **out, struct husk_error **err)
+images_add (struct store *store, const struct images_add_request *req, struct image **out,
+            struct husk_error **err)
 {
   const char *root = store_root (store);
   cleanup_free char *tag = NULL, *repo_digest = NULL;
@@ -906,7 +923,10 @@ images_list (const char *root, struct image ***out, size_t *n, struct husk_error
     return -1;
   images = json_object_get (doc, "images");
   *out = xcalloc (json_array_size (images) + 1, sizeof **out);
-  json_array_foreach (images, i, rec) (*out)[i] = image_from_record (rec);
+  json_array_foreach (images, i, rec)
+  {
+    (*out)[i] = image_from_record (rec);
+  }
   *n = json_array_size (images);
   return 0;
 }
@@ -932,7 +952,8 @@ remove_name (json_t *rec, const struct match *m, unsigned flags)
 }
 
 static int
-remove_record (const char *root, const char *name_or_id, unsigned flags, char **deleted_id, struct husk_error **err)
+remove_record (const char *root, const char *name_or_id, unsigned flags, char **deleted_id,
+               struct husk_error **err)
 {
   cleanup_close int lock_fd = lock_index (root, err);
   cleanup_json json_t *doc = NULL;

@@ -48,13 +48,13 @@ struct image_kv
 /* The runtime part of an image config ("config" in the image-spec). */
 struct image_config
 {
-  char *user;          /* NULL: unset */
-  char **env;          /* "KEY=value"; never NULL */
-  char **entrypoint;   /* NULL: unset */
-  char **cmd;          /* NULL: unset */
-  char *working_dir;   /* NULL: unset */
+  char *user;           /* NULL: unset */
+  char **env;           /* "KEY=value"; never NULL */
+  char **entrypoint;    /* NULL: unset */
+  char **cmd;           /* NULL: unset */
+  char *working_dir;    /* NULL: unset */
   char **exposed_ports; /* "80/tcp"; never NULL */
-  char **volumes;      /* never NULL */
+  char **volumes;       /* never NULL */
   struct image_kv *labels;
   size_t n_labels;
   char *stop_signal; /* NULL: unset */
@@ -80,14 +80,14 @@ struct image_layer
 
 struct image
 {
-  char *id;              /* config digest */
-  char **repo_tags;      /* "docker.io/library/busybox:latest"; never NULL */
-  char **repo_digests;   /* "docker.io/library/busybox@sha256:…"; never NULL */
+  char *id;            /* config digest */
+  char **repo_tags;    /* "docker.io/library/busybox:latest"; never NULL */
+  char **repo_digests; /* "docker.io/library/busybox@sha256:…"; never NULL */
   char *manifest_digest;
-  char *media_type;      /* of the manifest */
-  char *index_digest;    /* the index it was picked from, or NULL */
-  int64_t size;          /* config + compressed layers */
-  int64_t added;         /* unix time */
+  char *media_type;           /* of the manifest */
+  char *index_digest;         /* the index it was picked from, or NULL */
+  int64_t size;               /* config + compressed layers */
+  int64_t added;              /* unix time */
   struct image_layer *layers; /* bottom first */
   size_t n_layers;
   struct image_config config;
@@ -102,9 +102,9 @@ struct images_add_request
   const char *manifest_digest; /* required */
   const char *manifest;        /* the exact bytes; required */
   size_t manifest_len;
-  const char *config;          /* the exact bytes; NULL: read from the store */
+  const char *config; /* the exact bytes; NULL: read from the store */
   size_t config_len;
-  const char *index_digest;    /* the index the manifest was picked from, or NULL */
+  const char *index_digest; /* the index the manifest was picked from, or NULL */
 };
 
 /* Records an image: checks the manifest and config against their digests

@@ -33,8 +33,8 @@ struct layout_source
 {
   struct store *store;
   const char *path;
-  int dir_fd;         /* a directory layout; -1 for a tar, whose blobs are in the store already */
-  char *oci_layout;   /* NULL when the layout has none */
+  int dir_fd;       /* a directory layout; -1 for a tar, whose blobs are in the store already */
+  char *oci_layout; /* NULL when the layout has none */
   char *index_json;
   size_t index_len;
 };
@@ -78,7 +78,8 @@ read_layout_file (int dir_fd, const char *name, size_t max, char **out, size_t *
 }
 
 static int
-read_entry_data (struct archive *a, const char *name, size_t max, char **out, size_t *len, struct husk_error **err)
+read_entry_data (struct archive *a, const char *name, size_t max, char **out, size_t *len,
+                 struct husk_error **err)
 {
   char *buf = xmalloc (max + 1);
   size_t used = 0;
@@ -107,8 +108,8 @@ read_entry_data (struct archive *a, const char *name, size_t max, char **out, si
 }
 
 static int
-ingest_tar_blob (struct layout_source *src, struct archive *a, struct archive_entry *entry, const char *digest,
-                 struct husk_error **err)
+ingest_tar_blob (struct layout_source *src, struct archive *a, struct archive_entry *entry,
+                 const char *digest, struct husk_error **err)
 {
   struct store_ingest *ingest = NULL;
   char buf[128 * 1024];
@@ -136,7 +137,8 @@ ingest_tar_blob (struct layout_source *src, struct archive *a, struct archive_en
  * into the store by the digest their name claims (which commit checks);
  * anything else is ignored, so no tar path ever reaches the filesystem. */
 static int
-take_tar_entry (struct layout_source *src, struct archive *a, struct archive_entry *entry, struct husk_error **err)
+take_tar_entry (struct layout_source *src, struct archive *a, struct archive_entry *entry,
+                struct husk_error **err)
 {
   const char *name = archive_entry_pathname (entry);
   char digest[DIGEST_STR_SIZE];
@@ -149,7 +151,8 @@ take_tar_entry (struct layout_source *src, struct archive *a, struct archive_ent
     return read_entry_data (a, name, OCI_LAYOUT_MAX, &src->oci_layout, NULL, err);
   if (strcmp (name, OCI_INDEX_FILE) == 0)
     return read_entry_data (a, name, STORE_SMALL_BLOB_MAX, &src->index_json, &src->index_len, err);
-  if (!husk_str_has_prefix (name, BLOBS_PREFIX) || strlen (name + strlen (BLOBS_PREFIX)) != DIGEST_SHA256_HEX_LEN)
+  if (!husk_str_has_prefix (name, BLOBS_PREFIX)
+      || strlen (name + strlen (BLOBS_PREFIX)) != DIGEST_SHA256_HEX_LEN)
     return 0;
   snprintf (digest, sizeof digest, "sha256:%s", name + strlen (BLOBS_PREFIX));
   if (!digest_is_valid (digest))
@@ -195,12 +198,13 @@ source_open (struct layout_source *src, struct store *store, const char *path, s
   else if ((src->dir_fd = open (path, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
     return husk_error_make (err, errno, "open");
   else if (read_layout_file (src->dir_fd, OCI_LAYOUT_FILE, OCI_LAYOUT_MAX, &src->oci_layout, NULL, err) < 0
-           || read_layout_file (src->dir_fd, OCI_INDEX_FILE, STORE_SMALL_BLOB_MAX, &src->index_json, &src->index_len,
-                                err)
+           || read_layout_file (src->dir_fd, OCI_INDEX_FILE, STORE_SMALL_BLOB_MAX, &src->index_json,
+                                &src->index_len, err)
                   < 0)
     return -1;
   if (src->oci_layout == NULL || src->index_json == NULL)
-    return husk_error_make (err, 0, "not an OCI image layout: no %s", src->oci_layout ? OCI_INDEX_FILE : OCI_LAYOUT_FILE);
+    return husk_error_make (err, 0, "not an OCI image layout: no %s",
+                            src->oci_layout ? OCI_INDEX_FILE : OCI_LAYOUT_FILE);
   return 0;
 }
 
@@ -233,7 +237,8 @@ source_ensure_blob (struct layout_source *src, const char *digest, int64_t size,
 }
 
 static int
-source_read_blob (struct layout_source *src, const char *digest, char **out, size_t *len, struct husk_error **err)
+source_read_blob (struct layout_source *src, const char *digest, char **out, size_t *len,
+                  struct husk_error **err)
 {
   if (source_ensure_blob (src, digest, -1, err) < 0)
     return -1;
@@ -245,7 +250,8 @@ source_read_blob (struct layout_source *src, const char *digest, char **out, siz
 static bool
 is_manifest_type (const char *type)
 {
-  return type && (strcmp (type, IMAGE_MEDIA_OCI_MANIFEST) == 0 || strcmp (type, IMAGE_MEDIA_DOCKER_MANIFEST) == 0);
+  return type
+         && (strcmp (type, IMAGE_MEDIA_OCI_MANIFEST) == 0 || strcmp (type, IMAGE_MEDIA_DOCKER_MANIFEST) == 0);
 }
 
 static bool
@@ -291,8 +297,8 @@ entry_candidate (struct layout_source *src, json_t *entry, const char *platform,
 /* When index.json itself lists manifests per platform, only the one for
  * PLATFORM counts (entries without a platform always do). */
 static int
-platform_choice (struct layout_source *src, json_t *manifests, const char *platform, char out[DIGEST_STR_SIZE],
-                 struct husk_error **err)
+platform_choice (struct layout_source *src, json_t *manifests, const char *platform,
+                 char out[DIGEST_STR_SIZE], struct husk_error **err)
 {
   size_t i;
   json_t *entry;
@@ -531,19 +537,22 @@ static char *
 export_index_json (const struct image *image, int64_t manifest_size, const char *name_or_id)
 {
   cleanup_free char *full = NULL, *tag = NULL;
-  json_t *entry = json_pack ("{s:s, s:s, s:I}", "mediaType", image->media_type, "digest", image->manifest_digest,
-                             "size", (json_int_t) manifest_size);
+  json_t *entry = json_pack ("{s:s, s:s, s:I}", "mediaType", image->media_type, "digest",
+                             image->manifest_digest, "size", (json_int_t) manifest_size);
   json_t *index;
   char *text;
 
   export_names (image, name_or_id, &full, &tag);
   if (full)
-    json_object_set_new (entry, "annotations",
-                         json_pack ("{s:s, s:s}", LAYOUT_IMAGE_NAME_ANNOTATION, full, LAYOUT_REF_NAME_ANNOTATION, tag));
+    json_object_set_new (
+        entry, "annotations",
+        json_pack ("{s:s, s:s}", LAYOUT_IMAGE_NAME_ANNOTATION, full, LAYOUT_REF_NAME_ANNOTATION, tag));
   if (image->config.os && image->config.architecture)
-    json_object_set_new (entry, "platform", json_pack ("{s:s, s:s}", "os", image->config.os, "architecture",
-                                                       image->config.architecture));
-  index = json_pack ("{s:i, s:s, s:[o]}", "schemaVersion", 2, "mediaType", IMAGE_MEDIA_OCI_INDEX, "manifests", entry);
+    json_object_set_new (
+        entry, "platform",
+        json_pack ("{s:s, s:s}", "os", image->config.os, "architecture", image->config.architecture));
+  index = json_pack ("{s:i, s:s, s:[o]}", "schemaVersion", 2, "mediaType", IMAGE_MEDIA_OCI_INDEX, "manifests",
+                     entry);
   text = json_dumps (index, JSON_COMPACT);
   json_decref (index);
   return text;
@@ -574,7 +583,8 @@ copy_fd (int from, int to, struct husk_error **err)
 }
 
 static int
-export_blob_to_dir (struct store *store, const char *dest, const struct export_blob *blob, struct husk_error **err)
+export_blob_to_dir (struct store *store, const char *dest, const struct export_blob *blob,
+                    struct husk_error **err)
 {
   cleanup_free char *src_path = store_blob_path (store, blob->digest);
   cleanup_free char *dst_path = xasprintf ("%s/" BLOBS_PREFIX "%s", dest, digest_hex (blob->digest));
@@ -760,7 +770,8 @@ export_image (struct store *store, const struct image *image, const char *name_o
 }
 
 int
-layout_export (struct store *store, const char *name_or_id, const char *dest, bool as_tar, struct husk_error **err)
+layout_export (struct store *store, const char *name_or_id, const char *dest, bool as_tar,
+               struct husk_error **err)
 {
   struct image *image = NULL;
   cleanup_close int lock_fd = -1;

@@ -232,7 +232,8 @@ passwd_resolve_at (int rootfs_fd, const char *user_spec, struct passwd_user *out
 }
 
 int
-passwd_resolve (const char *rootfs_dir, const char *user_spec, struct passwd_user *out, struct husk_error **err)
+passwd_resolve (const char *rootfs_dir, const char *user_spec, struct passwd_user *out,
+                struct husk_error **err)
 {
   cleanup_close int fd = open (rootfs_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
 

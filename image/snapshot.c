@@ -20,7 +20,7 @@
 #include "image/unpack.h"
 
 #define LAYERS_FILE "layers" /* ROOT/containers/<id>/layers: what the rootfs uses */
-#define SHORT_LINKS_DIR "l"   /* ROOT/snapshots/l: short names for deep stacks */
+#define SHORT_LINKS_DIR "l"  /* ROOT/snapshots/l: short names for deep stacks */
 #define SHORT_LINK_LEN 12
 
 static const char *const layer_media_types[] = {
@@ -89,10 +89,10 @@ write_snapshot_info (const char *dir, const struct snapshot_layer *layer, const 
 {
   cleanup_free char *path = xasprintf ("%s/info.json", dir);
   cleanup_free char *text = NULL;
-  json_t *info = json_pack ("{s:s, s:s, s:s?, s:s, s:I, s:I, s:I}", "chain_id", chain_id, "diff_id",
-                            layer->diff_id, "parent", parent, "digest", layer->digest, "size",
-                            (json_int_t) stats->uncompressed_bytes, "entries", (json_int_t) stats->entries,
-                            "created", (json_int_t) time (NULL));
+  json_t *info
+      = json_pack ("{s:s, s:s, s:s?, s:s, s:I, s:I, s:I}", "chain_id", chain_id, "diff_id", layer->diff_id,
+                   "parent", parent, "digest", layer->digest, "size", (json_int_t) stats->uncompressed_bytes,
+                   "entries", (json_int_t) stats->entries, "created", (json_int_t) time (NULL));
 
   if (info == NULL)
     abort ();
@@ -104,8 +104,8 @@ write_snapshot_info (const char *dir, const struct snapshot_layer *layer, const 
 /* Unpacks into TMP_DIR/fs, records what it is, and flushes it all to disk
  * before the rename makes it visible. */
 static int
-fill_snapshot (struct store *store, const char *tmp_dir, const struct snapshot_layer *layer, const char *chain_id,
-               const char *parent, struct husk_error **err)
+fill_snapshot (struct store *store, const char *tmp_dir, const struct snapshot_layer *layer,
+               const char *chain_id, const char *parent, struct husk_error **err)
 {
   cleanup_free char *blob = store_blob_path (store, layer->digest);
   cleanup_free char *fs = xasprintf ("%s/fs", tmp_dir);
@@ -134,7 +134,8 @@ fill_snapshot (struct store *store, const char *tmp_dir, const struct snapshot_l
 static int
 check_layer (const struct store *store, const struct snapshot_layer *layer, struct husk_error **err)
 {
-  if (digest_validate (layer->digest, "layer digest", err) < 0 || digest_validate (layer->diff_id, "diff_id", err) < 0)
+  if (digest_validate (layer->digest, "layer digest", err) < 0
+      || digest_validate (layer->diff_id, "diff_id", err) < 0)
     return -1;
   if (layer->media_type && !snapshot_layer_media_type_supported (layer->media_type))
     return husk_error_make (err, 0, "layer %s: media type `%s` is not supported", layer->digest,
@@ -145,8 +146,8 @@ check_layer (const struct store *store, const struct snapshot_layer *layer, stru
 }
 
 static int
-unpack_snapshot (struct store *store, const struct snapshot_layer *layer, const char *chain_id, const char *parent,
-                 struct husk_error **err)
+unpack_snapshot (struct store *store, const struct snapshot_layer *layer, const char *chain_id,
+                 const char *parent, struct husk_error **err)
 {
   const char *root = store_root (store);
   cleanup_free char *tmp_dir = xasprintf ("%s/snapshots/tmp-XXXXXX", root);
@@ -174,12 +175,12 @@ unpack_snapshot (struct store *store, const struct snapshot_layer *layer, const 
 }
 
 int
-snapshot_prepare_layers (struct store *store, const struct snapshot_layer *layers, size_t n, unsigned *unpacked,
-                         struct husk_error **err)
+snapshot_prepare_layers (struct store *store, const struct snapshot_layer *layers, size_t n,
+                         unsigned *unpacked, struct husk_error **err)
 {
   const char *root = store_root (store);
   cleanup_free char *snapshots_dir = xasprintf ("%s/snapshots", root);
-  cleanup_free char(*chain_ids)[DIGEST_STR_SIZE] = xcalloc (n ? n : 1, DIGEST_STR_SIZE);
+  cleanup_free char (*chain_ids)[DIGEST_STR_SIZE] = xcalloc (n ? n : 1, DIGEST_STR_SIZE);
   cleanup_close int lock_fd = -1;
   unsigned count = 0;
 
@@ -214,9 +215,10 @@ validate_container_id (const char *id, struct husk_error **err)
 {
   size_t len = id ? strlen (id) : 0;
 
-  if (len == 0 || len > 128 || id[0] == '.' || strspn (id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                                           "0123456789_.-")
-                                                   != len)
+  if (len == 0 || len > 128 || id[0] == '.'
+      || strspn (id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                     "0123456789_.-")
+             != len)
     return husk_error_make (err, 0, "container id `%s` is not valid (want 1-128 of [A-Za-z0-9_.-])",
                             id ? id : "");
   return 0;
@@ -321,7 +323,8 @@ ensure_short_link (const char *snapshots, const char *chain_id, struct husk_erro
 }
 
 static void
-mount_helper_child (int report_fd, const char *cwd, const char *options, const char *target, unsigned long flags)
+mount_helper_child (int report_fd, const char *cwd, const char *options, const char *target,
+                    unsigned long flags)
 {
   int result = 0;
 
@@ -401,7 +404,8 @@ mount_short (const char *snapshots, char *const *chain_ids, size_t n, const char
       return -1;
   options = overlay_options (NULL, chain_ids, n, upper, work);
   if (strlen (options) >= (size_t) sysconf (_SC_PAGESIZE))
-    return husk_error_make (err, E2BIG, "mount overlay on `%s`: %zu layers are too many for one mount", merged, n);
+    return husk_error_make (err, E2BIG, "mount overlay on `%s`: %zu layers are too many for one mount",
+                            merged, n);
   return mount_overlay_from (snapshots, options, merged, flags, err);
 }
 
@@ -478,9 +482,10 @@ snapshot_create_container (const char *root, const char *container_id, char *con
     return -1;
   for (size_t i = 0; i < n; i++)
     if (!snapshot_exists (root, chain_ids[i]))
-      return husk_error_make (err, 0, "container `%s`: layer snapshot %s is missing (image removed?)", container_id,
-                              chain_ids[i] ? chain_ids[i] : "(null)");
-  if (make_container_dirs (dir, readonly, err) < 0 || record_layers (dir, container_id, chain_ids, n, readonly, err) < 0)
+      return husk_error_make (err, 0, "container `%s`: layer snapshot %s is missing (image removed?)",
+                              container_id, chain_ids[i] ? chain_ids[i] : "(null)");
+  if (make_container_dirs (dir, readonly, err) < 0
+      || record_layers (dir, container_id, chain_ids, n, readonly, err) < 0)
     return husk_error_wrap (err, "container `%s`", container_id);
   if (!is_mount_point (merged) && mount_rootfs (root, dir, chain_ids, n, readonly, err) < 0)
     return husk_error_wrap (err, "container `%s`", container_id);

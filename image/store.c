@@ -294,7 +294,8 @@ store_ingest_commit (struct store_ingest *ingest, const char *computed_digest, s
 }
 
 int
-store_put_blob (struct store *store, const char *digest, const void *data, size_t len, struct husk_error **err)
+store_put_blob (struct store *store, const char *digest, const void *data, size_t len,
+                struct husk_error **err)
 {
   struct store_ingest *ingest = NULL;
 

@@ -596,7 +596,8 @@ apply_dir_times (struct unpacker *u, struct husk_error **err)
 {
   for (size_t i = 0; i < u->n_dirs; i++)
     {
-      cleanup_close int fd = unpack_openat_in_root (u->root_fd, u->dirs[i].path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+      cleanup_close int fd
+          = unpack_openat_in_root (u->root_fd, u->dirs[i].path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
       if (fd < 0)
         continue; /* replaced by a later entry */
       if (futimens (fd, u->dirs[i].times) < 0)

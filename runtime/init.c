@@ -156,7 +156,8 @@ wait_for_start (int fifo_fd, struct husk_error **err)
   while (n < 0 && errno == EINTR);
   if (n != 1)
     return husk_error_make (err, n < 0 ? errno : 0, "waiting for start on the exec fifo");
-  close (fifo_fd);
+  /* The fd stays open until execve closes it: that is how start knows the
+   * process runs (see release_init in ops.c). */
   return 0;
 }
 

@@ -76,12 +76,44 @@ run_saved_hooks (const struct container_state *state, enum spec_hook_kind kind, 
   return hooks_run (&spec->hooks, kind, json, err);
 }
 
+/* Writes the byte the init waits for on the exec fifo, then waits until the
+ * init has run its startContainer hooks and called execve: the init holds
+ * the fifo open close-on-exec, so our reading end sees POLLHUP exactly when
+ * it has exec'd (or died).  poststart hooks then run after the process
+ * started, as the runtime spec orders them. */
+static int
+release_init (const char *fifo, const char *id, struct husk_error **err)
+{
+  cleanup_close int wfd = open (fifo, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+  cleanup_close int rfd = -1;
+
+  if (wfd < 0)
+    return husk_error_make (err, errno, "start container `%s`: open exec fifo", id);
+  rfd = open (fifo, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (rfd < 0)
+    return husk_error_make (err, errno, "start container `%s`: open exec fifo", id);
+  if (write (wfd, "0", 1) != 1)
+    return husk_error_make (err, errno, "start container `%s`: write exec fifo", id);
+  close (steal_fd (&wfd));
+  unlink (fifo);
+  for (int spins = 0; spins < 200000; spins++)
+    {
+      struct pollfd pfd = { .fd = rfd, .events = POLLIN };
+      struct timespec pause = { 0, 50 * 1000 };
+
+      if (poll (&pfd, 1, 10000) <= 0 || (pfd.revents & (POLLHUP | POLLERR)))
+        return 0;
+      /* POLLIN alone: our byte is still unread; the init is about to. */
+      nanosleep (&pause, NULL);
+    }
+  return 0;
+}
+
 int
 container_start (const struct runtime_ctx *ctx, const char *id, struct husk_error **err)
 {
   cleanup_state struct container_state *state = NULL;
   cleanup_free char *fifo = NULL;
-  cleanup_close int fd = -1;
   enum container_status status;
 
   if (state_load (ctx->root, id, &state, err) < 0)
@@ -91,12 +123,8 @@ container_start (const struct runtime_ctx *ctx, const char *id, struct husk_erro
     return husk_error_make (err, 0, "cannot start container `%s`: it is %s, not created", id,
                             container_status_name (status));
   fifo = state_fifo_path (state->state_dir);
-  fd = open (fifo, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0)
-    return husk_error_make (err, errno, "start container `%s`: open exec fifo", id);
-  if (write (fd, "0", 1) != 1)
-    return husk_error_make (err, errno, "start container `%s`: write exec fifo", id);
-  unlink (fifo);
+  if (release_init (fifo, id, err) < 0)
+    return -1;
   {
     /* The runtime spec: a failing poststart hook is a warning; the
      * container keeps running. */

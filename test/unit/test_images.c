@@ -34,6 +34,7 @@ struct fixture
 {
   char *root;
   struct store *store;
+  struct fixture *other; /* a second root for imports, torn down with this one */
 };
 
 /* An image built in the test: layers stored, manifest and config in memory. */
@@ -66,6 +67,8 @@ teardown (void **state)
 {
   struct fixture *f = *state;
 
+  if (f->other)
+    teardown ((void **) &f->other);
   husk_rm_rf (f->root, NULL);
   store_free (f->store);
   free (f->root);
@@ -130,13 +133,14 @@ make_image (struct fixture *f, const char *label, struct test_image *t)
       "\"rootfs\":{\"type\":\"layers\",\"diff_ids\":[\"%s\",\"%s\"]},\"history\":[]}",
       label, label, t->layer_digests[0], t->layer_digests[1]);
   digest_of_buffer (t->config, strlen (t->config), t->config_digest);
-  t->manifest = xasprintf ("{\"schemaVersion\":2,\"mediaType\":\"%s\","
-                           "\"config\":{\"mediaType\":\"%s\",\"digest\":\"%s\",\"size\":%zu},"
-                           "\"layers\":[{\"mediaType\":\"%s\",\"digest\":\"%s\",\"size\":%lld},"
-                           "{\"mediaType\":\"%s\",\"digest\":\"%s\",\"size\":%lld}]}",
-                           IMAGE_MEDIA_OCI_MANIFEST, IMAGE_MEDIA_OCI_CONFIG, t->config_digest, strlen (t->config),
-                           MEDIA_TAR, t->layer_digests[0], (long long) blob_size (f, t->layer_digests[0]), MEDIA_TAR,
-                           t->layer_digests[1], (long long) blob_size (f, t->layer_digests[1]));
+  t->manifest
+      = xasprintf ("{\"schemaVersion\":2,\"mediaType\":\"%s\","
+                   "\"config\":{\"mediaType\":\"%s\",\"digest\":\"%s\",\"size\":%zu},"
+                   "\"layers\":[{\"mediaType\":\"%s\",\"digest\":\"%s\",\"size\":%lld},"
+                   "{\"mediaType\":\"%s\",\"digest\":\"%s\",\"size\":%lld}]}",
+                   IMAGE_MEDIA_OCI_MANIFEST, IMAGE_MEDIA_OCI_CONFIG, t->config_digest, strlen (t->config),
+                   MEDIA_TAR, t->layer_digests[0], (long long) blob_size (f, t->layer_digests[0]), MEDIA_TAR,
+                   t->layer_digests[1], (long long) blob_size (f, t->layer_digests[1]));
   digest_of_buffer (t->manifest, strlen (t->manifest), t->manifest_digest);
 }
 
@@ -184,10 +188,12 @@ test_config_parse (void **state)
 {
   /* Shaped like a real docker-built config (busybox-ish). */
   static const char config[]
-      = "{\"architecture\":\"amd64\",\"config\":{\"Hostname\":\"\",\"User\":\"1000:1000\",\"Env\":[\"PATH=/usr/"
+      = "{\"architecture\":\"amd64\",\"config\":{\"Hostname\":\"\",\"User\":\"1000:1000\",\"Env\":[\"PATH=/"
+        "usr/"
         "local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\"],\"Cmd\":[\"sh\"],\"Entrypoint\":null,"
         "\"WorkingDir\":\"\",\"ExposedPorts\":{\"8080/tcp\":{}},\"Volumes\":null,\"Labels\":{\"maintainer\":"
-        "\"husk\",\"version\":\"1\"},\"OnBuild\":null,\"StopSignal\":\"SIGRTMIN+3\"},\"created\":\"2023-05-19T20:"
+        "\"husk\",\"version\":\"1\"},\"OnBuild\":null,\"StopSignal\":\"SIGRTMIN+3\"},\"created\":\"2023-05-"
+        "19T20:"
         "19:21.233276462Z\",\"os\":\"linux\",\"rootfs\":{\"type\":\"layers\",\"diff_ids\":[\"sha256:"
         "3d24ee258efc3bfe4066a1a9fb83febf6dc0b1548dfe896161533668281c9f4f\"]}}";
   struct image_config c;
@@ -222,7 +228,8 @@ test_config_parse (void **state)
   } bad[] = {
     { "{\"config\":{\"Env\":\"PATH=/bin\"},\"rootfs\":{\"type\":\"layers\",\"diff_ids\":[]}}",
       "`image config: Env` is not an array of strings" },
-    { "{\"config\":{\"Cmd\":[1]},\"rootfs\":{\"type\":\"layers\",\"diff_ids\":[]}}", "Cmd[0]` is not a string" },
+    { "{\"config\":{\"Cmd\":[1]},\"rootfs\":{\"type\":\"layers\",\"diff_ids\":[]}}",
+      "Cmd[0]` is not a string" },
     { "{\"config\":{}}", "`rootfs` must be" },
     { "{\"rootfs\":{\"type\":\"layers\",\"diff_ids\":[\"sha256:abc\"]}}", "not a valid sha256 digest" },
     { "{\"config\":{\"Labels\":{\"a\":1}},\"rootfs\":{\"type\":\"layers\",\"diff_ids\":[]}}",
@@ -244,14 +251,18 @@ test_manifest_parse (void **state)
 {
   static const char docker[]
       = "{\"schemaVersion\":2,\"mediaType\":\"application/vnd.docker.distribution.manifest.v2+json\","
-        "\"config\":{\"mediaType\":\"application/vnd.docker.container.image.v1+json\",\"size\":1469,\"digest\":"
-        "\"sha256:bf9bd5b4bc2a1fd5b3f1bd5e0a8a2d3f0c8fd8a7f5d8a0b1c3e4f5a6b7c8d9e0\"},\"layers\":[{\"mediaType\":"
+        "\"config\":{\"mediaType\":\"application/"
+        "vnd.docker.container.image.v1+json\",\"size\":1469,\"digest\":"
+        "\"sha256:bf9bd5b4bc2a1fd5b3f1bd5e0a8a2d3f0c8fd8a7f5d8a0b1c3e4f5a6b7c8d9e0\"},\"layers\":[{"
+        "\"mediaType\":"
         "\"application/vnd.docker.image.rootfs.diff.tar.gzip\",\"size\":772788,\"digest\":\"sha256:"
         "4b35f584bb4f5c9b3d8a1f0e2c6d7a8b9c0d1e2f3a4b5c6d7e8f9a0b1c2d3e4f\"}]}";
-  static const char index[] = "{\"schemaVersion\":2,\"mediaType\":\"application/vnd.oci.image.index.v1+json\","
-                              "\"manifests\":[]}";
-  static const char no_size[] = "{\"schemaVersion\":2,\"config\":{\"digest\":\"sha256:"
-                                "bf9bd5b4bc2a1fd5b3f1bd5e0a8a2d3f0c8fd8a7f5d8a0b1c3e4f5a6b7c8d9e0\"},\"layers\":[]}";
+  static const char index[]
+      = "{\"schemaVersion\":2,\"mediaType\":\"application/vnd.oci.image.index.v1+json\","
+        "\"manifests\":[]}";
+  static const char no_size[]
+      = "{\"schemaVersion\":2,\"config\":{\"digest\":\"sha256:"
+        "bf9bd5b4bc2a1fd5b3f1bd5e0a8a2d3f0c8fd8a7f5d8a0b1c3e4f5a6b7c8d9e0\"},\"layers\":[]}";
   struct image_manifest m;
   struct husk_error *err = NULL;
 
@@ -312,8 +323,9 @@ test_add_and_lookup (void **state)
 
   /* The same image by every name it has. */
   prefix = xasprintf ("%.12s", digest_hex (t.config_digest));
-  const char *names[] = { "busybox:latest", "docker.io/library/busybox:latest", "docker.io/library/busybox", t.config_digest,
-                          digest_hex (t.config_digest), prefix, repo_digest };
+  const char *names[] = { "busybox:latest", "docker.io/library/busybox:latest", "docker.io/library/busybox",
+                          t.config_digest,  digest_hex (t.config_digest),       prefix,
+                          repo_digest };
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
     {
       image = lookup (f, names[i]);
@@ -348,10 +360,12 @@ test_add_rejects (void **state)
     struct images_add_request req;
     const char *message;
   } cases[] = {
-    { { "x", other, t.manifest, strlen (t.manifest), t.config, strlen (t.config), NULL }, "manifest has digest" },
+    { { "x", other, t.manifest, strlen (t.manifest), t.config, strlen (t.config), NULL },
+      "manifest has digest" },
     { { "x", t.manifest_digest, t.manifest, strlen (t.manifest), short_config, strlen (short_config), NULL },
       "image config has digest" },
-    { { wrong_digest_name, t.manifest_digest, t.manifest, strlen (t.manifest), t.config, strlen (t.config), NULL },
+    { { wrong_digest_name, t.manifest_digest, t.manifest, strlen (t.manifest), t.config, strlen (t.config),
+        NULL },
       "but the manifest is" },
     { { "Not A Name", t.manifest_digest, t.manifest, strlen (t.manifest), t.config, strlen (t.config), NULL },
       "invalid reference" },
@@ -367,11 +381,12 @@ test_add_rejects (void **state)
   /* A layer that is not in the store. */
   cleanup_free char *layer_path = store_blob_path (f->store, t.layer_digests[1]);
   assert_int_equal (unlink (layer_path), 0);
-  assert_int_equal (images_add (f->store,
-                                &(struct images_add_request){ "x", t.manifest_digest, t.manifest, strlen (t.manifest),
-                                                              t.config, strlen (t.config), NULL },
-                                NULL, &err),
-                    -1);
+  assert_int_equal (
+      images_add (f->store,
+                  &(struct images_add_request){ "x", t.manifest_digest, t.manifest, strlen (t.manifest),
+                                                t.config, strlen (t.config), NULL },
+                  NULL, &err),
+      -1);
   assert_non_null (strstr (err->msg, "is not in the content store"));
   husk_error_free (&err);
   assert_not_found (f, "x");
@@ -481,7 +496,8 @@ prepare_snapshots (struct fixture *f, const char *name)
   struct husk_error *err = NULL;
 
   for (size_t i = 0; i < image->n_layers; i++)
-    layers[i] = (struct snapshot_layer){ image->layers[i].digest, image->layers[i].media_type, image->layers[i].diff_id };
+    layers[i] = (struct snapshot_layer){ image->layers[i].digest, image->layers[i].media_type,
+                                         image->layers[i].diff_id };
   if (snapshot_prepare_layers (f->store, layers, image->n_layers, NULL, &err) < 0)
     fail_msg ("prepare %s: %s", name, err->msg);
   image_free (image);
@@ -554,8 +570,9 @@ test_concurrent_add (void **state)
             {
               char name[32];
               snprintf (name, sizeof name, "c%d:%d", p, i);
-              struct images_add_request req = { name, t[p].manifest_digest, t[p].manifest, strlen (t[p].manifest),
-                                                t[p].config, strlen (t[p].config), NULL };
+              struct images_add_request req
+                  = { name,        t[p].manifest_digest, t[p].manifest, strlen (t[p].manifest),
+                      t[p].config, strlen (t[p].config), NULL };
               if (images_add (f->store, &req, NULL, NULL) < 0)
                 _exit (1);
             }
@@ -636,8 +653,9 @@ test_passwd (void **state)
                      "+nis::::::\n"
                      "app:x:1000:1000:App User:/home/app:/bin/sh\n"
                      "bad:x:notanumber:1::/:/bin/sh\n");
-  write_rootfs_file (rootfs, "etc/group",
-                     "root:x:0:\nwheel:x:10:app,other\nstaff:x:50:other,app\napp:x:1000:\naudio:x:29:other\n");
+  write_rootfs_file (
+      rootfs, "etc/group",
+      "root:x:0:\nwheel:x:10:app,other\nstaff:x:50:other,app\napp:x:1000:\naudio:x:29:other\n");
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
     {
       if (passwd_resolve (rootfs, cases[i].spec, &user, &err) < 0)
@@ -693,10 +711,11 @@ test_passwd_stays_in_rootfs (void **state)
 /* Layouts */
 
 static struct fixture *
-second_root (void)
+second_root (struct fixture *f)
 {
   void *state = NULL;
   assert_int_equal (setup (&state), 0);
+  f->other = state;
   return state;
 }
 
@@ -717,7 +736,7 @@ static void
 test_layout_round_trip (void **state)
 {
   struct fixture *f = *state;
-  struct fixture *g = second_root ();
+  struct fixture *g = second_root (f);
   cleanup_free char *tar = xasprintf ("%s/export.tar", f->root);
   cleanup_free char *dir = xasprintf ("%s/export-dir", f->root);
   cleanup_free char *index = NULL;
@@ -749,7 +768,6 @@ test_layout_round_trip (void **state)
   if (layout_import (g->store, dir, &renamed, NULL, NULL, &err) < 0)
     fail_msg ("import dir: %s", err->msg);
   check_imported (g, &t, "renamed:v1");
-  teardown ((void **) &g);
   test_image_clear (&t);
 }
 
@@ -782,7 +800,7 @@ static void
 test_layout_platform_index (void **state)
 {
   struct fixture *f = *state;
-  struct fixture *g = second_root ();
+  struct fixture *g = second_root (f);
   cleanup_free char *dir = xasprintf ("%s/layout", f->root);
   cleanup_free char *nested = NULL, *index = NULL, *layout_path = xasprintf ("%s/oci-layout", dir);
   char nested_digest[DIGEST_STR_SIZE], manifest_digest[DIGEST_STR_SIZE];
@@ -806,14 +824,17 @@ test_layout_platform_index (void **state)
                       IMAGE_MEDIA_OCI_INDEX, IMAGE_MEDIA_OCI_MANIFEST, arm_digest, IMAGE_MEDIA_OCI_MANIFEST,
                       manifest_digest, strlen (t.manifest));
   write_blob (dir, nested, strlen (nested), nested_digest);
-  index = xasprintf ("{\"schemaVersion\":2,\"manifests\":[{\"mediaType\":\"%s\",\"digest\":\"%s\",\"size\":%zu,"
-                     "\"annotations\":{\"org.opencontainers.image.ref.name\":\"latest\"}}]}",
-                     IMAGE_MEDIA_OCI_INDEX, nested_digest, strlen (nested));
+  index
+      = xasprintf ("{\"schemaVersion\":2,\"manifests\":[{\"mediaType\":\"%s\",\"digest\":\"%s\",\"size\":%zu,"
+                   "\"annotations\":{\"org.opencontainers.image.ref.name\":\"latest\"}}]}",
+                   IMAGE_MEDIA_OCI_INDEX, nested_digest, strlen (nested));
   write_rootfs_file (dir, "index.json", index);
   write_rootfs_file (dir, "oci-layout", "{\"imageLayoutVersion\":\"1.0.0\"}");
 
   /* Without a name the bare tag cannot name it: imported untagged. */
-  if (layout_import (g->store, dir, &(struct layout_import_options){ .platform = "linux/amd64" }, &images, &n, &err) < 0)
+  if (layout_import (g->store, dir, &(struct layout_import_options){ .platform = "linux/amd64" }, &images, &n,
+                     &err)
+      < 0)
     fail_msg ("import: %s", err->msg);
   assert_int_equal (n, 1);
   assert_int_equal (husk_strv_len (images[0]->repo_tags), 0);
@@ -823,8 +844,9 @@ test_layout_platform_index (void **state)
     fail_msg ("import named: %s", err->msg);
   check_imported (g, &t, "multi");
   /* arm64: its manifest is not in the layout. */
-  assert_int_equal (layout_import (g->store, dir, &(struct layout_import_options){ .platform = "linux/arm64" }, NULL,
-                                   NULL, &err),
+  assert_int_equal (layout_import (g->store, dir,
+                                   &(struct layout_import_options){ .platform = "linux/arm64" }, NULL, NULL,
+                                   &err),
                     -1);
   assert_non_null (strstr (err->msg, "missing from the layout"));
   husk_error_free (&err);
@@ -833,7 +855,6 @@ test_layout_platform_index (void **state)
   assert_int_equal (layout_import (g->store, dir, NULL, NULL, NULL, &err), -1);
   assert_non_null (strstr (err->msg, "not an OCI image layout"));
   husk_error_free (&err);
-  teardown ((void **) &g);
   test_image_clear (&t);
 }
 
@@ -863,7 +884,7 @@ static void
 test_layout_tar_hostile (void **state)
 {
   struct fixture *f = *state;
-  struct fixture *g = second_root ();
+  struct fixture *g = second_root (f);
   cleanup_free char *tar = xasprintf ("%s/hostile.tar", f->root);
   cleanup_free char *escaped = xasprintf ("%s/escaped", f->root);
   cleanup_free char *traversal = NULL;
@@ -878,9 +899,10 @@ test_layout_tar_hostile (void **state)
   DIR *d;
 
   make_image (f, "tar", &t);
-  index = xasprintf ("{\"schemaVersion\":2,\"manifests\":[{\"mediaType\":\"%s\",\"digest\":\"%s\",\"size\":%zu,"
-                     "\"annotations\":{\"io.containerd.image.name\":\"docker.io/library/fromtar:1\"}}]}",
-                     IMAGE_MEDIA_OCI_MANIFEST, t.manifest_digest, strlen (t.manifest));
+  index
+      = xasprintf ("{\"schemaVersion\":2,\"manifests\":[{\"mediaType\":\"%s\",\"digest\":\"%s\",\"size\":%zu,"
+                   "\"annotations\":{\"io.containerd.image.name\":\"docker.io/library/fromtar:1\"}}]}",
+                   IMAGE_MEDIA_OCI_MANIFEST, t.manifest_digest, strlen (t.manifest));
   traversal = xasprintf ("../../../../..%s", escaped);
   digest_of_buffer ("stray", 5, stray);
   archive_write_set_format_pax_restricted (a);
@@ -917,7 +939,6 @@ test_layout_tar_hostile (void **state)
     n_blobs += de->d_name[0] != '.';
   closedir (d);
   assert_int_equal (n_blobs, 4);
-  teardown ((void **) &g);
   test_image_clear (&t);
 }
 

@@ -183,8 +183,10 @@ test_chain_id_vector (void **state)
 
   snapshot_chain_ids (diff_ids, 3, chain_ids);
   assert_string_equal (chain_ids[0], diff_ids[0]);
-  assert_string_equal (chain_ids[1], "sha256:ef232af0eb422cdfd7917631657cd8ed2bfd5b9461b37c427aa0d3e0a19adf79");
-  assert_string_equal (chain_ids[2], "sha256:7ad3896338947cc04ee0b35b50d400ff32538d63f42f85ec87feac78bf71a54d");
+  assert_string_equal (chain_ids[1],
+                       "sha256:ef232af0eb422cdfd7917631657cd8ed2bfd5b9461b37c427aa0d3e0a19adf79");
+  assert_string_equal (chain_ids[2],
+                       "sha256:7ad3896338947cc04ee0b35b50d400ff32538d63f42f85ec87feac78bf71a54d");
 }
 
 static void
@@ -289,7 +291,7 @@ test_overlay_whiteouts (void **state)
 {
   struct fixture *f = *state;
   static const struct tar_entry lower[] = {
-    { "a", AE_IFREG, "a" },       { "keep", AE_IFREG, "k" },         { "opq/", AE_IFDIR, NULL },
+    { "a", AE_IFREG, "a" },        { "keep", AE_IFREG, "k" },     { "opq/", AE_IFDIR, NULL },
     { "opq/old1", AE_IFREG, "1" }, { "opq/old2", AE_IFREG, "2" },
   };
   static const struct tar_entry upper[] = {
@@ -410,7 +412,7 @@ static void
 check_deep_stack (struct fixture *f, size_t n, const char *id)
 {
   struct layer *layers = calloc (n, sizeof *layers);
-  char(*chain_ids)[DIGEST_STR_SIZE] = calloc (n, DIGEST_STR_SIZE);
+  char (*chain_ids)[DIGEST_STR_SIZE] = calloc (n, DIGEST_STR_SIZE);
   char **chain = NULL;
   cleanup_free char *rootfs = NULL;
   struct husk_error *err = NULL;
