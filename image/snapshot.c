@@ -101,15 +101,13 @@ write_snapshot_info (const char *dir, const struct snapshot_layer *layer, const 
   return husk_write_file_atomic (path, text, strlen (text), 0644, err);
 }
 
-/* Unpacks into TMP_DIR/fs, records what it is, and flushes it all to disk
- * before the rename makes it visible. */
+/* Unpacks into TMP_DIR/fs and records what it is. */
 static int
 fill_snapshot (struct store *store, const char *tmp_dir, const struct snapshot_layer *layer,
                const char *chain_id, const char *parent, struct husk_error **err)
 {
   cleanup_free char *blob = store_blob_path (store, layer->digest);
   cleanup_free char *fs = xasprintf ("%s/fs", tmp_dir);
-  cleanup_close int dir_fd = -1;
   struct unpack_options opts = { .layer_digest = layer->digest, .expected_diff_id = layer->diff_id };
   struct unpack_stats stats;
   struct timespec t0, t1;
@@ -123,12 +121,7 @@ fill_snapshot (struct store *store, const char *tmp_dir, const struct snapshot_l
   husk_debug ("unpacked layer %s: %llu entries, %llu bytes in %.3f s", layer->digest,
               (unsigned long long) stats.entries, (unsigned long long) stats.uncompressed_bytes,
               (double) (t1.tv_sec - t0.tv_sec) + (double) (t1.tv_nsec - t0.tv_nsec) / 1e9);
-  if (write_snapshot_info (tmp_dir, layer, chain_id, parent, &stats, err) < 0)
-    return -1;
-  dir_fd = open (tmp_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir_fd < 0 || syncfs (dir_fd) < 0)
-    return husk_error_make (err, errno, "sync `%s`", tmp_dir);
-  return 0;
+  return write_snapshot_info (tmp_dir, layer, chain_id, parent, &stats, err);
 }
 
 static int
@@ -145,33 +138,93 @@ check_layer (const struct store *store, const struct snapshot_layer *layer, stru
   return 0;
 }
 
+/* A layer unpacked into ROOT/snapshots/tmp-*, waiting for its rename. */
+struct pending
+{
+  char *tmp_dir;
+  char *final_dir;
+};
+
+static void
+pending_drop (struct pending *p, size_t n)
+{
+  for (size_t i = 0; i < n; i++)
+    {
+      husk_rm_rf (p[i].tmp_dir, NULL);
+      free (p[i].tmp_dir);
+      free (p[i].final_dir);
+    }
+}
+
 static int
-unpack_snapshot (struct store *store, const struct snapshot_layer *layer, const char *chain_id,
-                 const char *parent, struct husk_error **err)
+unpack_to_tmp (struct store *store, const struct snapshot_layer *layer, const char *chain_id,
+               const char *parent, struct pending *out, struct husk_error **err)
 {
   const char *root = store_root (store);
-  cleanup_free char *tmp_dir = xasprintf ("%s/snapshots/tmp-XXXXXX", root);
-  cleanup_free char *final_dir = xasprintf ("%s/snapshots/%s", root, digest_hex (chain_id));
+  char *tmp_dir = xasprintf ("%s/snapshots/tmp-XXXXXX", root);
 
   if (check_layer (store, layer, err) < 0)
-    return -1;
-  if (mkdtemp (tmp_dir) == NULL)
-    return husk_error_make (err, errno, "create `%s`", tmp_dir);
-  if (fill_snapshot (store, tmp_dir, layer, chain_id, parent, err) < 0)
     {
-      husk_rm_rf (tmp_dir, NULL);
+      free (tmp_dir);
       return -1;
     }
-  if (renameat2 (AT_FDCWD, tmp_dir, AT_FDCWD, final_dir, RENAME_NOREPLACE) < 0)
+  if (mkdtemp (tmp_dir) == NULL)
     {
-      int saved = errno;
-      husk_rm_rf (tmp_dir, NULL);
-      /* A concurrent unpack of the same chain won: use its copy. */
-      if (saved == EEXIST || saved == ENOTEMPTY)
-        return 0;
-      return husk_error_make (err, saved, "rename `%s` to `%s`", tmp_dir, final_dir);
+      husk_error_make (err, errno, "create `%s`", tmp_dir);
+      free (tmp_dir);
+      return -1;
     }
+  *out = (struct pending){ tmp_dir, xasprintf ("%s/snapshots/%s", root, digest_hex (chain_id)) };
+  return fill_snapshot (store, tmp_dir, layer, chain_id, parent, err);
+}
+
+/* One syncfs for all the new layers, then the renames that make them
+ * visible: a crash never leaves a snapshot whose files are not on disk. */
+static int
+publish_pending (const char *snapshots_dir, struct pending *p, size_t n, struct husk_error **err)
+{
+  cleanup_close int dir_fd = open (snapshots_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+  if (dir_fd < 0 || syncfs (dir_fd) < 0)
+    return husk_error_make (err, errno, "sync `%s`", snapshots_dir);
+  for (size_t i = 0; i < n; i++)
+    {
+      if (renameat2 (AT_FDCWD, p[i].tmp_dir, AT_FDCWD, p[i].final_dir, RENAME_NOREPLACE) == 0)
+        continue;
+      /* A concurrent unpack of the same chain won: its copy serves, and
+       * ours goes with the other leftovers. */
+      if (errno != EEXIST && errno != ENOTEMPTY)
+        return husk_error_make (err, errno, "rename `%s` to `%s`", p[i].tmp_dir, p[i].final_dir);
+    }
+  (void) fsync (dir_fd);
   return 0;
+}
+
+static int
+unpack_missing (struct store *store, const struct snapshot_layer *layers, size_t n,
+                char (*chain_ids)[DIGEST_STR_SIZE], unsigned *unpacked, struct husk_error **err)
+{
+  const char *root = store_root (store);
+  cleanup_free char *snapshots_dir = xasprintf ("%s/snapshots", root);
+  cleanup_free struct pending *pending = xcalloc (n + 1, sizeof *pending);
+  size_t n_pending = 0;
+  int ret = 0;
+
+  for (size_t i = 0; ret == 0 && i < n; i++)
+    {
+      if (snapshot_exists (root, chain_ids[i]))
+        continue;
+      ret = unpack_to_tmp (store, &layers[i], chain_ids[i], i ? chain_ids[i - 1] : NULL, &pending[n_pending],
+                           err);
+      n_pending += pending[n_pending].tmp_dir != NULL;
+    }
+  if (ret == 0)
+    ret = publish_pending (snapshots_dir, pending, n_pending, err);
+  if (ret == 0 && unpacked)
+    *unpacked = (unsigned) n_pending;
+  /* Renamed dirs are no longer at their tmp path; the rest goes. */
+  pending_drop (pending, n_pending);
+  return ret;
 }
 
 int
@@ -182,7 +235,6 @@ snapshot_prepare_layers (struct store *store, const struct snapshot_layer *layer
   cleanup_free char *snapshots_dir = xasprintf ("%s/snapshots", root);
   cleanup_free char (*chain_ids)[DIGEST_STR_SIZE] = xcalloc (n ? n : 1, DIGEST_STR_SIZE);
   cleanup_close int lock_fd = -1;
-  unsigned count = 0;
 
   for (size_t i = 0; i < n; i++)
     {
@@ -195,17 +247,7 @@ snapshot_prepare_layers (struct store *store, const struct snapshot_layer *layer
   lock_fd = store_gc_lock (root, false, true, err);
   if (lock_fd < 0)
     return -1;
-  for (size_t i = 0; i < n; i++)
-    {
-      if (snapshot_exists (root, chain_ids[i]))
-        continue;
-      if (unpack_snapshot (store, &layers[i], chain_ids[i], i ? chain_ids[i - 1] : NULL, err) < 0)
-        return -1;
-      count++;
-    }
-  if (unpacked)
-    *unpacked = count;
-  return 0;
+  return unpack_missing (store, layers, n, chain_ids, unpacked, err);
 }
 
 /* Container rootfs. */

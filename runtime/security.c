@@ -301,8 +301,11 @@ set_process_caps (const struct spec_capabilities *wanted, struct husk_error **er
   return 0;
 }
 
+/* An ambient capability must also be permitted and inheritable.  Configs
+ * from `runc spec` list ambient caps without inheritable ones (runc dropped
+ * those in 1.1): like runc, skip what cannot be raised instead of failing. */
 static int
-set_ambient_caps (uint64_t ambient, struct husk_error **err)
+set_ambient_caps (uint64_t ambient, uint64_t raisable, struct husk_error **err)
 {
   if (prctl (PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0)
     {
@@ -315,6 +318,13 @@ set_ambient_caps (uint64_t ambient, struct husk_error **err)
     {
       if (!cap_in (ambient, cap))
         continue;
+      if (!cap_in (raisable, cap))
+        {
+          char name[64];
+          cap_name (cap, name, sizeof name);
+          husk_debug ("ambient %s skipped: not both permitted and inheritable", name);
+          continue;
+        }
       if (prctl (PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, (unsigned long) cap, 0, 0) < 0)
         {
           int saved = errno;
@@ -335,7 +345,7 @@ security_apply_caps (const struct spec_process *process, struct husk_error **err
     return 0;
   if (set_process_caps (&process->caps, err) < 0)
     return -1;
-  return set_ambient_caps (process->caps.ambient, err);
+  return set_ambient_caps (process->caps.ambient, process->caps.permitted & process->caps.inheritable, err);
 }
 
 int

@@ -1,0 +1,265 @@
+#!/usr/bin/env bash
+# Runs husk's cgroup v2 tests (test/vm/test_*.sh) — or, with --bench, the
+# cgroup benchmark against crun (test/vm/bench.sh) — inside a small VM,
+# because this machine's memory, cpu and pids controllers are on cgroup v1.
+#
+#   hack/vm-test.sh [--bench] [BUILD_DIR]
+#
+# The VM is Debian's cloud kernel (linux-image-cloud-amd64, unpacked with
+# apt-get download + dpkg-deb -x, never installed; cached under
+# $HUSK_VM_CACHE, default /var/cache/husk-vm) booted by qemu-system-x86_64
+# with an initramfs holding busybox, the husk build and its shared
+# libraries, crun (for --bench), the tests and hack/vm-init.sh as /init.
+# KVM is used only if it really boots a guest here (checked once, cached);
+# otherwise plain emulation.  No network.  The VM writes TAP lines to its
+# second serial port; this script prints them as "ok - vm: ..." /
+# "not ok - vm: ..." and exits non-zero if any failed or the VM did not
+# finish.
+set -u
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+MODE=test
+if [ "${1:-}" = --bench ]; then
+	MODE=bench
+	shift
+fi
+BUILD=${1:-$REPO/build}
+BUILD=$(cd "$BUILD" 2>/dev/null && pwd || echo "$BUILD")
+HUSK=$BUILD/husk
+CACHE=${HUSK_VM_CACHE:-/var/cache/husk-vm}
+if ! mkdir -p "$CACHE" 2>/dev/null || [ ! -w "$CACHE" ]; then
+	CACHE=/tmp/husk-vm-cache
+	mkdir -p "$CACHE"
+fi
+VM_TIMEOUT=${HUSK_VM_TIMEOUT:-420}
+[ $MODE = bench ] && VM_TIMEOUT=${HUSK_VM_TIMEOUT:-560}
+KVM_PROBE_TIMEOUT=20
+
+WORK=$(mktemp -d /tmp/husk-vm.XXXXXX)
+trap 'rm -rf "$WORK"' EXIT
+
+fail() { # WHAT [DIAGNOSTIC...]
+	echo "not ok - vm: $1"
+	shift
+	local line
+	for line in "$@"; do
+		printf '%s\n' "$line" | tail -n 20 | sed 's/^/#   /'
+	done
+	exit 1
+}
+
+for tool in qemu-system-x86_64 cpio dpkg-deb apt-get gzip python3; do
+	command -v $tool >/dev/null || fail "$tool is missing (run hack/deps.sh)"
+done
+[ -x "$HUSK" ] || fail "no husk binary at $HUSK (make build)"
+[ -x /bin/busybox ] || fail "/bin/busybox is missing (busybox-static)"
+if [ $MODE = bench ]; then
+	command -v crun >/dev/null || fail "crun is missing (hack/deps.sh installs it)"
+fi
+
+# ------------------------------------------------------------- the kernel
+
+# Unpacks the kernel once; CACHE/current names the version in use.
+unpack_kernel() {
+	local dl=$WORK/download meta dep ver dest deb
+	mkdir -p "$dl"
+	chmod 0777 "$dl" # apt's _apt user downloads into it
+	if ! (cd "$dl" && apt-get download linux-image-cloud-amd64) >"$WORK/apt.log" 2>&1; then
+		# Offline: a package already in apt's cache will do.
+		meta=$(ls /var/cache/apt/archives/linux-image-cloud-amd64_*.deb 2>/dev/null | tail -n 1)
+		[ -n "$meta" ] || fail "download linux-image-cloud-amd64" "$(cat "$WORK/apt.log")"
+		cp "$meta" "$dl/"
+	fi
+	meta=$(ls "$dl"/linux-image-cloud-amd64_*.deb | tail -n 1)
+	dep=$(dpkg-deb -f "$meta" Depends | grep -o 'linux-image-[0-9][^ ,(]*-cloud-amd64' | head -n 1)
+	[ -n "$dep" ] || fail "find the kernel package linux-image-cloud-amd64 depends on"
+	if ! (cd "$dl" && apt-get download "$dep") >>"$WORK/apt.log" 2>&1; then
+		deb=$(ls /var/cache/apt/archives/"${dep}"_*.deb 2>/dev/null | tail -n 1)
+		[ -n "$deb" ] || fail "download $dep" "$(cat "$WORK/apt.log")"
+		cp "$deb" "$dl/"
+	fi
+	deb=$(ls "$dl/${dep}"_*.deb | tail -n 1)
+	dpkg-deb -x "$deb" "$dl/x" || fail "unpack $deb"
+	ver=${dep#linux-image-}
+	dest=$CACHE/$ver
+	rm -rf "$dest.tmp"
+	mkdir -p "$dest.tmp/modules"
+	cp "$dl/x/boot/vmlinuz-$ver" "$dest.tmp/vmlinuz" || fail "no vmlinuz in $deb"
+	cp "$dl/x/boot/config-$ver" "$dest.tmp/config"
+	# brd: a ram disk, the block device of the io and device tests.
+	find "$dl/x/lib/modules" -name brd.ko -exec cp {} "$dest.tmp/modules/" \;
+	rm -rf "$dest"
+	mv "$dest.tmp" "$dest"
+	echo "$ver" >"$CACHE/current"
+	echo "# vm: unpacked kernel $ver into $dest"
+}
+
+ensure_kernel() {
+	exec 8>"$CACHE/.lock"
+	flock 8
+	if [ ! -s "$CACHE/current" ] || [ ! -f "$CACHE/$(cat "$CACHE/current")/vmlinuz" ]; then
+		unpack_kernel
+	fi
+	flock -u 8
+	KVER=$(cat "$CACHE/current")
+	KERNEL=$CACHE/$KVER/vmlinuz
+}
+
+# ---------------------------------------------------------- the initramfs
+
+# Copies BINARY to DEST in the initramfs, with every shared library ldd
+# names (and the loader) at the same path as here.
+copy_with_libs() { # BINARY DEST
+	local lib
+	mkdir -p "$ROOTFS$(dirname "$2")"
+	cp -L "$1" "$ROOTFS$2" || fail "copy $1 into the initramfs"
+	for lib in $(ldd "$1" | awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^\//) print $i }'); do
+		[ -e "$ROOTFS$lib" ] && continue
+		mkdir -p "$ROOTFS$(dirname "$lib")"
+		cp -L "$lib" "$ROOTFS$lib" || fail "copy $lib into the initramfs"
+	done
+}
+
+# The config template of test/vm/lib.sh: husk's own `husk spec`, with
+# placeholders for what each test sets.
+make_config_template() {
+	mkdir -p "$WORK/spec"
+	(cd "$WORK/spec" && "$HUSK" spec) || fail "husk spec"
+	python3 - "$WORK/spec/config.json" "$ROOTFS/vm/config.json" <<'EOF' || fail "write the config template"
+import json, sys
+c = json.load(open(sys.argv[1]))
+p = c["process"]
+p["terminal"] = False
+p["args"] = "@ARGS@"
+for kind in ("bounding", "effective", "permitted"):
+    p.setdefault("capabilities", {}).setdefault(kind, []).append("CAP_MKNOD")
+c["root"] = {"path": "/vm/rootfs", "readonly": True}
+c["mounts"].append({"destination": "/tmp", "type": "tmpfs", "source": "tmpfs",
+                    "options": ["nosuid", "nodev", "mode=1777", "size=16m"]})
+linux = c.setdefault("linux", {})
+linux["resources"] = "@RESOURCES@"
+linux["devices"] = "@DEVICES@"
+linux["cgroupsPath"] = "@CGROUPS_PATH@"
+json.dump(c, open(sys.argv[2], "w"), separators=(",", ":"))
+EOF
+}
+
+build_initramfs() {
+	local applet
+	ROOTFS=$WORK/initramfs
+	mkdir -p "$ROOTFS"/{bin,dev,proc,sys,run,tmp,etc,root,husk/bin,vm/tests,vm/modules,usr}
+	cp /bin/busybox "$ROOTFS/bin/busybox"
+	for applet in $(/bin/busybox --list); do
+		[ "$applet" = busybox ] || ln -s busybox "$ROOTFS/bin/$applet"
+	done
+	ln -s bin "$ROOTFS/sbin"
+	ln -s ../bin "$ROOTFS/usr/bin"
+	ln -s ../bin "$ROOTFS/usr/sbin"
+	echo "root:x:0:0:root:/root:/bin/sh" >"$ROOTFS/etc/passwd"
+	echo "root:x:0:" >"$ROOTFS/etc/group"
+	copy_with_libs "$HUSK" /husk/bin/husk
+	[ $MODE = bench ] && copy_with_libs "$(command -v crun)" /husk/bin/crun
+	cp "$REPO/hack/vm-init.sh" "$ROOTFS/init"
+	chmod 0755 "$ROOTFS/init"
+	cp "$REPO"/test/vm/*.sh "$ROOTFS/vm/tests/"
+	mv "$ROOTFS/vm/tests/bench.sh" "$ROOTFS/vm/bench.sh" 2>/dev/null
+	cp "$CACHE/$KVER"/modules/*.ko "$ROOTFS/vm/modules/" 2>/dev/null
+	"$REPO/hack/busybox-rootfs.sh" "$CACHE/rootfs-busybox" >"$WORK/rootfs.log" 2>&1 ||
+		fail "build the busybox rootfs" "$(cat "$WORK/rootfs.log")"
+	cp -a "$CACHE/rootfs-busybox" "$ROOTFS/vm/rootfs"
+	rm -f "$ROOTFS/vm/rootfs/.husk-rootfs-ok" "$ROOTFS/vm/rootfs/.husk-rootfs-lock"
+	make_config_template
+	INITRAMFS=$WORK/initramfs.cpio.gz
+	(cd "$ROOTFS" && find . -print0 | cpio --null -o -H newc --quiet) | gzip -1 >"$INITRAMFS" ||
+		fail "pack the initramfs"
+}
+
+# ------------------------------------------------------------------ qemu
+
+run_qemu() { # ACCEL MODE TIMEOUT
+	rm -f "$WORK/console.log" "$WORK/results.log"
+	timeout -k 5 "$3" qemu-system-x86_64 -accel "$1" -nographic -no-reboot -nic none -m 1024 -smp 2 \
+		-kernel "$KERNEL" -initrd "$INITRAMFS" \
+		-append "console=ttyS0 panic=-1 quiet cgroup_no_v1=all husk.mode=$2" \
+		-serial "file:$WORK/console.log" -serial "file:$WORK/results.log" -monitor none \
+		</dev/null >"$WORK/qemu.log" 2>&1
+}
+
+# /dev/kvm may exist and still not run a guest (nested virtualisation):
+# boot once with KVM and see whether init reports back in time.
+choose_accel() {
+	local verdict
+	verdict=$CACHE/kvm-verdict-$(uname -r)-$(qemu-system-x86_64 --version | head -n 1 | tr -c 'a-zA-Z0-9.\n' _)-$KVER
+	ACCEL=tcg
+	[ -r /dev/kvm ] && [ -w /dev/kvm ] || return 0
+	if [ ! -f "$verdict" ]; then
+		if run_qemu kvm probe $KVM_PROBE_TIMEOUT && grep -q HUSK-VM-DONE "$WORK/results.log" 2>/dev/null; then
+			echo kvm >"$verdict"
+		else
+			echo tcg >"$verdict"
+		fi
+	fi
+	ACCEL=$(cat "$verdict")
+}
+
+# --------------------------------------------------------------- results
+
+BENCH_LINE=
+report() {
+	local line pass=0 failed=0 finished=0
+	[ -f "$WORK/results.log" ] || : >"$WORK/results.log"
+	while IFS= read -r line; do
+		line=${line%$'\r'}
+		case $line in
+		"ok - "*)
+			echo "ok - vm: ${line#ok - }"
+			pass=$((pass + 1))
+			;;
+		"not ok - "*)
+			echo "not ok - vm: ${line#not ok - }"
+			failed=$((failed + 1))
+			;;
+		"#"*) echo "$line" ;;
+		BENCH-RESULT*) BENCH_LINE=${line#BENCH-RESULT } ;;
+		HUSK-VM-DONE) finished=1 ;;
+		esac
+	done <"$WORK/results.log"
+	if [ $finished -ne 1 ]; then
+		echo "not ok - vm: the VM ran its tests to the end (accel $ACCEL, limit ${VM_TIMEOUT}s)"
+		tail -n 25 "$WORK/console.log" 2>/dev/null | sed 's/^/#   console: /'
+		sed 's/^/#   qemu: /' "$WORK/qemu.log" | tail -n 5
+		return 1
+	fi
+	if [ $MODE = test ] && [ $pass -eq 0 ]; then
+		echo "not ok - vm: the VM reported test results"
+		return 1
+	fi
+	echo "# vm: $pass passed, $failed failed (kernel $KVER, accel $ACCEL, $((SECONDS - START))s)"
+	[ $failed -eq 0 ]
+}
+
+# BENCH_LINE: "runs=N husk_ms=X crun_ms=Y" (mean milliseconds per cycle).
+report_bench() {
+	local runs husk_ms crun_ms
+	runs=$(printf '%s' "$BENCH_LINE" | sed -n 's/.*runs=\([0-9]*\).*/\1/p')
+	husk_ms=$(printf '%s' "$BENCH_LINE" | sed -n 's/.*husk_ms=\([0-9.]*\).*/\1/p')
+	crun_ms=$(printf '%s' "$BENCH_LINE" | sed -n 's/.*crun_ms=\([0-9.]*\).*/\1/p')
+	if [ -z "$husk_ms" ] || [ -z "$crun_ms" ]; then
+		echo "not ok - vm: bench produced a result"
+		return 1
+	fi
+	python3 -c 'import sys; h, c = float(sys.argv[1]), float(sys.argv[2]); print("bench vm-cgroup: create+start+delete with memory, cpu and pids limits (%s runs, %s): husk %.1f ms, crun %.1f ms, ratio husk/crun %.2f" % (sys.argv[3], sys.argv[4], h, c, h / c if c else float("nan")))' \
+		"$husk_ms" "$crun_ms" "$runs" "$ACCEL"
+}
+
+START=$SECONDS
+ensure_kernel
+build_initramfs
+choose_accel
+echo "# vm: kernel $KVER, accel $ACCEL, mode $MODE"
+run_qemu "$ACCEL" "$MODE" "$VM_TIMEOUT"
+report || exit 1
+if [ $MODE = bench ]; then
+	report_bench || exit 1
+fi
+exit 0
