@@ -3,7 +3,8 @@
 # Runs every cmocka binary in BUILD/test/unit and every integration script in
 # test/integration, prints one result line per file, and ends with exactly one
 # summary line: "N passed, N failed[, N skipped]".  Exits non-zero if anything
-# failed or nothing ran.  Full logs: BUILD/test-logs/.
+# failed or nothing ran.  Full logs: BUILD/test-logs/latest/ (one dir per
+# run, so two runs at once never write the same log; the last 10 are kept).
 #
 #   ./test/run-all.sh [--unit-only | --integration-only] BUILD
 #
@@ -37,8 +38,11 @@ build=$(cd "$1" 2>/dev/null && pwd) || {
 	echo "0 passed, 1 failed"
 	exit 1
 }
-log_dir=$build/test-logs
-mkdir -p "$log_dir"
+log_dir=$build/test-logs/run-$(date +%Y%m%d-%H%M%S)-$$
+mkdir -p "$log_dir" && ln -sfn "$(basename "$log_dir")" "$build/test-logs/latest"
+# Older runs beyond the last 10 go (and logs of the flat, older layout).
+rm -f "$build"/test-logs/*.log
+ls -1d "$build"/test-logs/run-* 2>/dev/null | sort | head -n -10 | xargs -r rm -rf
 export RUNTIME=${RUNTIME:-$build/husk}
 export BUILD_DIR=$build
 
@@ -110,6 +114,9 @@ run_integration_tests() {
 		passed=${passed:-0} skipped=${skipped:-0} failed=${failed:-0}
 		if [ -n "$note" ]; then
 			failed=$((failed + 1))
+		elif [ $((passed + failed + skipped)) -eq 0 ]; then
+			failed=1
+			note="no test results (exit status $rc); see $log"
 		elif [ "$rc" -ne 0 ] && [ "$failed" -eq 0 ]; then
 			failed=1
 			note="exit status $rc without a failing test; see $log"

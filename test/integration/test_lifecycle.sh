@@ -72,6 +72,7 @@ t_run_exit_code() {
 	spec_args true
 	run_ctr
 	assert_rc "run of true exits 0" 0 "$RC"
+	assert_eq "a successful run prints nothing on stderr" "" "$ERR"
 }
 
 t_run_detach() {

@@ -66,12 +66,17 @@ h() { # husk with the VM's state dir and a timeout
 	timeout 60 "$HUSK" --root "$STATE" "$@"
 }
 
+# A JSON string's body: backslashes, quotes, tabs and newlines escaped.
+json_escape() {
+	printf '%s' "$1" | awk '{ gsub(/\\/, "\\\\"); gsub(/"/, "\\\""); gsub(/\t/, "\\t");
+		if (NR > 1) printf "\\n"; printf "%s", $0 }'
+}
+
 # JSON for a list of words: json_args sh -c 'echo "hi"' -> ["sh","-c","echo \"hi\""]
 json_args() {
 	local out= sep= word
 	for word in "$@"; do
-		word=$(printf '%s' "$word" | sed 's/\\/\\\\/g; s/"/\\"/g')
-		out="$out$sep\"$word\""
+		out="$out$sep\"$(json_escape "$word")\""
 		sep=,
 	done
 	printf '[%s]' "$out"
@@ -82,22 +87,19 @@ sed_escape() {
 	printf '%s' "$1" | sed 's/[\\&|]/\\&/g'
 }
 
-BUNDLE_SERIAL=0
-
 # Creates a bundle; prints its path.  RESOURCES is a linux.resources object
 # (default {}), DEVICES a linux.devices array (default []), CGROUPS_PATH the
 # linux.cgroupsPath (default: none, husk's /husk/ID).
 #   RESOURCES='{"pids":{"limit":5}}' new_bundle sh -c 'echo hi'
 new_bundle() {
 	local dir args res devs cgpath
-	BUNDLE_SERIAL=$((BUNDLE_SERIAL + 1))
-	dir=/run/bundles/b$$-$BUNDLE_SERIAL
-	mkdir -p "$dir"
+	dir=$(mktemp -d /run/bundles/b.XXXXXX)
 	args=$(sed_escape "$(json_args "$@")")
-	res=${RESOURCES:-}
+	# JSON needs no newlines: they become spaces, and sed sees one line.
+	res=$(printf '%s' "${RESOURCES:-}" | tr '\n' ' ')
 	[ -n "$res" ] || res='{}'
 	res=$(sed_escape "$res")
-	devs=${DEVICES:-}
+	devs=$(printf '%s' "${DEVICES:-}" | tr '\n' ' ')
 	[ -n "$devs" ] || devs='[]'
 	devs=$(sed_escape "$devs")
 	if [ -n "${CGROUPS_PATH:-}" ]; then

@@ -16,11 +16,11 @@ t_update() {
 	assert_eq "update changes pids.max" 20 "$(cat $cg/pids.max)"
 	assert_eq "update changes cpu.max" "30000 60000" "$(cat $cg/cpu.max)"
 	assert_eq "update changes cpu.weight" 300 "$(cat $cg/cpu.weight)"
-	echo '{"memory":{"reservation":8388608},"unified":{"memory.high":"30000128"}}' >/run/upd.json
+	echo '{"memory":{"reservation":8388608},"unified":{"memory.high":"31457280"}}' >/run/upd.json
 	h update --resources - $id </run/upd.json
 	assert_eq "update --resources - reads stdin" 0 $?
 	assert_eq "update --resources sets memory.low" 8388608 "$(cat $cg/memory.low)"
-	assert_eq "update --resources sets unified keys" 30000128 "$(cat $cg/memory.high)"
+	assert_eq "update --resources sets unified keys" 31457280 "$(cat $cg/memory.high)"
 	assert_eq "update leaves what it was not given (memory.max)" 33554432 "$(cat $cg/memory.max)"
 
 	out=$(h update --pids-limit -5 $id 2>&1)
@@ -36,7 +36,7 @@ t_update() {
 	assert_eq "... and nothing changed (cpu.max)" "30000 60000" "$(cat $cg/cpu.max)"
 	out=$(h update --memory 1m --resources /run/upd.json nosuch 2>&1)
 	assert_fails "update of a missing container is refused" $?
-	assert_contains "... with a clear message" "$out" 'container "nosuch" does not exist'
+	assert_contains "... with a clear message" "$out" "container \`nosuch\` does not exist"
 	h delete --force $id
 	assert_gone "delete --force removes the cgroup" $cg
 }

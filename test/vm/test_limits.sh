@@ -124,11 +124,11 @@ t_hugetlb() {
 
 t_unified() {
 	local b
-	b=$(RESOURCES='{"memory":{"limit":67108864},"unified":{"memory.high":"50331648","memory.max":"60000256"}}' \
+	b=$(RESOURCES='{"memory":{"limit":67108864},"unified":{"memory.high":"50331648","memory.max":"62914560"}}' \
 		new_bundle cat /sys/fs/cgroup/memory.high /sys/fs/cgroup/memory.max)
 	run_bundle "$b" unified
 	assert_eq "unified keys are written, last (they override memory.limit)" "50331648
-60000256" "$OUT"
+62914560" "$OUT"
 }
 
 t_no_limits() {
