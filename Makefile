@@ -45,7 +45,7 @@ HUSK := $(BUILD)/husk
 PLUGIN := $(BUILD)/husk-image.so
 UNIT_TESTS := $(patsubst test/unit/%.c,$(BUILD)/test/unit/%,$(UNIT_SRCS))
 
-.PHONY: all deps build test unit-test integration-test run bench clean format format-check install
+.PHONY: all deps build test unit-test integration-test vm-test run bench clean format format-check install
 
 all: build
 
@@ -108,6 +108,13 @@ run: deps
 bench: deps
 	$(MAKE) --no-print-directory build
 	./hack/bench.sh $(BUILD)
+	./hack/bench-pull.sh $(BUILD)
+	./hack/vm-test.sh --bench $(BUILD)
+
+# The cgroup v2 tests, in a qemu VM (also part of `make test`).
+vm-test: deps
+	$(MAKE) --no-print-directory build
+	./hack/vm-test.sh $(BUILD)
 
 install: build
 	install -D -m 0755 $(HUSK) $(DESTDIR)$(PREFIX)/bin/husk

@@ -18,7 +18,7 @@
 set -u
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-MODE=test
+MODE="test"
 if [ "${1:-}" = --bench ]; then
 	MODE=bench
 	shift

@@ -262,13 +262,14 @@ cgroup_controller_error (const char *path, const char *field, const char *contro
   if (root_list)
     root_list[strcspn (root_list, "\n")] = '\0';
   has = xstrdup (root_list && *root_list ? root_list : "none");
-  return husk_error_make (err, 0,
-                          "%s: cannot apply: the %s controller is not available in the cgroup v2 hierarchy at "
-                          "%s (it has: %s)%s",
-                          field, controller, mount, has,
-                          controller_on_v1 (controller) ? "; on this host it is bound to cgroup v1, and husk "
-                                                          "supports cgroup v2 only"
-                                                        : "");
+  return husk_error_make (
+      err, 0,
+      "%s: cannot apply: the %s controller is not available in the cgroup v2 hierarchy at "
+      "%s (it has: %s)%s",
+      field, controller, mount, has,
+      controller_on_v1 (controller) ? "; on this host it is bound to cgroup v1, and husk "
+                                      "supports cgroup v2 only"
+                                    : "");
 }
 
 int
@@ -324,16 +325,29 @@ cgroup_kill_all (const char *path, int sig, struct husk_error **err)
   return 0;
 }
 
-/* "frozen 0|1" in cgroup.events; -1 if it cannot be read. */
+/* "frozen 0|1" from an open cgroup.events; -1 if it cannot be read.
+ * Reading through the fd also re-arms its poll notification. */
 static int
-frozen_state (const char *path)
+frozen_state (int events_fd)
 {
-  cleanup_free char *events = read_cgroup_file (path, "cgroup.events");
-  const char *line = events ? strstr (events, "frozen ") : NULL;
+  char buf[256];
+  ssize_t n;
+  const char *line;
 
-  if (line == NULL)
+  if (lseek (events_fd, 0, SEEK_SET) < 0 || (n = read (events_fd, buf, sizeof buf - 1)) < 0)
     return -1;
-  return line[strlen ("frozen ")] == '1';
+  buf[n] = '\0';
+  line = strstr (buf, "frozen ");
+  return line ? line[strlen ("frozen ")] == '1' : -1;
+}
+
+static long long
+now_ms (void)
+{
+  struct timespec now;
+
+  clock_gettime (CLOCK_MONOTONIC, &now);
+  return (long long) now.tv_sec * 1000 + now.tv_nsec / 1000000;
 }
 
 int
@@ -343,29 +357,31 @@ cgroup_freeze (const char *path, bool frozen, struct husk_error **err)
   cleanup_free char *events = xasprintf ("%s/cgroup.events", path);
   cleanup_close int events_fd = -1;
   const char *verb = frozen ? "freeze" : "thaw";
+  long long deadline = now_ms () + 10000;
 
   if (access (freeze, F_OK) < 0)
-    return husk_error_make (err, errno, "%s cgroup `%s`: no cgroup.freeze (the kernel needs 5.2 or later)", verb,
-                            path);
+    return husk_error_make (err, errno, "%s cgroup `%s`: no cgroup.freeze (the kernel needs 5.2 or later)",
+                            verb, path);
+  events_fd = open (events, O_RDONLY | O_CLOEXEC);
+  if (events_fd < 0)
+    return husk_error_make (err, errno, "%s cgroup: open `%s`", verb, events);
   if (husk_write_file (freeze, frozen ? "1" : "0", 1, err) < 0)
     return husk_error_wrap (err, "%s cgroup", verb);
-  /* cgroup.events wakes pollers with POLLPRI when "frozen" changes. */
-  events_fd = open (events, O_RDONLY | O_CLOEXEC);
-  for (int waited_ms = 0; waited_ms < 10000; waited_ms += 10)
+  /* Freezing completes when every task has stopped; cgroup.events then
+   * says so and wakes pollers with POLLPRI. */
+  while (frozen_state (events_fd) != (int) frozen)
     {
       struct pollfd pfd = { .fd = events_fd, .events = POLLPRI };
 
-      if (frozen_state (path) == (int) frozen)
-        return 0;
-      if (events_fd < 0 || poll (&pfd, 1, 10) < 0)
+      if (now_ms () > deadline)
         {
-          struct timespec pause = { 0, 10 * 1000 * 1000 };
-          nanosleep (&pause, NULL);
+          if (frozen)
+            husk_write_file (freeze, "0", 1, NULL);
+          return husk_error_make (err, 0, "%s cgroup `%s`: not done after 10 s", verb, path);
         }
+      poll (&pfd, 1, 100);
     }
-  if (frozen)
-    husk_write_file (freeze, "0", 1, NULL);
-  return husk_error_make (err, 0, "%s cgroup `%s`: not done after 10 s", verb, path);
+  return 0;
 }
 
 int
@@ -419,7 +435,8 @@ change_freeze (const struct runtime_ctx *ctx, const char *id, bool frozen, struc
   if (load_live (ctx, id, what, &state, &status, err) < 0)
     return -1;
   if (frozen && status != STATUS_RUNNING && status != STATUS_CREATED)
-    ret = husk_error_make (err, 0, "cannot pause container `%s`: it is %s", id, container_status_name (status));
+    ret = husk_error_make (err, 0, "cannot pause container `%s`: it is %s", id,
+                           container_status_name (status));
   else if (!frozen && status != STATUS_PAUSED)
     ret = husk_error_make (err, 0, "cannot resume container `%s`: it is %s, not paused", id,
                            container_status_name (status));

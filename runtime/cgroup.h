@@ -174,8 +174,8 @@ int cgroup_resources_write (const char *path, const struct cgroup_resources *res
 int cgroup_apply_resources (const struct spec *spec, const char *path, struct husk_error **err);
 
 /* `husk update`: writes RES into an existing container's cgroup. */
-int cgroup_container_update (const struct runtime_ctx *ctx, const char *id, const struct cgroup_resources *res,
-                             struct husk_error **err);
+int cgroup_container_update (const struct runtime_ctx *ctx, const char *id,
+                             const struct cgroup_resources *res, struct husk_error **err);
 
 /* ------------------------------------------------------ cgroup_bpf.c */
 

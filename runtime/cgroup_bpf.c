@@ -18,16 +18,16 @@
 
 const struct cgroup_device_rule cgroup_default_device_rules[] = {
   { true, 'c', ANY, ANY, CGROUP_DEV_MKNOD }, { true, 'b', ANY, ANY, CGROUP_DEV_MKNOD },
-  { true, 'c', 1, 3, CGROUP_DEV_ALL },       /* null */
-  { true, 'c', 1, 5, CGROUP_DEV_ALL },       /* zero */
-  { true, 'c', 1, 7, CGROUP_DEV_ALL },       /* full */
-  { true, 'c', 1, 8, CGROUP_DEV_ALL },       /* random */
-  { true, 'c', 1, 9, CGROUP_DEV_ALL },       /* urandom */
-  { true, 'c', 5, 0, CGROUP_DEV_ALL },       /* tty */
-  { true, 'c', 5, 1, CGROUP_DEV_ALL },       /* console */
-  { true, 'c', 5, 2, CGROUP_DEV_ALL },       /* ptmx */
-  { true, 'c', 136, ANY, CGROUP_DEV_ALL },   /* pts/N */
-  { true, 'c', 10, 200, CGROUP_DEV_ALL },    /* net/tun */
+  { true, 'c', 1, 3, CGROUP_DEV_ALL },     /* null */
+  { true, 'c', 1, 5, CGROUP_DEV_ALL },     /* zero */
+  { true, 'c', 1, 7, CGROUP_DEV_ALL },     /* full */
+  { true, 'c', 1, 8, CGROUP_DEV_ALL },     /* random */
+  { true, 'c', 1, 9, CGROUP_DEV_ALL },     /* urandom */
+  { true, 'c', 5, 0, CGROUP_DEV_ALL },     /* tty */
+  { true, 'c', 5, 1, CGROUP_DEV_ALL },     /* console */
+  { true, 'c', 5, 2, CGROUP_DEV_ALL },     /* ptmx */
+  { true, 'c', 136, ANY, CGROUP_DEV_ALL }, /* pts/N */
+  { true, 'c', 10, 200, CGROUP_DEV_ALL },  /* net/tun */
 };
 const size_t cgroup_n_default_device_rules
     = sizeof cgroup_default_device_rules / sizeof cgroup_default_device_rules[0];
@@ -59,7 +59,8 @@ first_live_rule (const struct cgroup_device_rule *rules, size_t n_rules, bool *d
 /* An allow rule must cover every access asked for; a deny rule applies
  * as soon as it covers one of them. */
 static bool
-rule_matches (const struct cgroup_device_rule *rule, char type, uint32_t major, uint32_t minor, unsigned access)
+rule_matches (const struct cgroup_device_rule *rule, char type, uint32_t major, uint32_t minor,
+              unsigned access)
 {
   if (rule->type != 'a' && rule->type != type)
     return false;
@@ -100,7 +101,7 @@ enum
 static struct bpf_insn
 insn (uint8_t code, uint8_t dst, uint8_t src, int16_t off, int32_t imm)
 {
-  return (struct bpf_insn) { .code = code, .dst_reg = dst, .src_reg = src, .off = off, .imm = imm };
+  return (struct bpf_insn){ .code = code, .dst_reg = dst, .src_reg = src, .off = off, .imm = imm };
 }
 
 static struct bpf_insn
@@ -170,7 +171,8 @@ emit_verdict (struct program *prog, bool allow)
 static int32_t
 bpf_access_bits (unsigned access)
 {
-  return (access & CGROUP_DEV_MKNOD ? BPF_DEVCG_ACC_MKNOD : 0) | (access & CGROUP_DEV_READ ? BPF_DEVCG_ACC_READ : 0)
+  return (access & CGROUP_DEV_MKNOD ? BPF_DEVCG_ACC_MKNOD : 0)
+         | (access & CGROUP_DEV_READ ? BPF_DEVCG_ACC_READ : 0)
          | (access & CGROUP_DEV_WRITE ? BPF_DEVCG_ACC_WRITE : 0);
 }
 
@@ -188,7 +190,8 @@ emit_rule (struct program *prog, const struct cgroup_device_rule *rule)
 
 #define SKIP ((int16_t) (end - prog->n - 1))
   if (check_type)
-    emit (prog, jump_imm (BPF_JNE, REG_TYPE, rule->type == 'c' ? BPF_DEVCG_DEV_CHAR : BPF_DEVCG_DEV_BLOCK, SKIP));
+    emit (prog,
+          jump_imm (BPF_JNE, REG_TYPE, rule->type == 'c' ? BPF_DEVCG_DEV_CHAR : BPF_DEVCG_DEV_BLOCK, SKIP));
   if (check_access)
     {
       emit (prog, mov_reg (REG_SCRATCH, REG_ACCESS));

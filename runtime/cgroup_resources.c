@@ -17,8 +17,7 @@
 
 /* ------------------------------------------------------------ parsing */
 
-static int
-field_error (struct husk_error **err, const char *where, const char *field, const char *fmt, ...)
+static int field_error (struct husk_error **err, const char *where, const char *field, const char *fmt, ...)
     __attribute__ ((format (printf, 4, 5)));
 
 static int
@@ -251,14 +250,15 @@ parse_io_devices (json_t *list, const char *where, const char *key, const char *
     if (want_section (item, where, at, false, err) < 0
         || read_int (item, "major", where, at, 0, UINT32_MAX, &major, err) < 0
         || read_int (item, "minor", where, at, 0, UINT32_MAX, &minor, err) < 0
-        || read_int (item, value_key, where, at, weights ? 10 : 0, weights ? 1000 : INT64_MAX, &value, err) < 0)
+        || read_int (item, value_key, where, at, weights ? 10 : 0, weights ? 1000 : INT64_MAX, &value, err)
+               < 0)
       return -1;
     if (!major.set || !minor.set)
       return field_error (err, where, at, "major and minor are required");
     warn_ignored (item, where, at, "leafWeight", "cgroup v2 has no leaf weights");
     if (!value.set)
       continue; /* a weightDevice entry with only a leafWeight */
-    (*out)[*n_out] = (struct cgroup_io_device) { major.value, minor.value, (uint64_t) value.value };
+    (*out)[*n_out] = (struct cgroup_io_device){ major.value, minor.value, (uint64_t) value.value };
     (*n_out)++;
   }
   return 0;
@@ -279,8 +279,8 @@ parse_block_io (json_t *io, const char *where, struct cgroup_resources *res, str
       < 0)
     return -1;
   for (int t = 0; t < CGROUP_THROTTLE_COUNT; t++)
-    if (parse_io_devices (member (io, throttle_keys[t]), where, throttle_keys[t], "rate", &res->io.throttle[t],
-                          &res->io.n_throttle[t], err)
+    if (parse_io_devices (member (io, throttle_keys[t]), where, throttle_keys[t], "rate",
+                          &res->io.throttle[t], &res->io.n_throttle[t], err)
         < 0)
       return -1;
   return 0;
@@ -361,18 +361,16 @@ static const char *const unified_refused[] = {
 static int
 check_unified_key (const char *key, const char *where, struct husk_error **err)
 {
+  static const char file_chars[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-";
   const char *dot = strchr (key, '.');
 
-  if (dot == NULL || dot == key || dot[1] == '\0' || strchr (key, '/') || key[strspn (key, "abcdefghijklmnopqrstuvwxyz"
-                                                                                             "ABCDEFGHIJKLMNOPQRSTUV"
-                                                                                             "WXYZ0123456789._-")]
-                                                                                != '\0')
+  if (dot == NULL || dot == key || dot[1] == '\0' || key[strspn (key, file_chars)] != '\0')
     return husk_error_make (err, 0, "%s.unified: unknown key `%s` (keys are cgroup files like `memory.high`)",
                             where, key);
   for (size_t i = 0; i < sizeof unified_refused / sizeof unified_refused[0]; i++)
     if (strcmp (key, unified_refused[i]) == 0)
-      return husk_error_make (err, 0, "%s.unified: key `%s` manages the cgroup itself and cannot be set", where,
-                              key);
+      return husk_error_make (err, 0, "%s.unified: key `%s` manages the cgroup itself and cannot be set",
+                              where, key);
   return 0;
 }
 
@@ -413,12 +411,14 @@ parse_device_rule (json_t *item, const char *where, size_t index, struct cgroup_
   if (!json_is_boolean (member (item, "allow")))
     return field_error (err, where, at, "allow (true or false) is required");
   allow = json_is_true (member (item, "allow"));
-  if (type && (!json_is_string (type) || strlen (json_string_value (type)) != 1
-               || !strchr ("acb", json_string_value (type)[0])))
+  if (type
+      && (!json_is_string (type) || strlen (json_string_value (type)) != 1
+          || !strchr ("acb", json_string_value (type)[0])))
     return field_error (err, where, at, "type must be `a`, `c` or `b`");
-  if (access && (!json_is_string (access) || json_string_value (access)[strspn (json_string_value (access), "rwm")]))
+  if (access
+      && (!json_is_string (access) || json_string_value (access)[strspn (json_string_value (access), "rwm")]))
     return field_error (err, where, at, "access may only contain r, w and m");
-  *rule = (struct cgroup_device_rule) {
+  *rule = (struct cgroup_device_rule){
     .allow = allow,
     .type = type ? json_string_value (type)[0] : 'a',
     .major = major.set ? major.value : -1,
@@ -456,8 +456,8 @@ parse_network (json_t *network, const char *where, struct husk_error **err)
 {
   if (want_section (network, where, "network", false, err) < 0)
     return -1;
-  if (member (network, "classID") || (member (network, "priorities")
-                                      && json_array_size (member (network, "priorities")) > 0))
+  if (member (network, "classID")
+      || (member (network, "priorities") && json_array_size (member (network, "priorities")) > 0))
     return husk_error_make (err, 0,
                             "%s.network: cannot apply: the net_cls and net_prio controllers exist only in "
                             "cgroup v1",
@@ -473,9 +473,14 @@ static const struct
   const char *name;
   section_parser parse;
 } sections[] = {
-  { "memory", parse_memory },   { "cpu", parse_cpu },         { "pids", parse_pids },
-  { "blockIO", parse_block_io }, { "hugepageLimits", parse_hugepages }, { "rdma", parse_rdma },
-  { "unified", parse_unified },  { "devices", parse_devices },
+  { "memory", parse_memory },
+  { "cpu", parse_cpu },
+  { "pids", parse_pids },
+  { "blockIO", parse_block_io },
+  { "hugepageLimits", parse_hugepages },
+  { "rdma", parse_rdma },
+  { "unified", parse_unified },
+  { "devices", parse_devices },
 };
 
 int
@@ -552,8 +557,8 @@ struct cgroup_write
   char *file, *value, *field;
   char *controller; /* NULL: core cgroup file */
   bool keyed;
-  bool unified;     /* from linux.resources.unified: a missing file is an unknown key */
-  char *old_value;  /* for undo, read just before writing */
+  bool unified;    /* from linux.resources.unified: a missing file is an unknown key */
+  char *old_value; /* for undo, read just before writing */
 };
 
 struct cgroup_plan
@@ -580,9 +585,8 @@ plan_clear (struct cgroup_plan *plan)
 
 #define cleanup_plan __attribute__ ((cleanup (plan_clear)))
 
-static void
-plan_add (struct cgroup_plan *plan, const char *field, const char *file, bool keyed, const char *fmt, ...)
-    __attribute__ ((format (printf, 5, 6)));
+static void plan_add (struct cgroup_plan *plan, const char *field, const char *file, bool keyed,
+                      const char *fmt, ...) __attribute__ ((format (printf, 5, 6)));
 
 static void
 plan_add (struct cgroup_plan *plan, const char *field, const char *file, bool keyed, const char *fmt, ...)
@@ -592,7 +596,8 @@ plan_add (struct cgroup_plan *plan, const char *field, const char *file, bool ke
   const char *dot = strchr (file, '.');
 
   if (plan->n == plan->cap)
-    plan->writes = xrealloc (plan->writes, (plan->cap = plan->cap ? plan->cap * 2 : 16) * sizeof *plan->writes);
+    plan->writes
+        = xrealloc (plan->writes, (plan->cap = plan->cap ? plan->cap * 2 : 16) * sizeof *plan->writes);
   w = &plan->writes[plan->n++];
   memset (w, 0, sizeof *w);
   w->file = xstrdup (file);
@@ -663,8 +668,8 @@ plan_swap (struct cgroup_plan *plan, const struct cgroup_resources *res, struct 
     return field_error (err, plan->where, "memory.swap", "needs a memory limit (swap is memory plus swap)");
   if (swap < limit)
     return field_error (err, plan->where, "memory.swap",
-                        "%lld is less than the memory limit %lld (swap is memory plus swap)", (long long) swap,
-                        (long long) limit);
+                        "%lld is less than the memory limit %lld (swap is memory plus swap)",
+                        (long long) swap, (long long) limit);
   plan_add (plan, "memory.swap", "memory.swap.max", false, "%lld", (long long) (swap - limit));
   return 0;
 }
@@ -699,7 +704,8 @@ plan_cpu (struct cgroup_plan *plan, const struct cgroup_resources *res, struct h
   if (res->cpu.weight.set)
     plan_add (plan, "cpu.weight", "cpu.weight", false, "%lld", (long long) res->cpu.weight.value);
   else if (res->cpu.shares.set)
-    plan_add (plan, "cpu.shares", "cpu.weight", false, "%lld", (long long) shares_to_weight (res->cpu.shares.value));
+    plan_add (plan, "cpu.shares", "cpu.weight", false, "%lld",
+              (long long) shares_to_weight (res->cpu.shares.value));
   if (res->cpu.quota.set || res->cpu.period.set)
     {
       /* cpu.max is "QUOTA PERIOD": keep the half that is not changed. */
@@ -714,7 +720,8 @@ plan_cpu (struct cgroup_plan *plan, const struct cgroup_resources *res, struct h
         snprintf (quota, sizeof quota, "%lld", (long long) res->cpu.quota.value);
       if (res->cpu.period.set)
         snprintf (period, sizeof period, "%lld", (long long) res->cpu.period.value);
-      plan_add (plan, res->cpu.quota.set ? "cpu.quota" : "cpu.period", "cpu.max", false, "%s %s", quota, period);
+      plan_add (plan, res->cpu.quota.set ? "cpu.quota" : "cpu.period", "cpu.max", false, "%s %s", quota,
+                period);
     }
   if (res->cpu.burst.set)
     plan_add (plan, "cpu.burst", "cpu.max.burst", false, "%lld", (long long) res->cpu.burst.value);
@@ -749,8 +756,8 @@ plan_io_throttles (struct cgroup_plan *plan, const struct cgroup_resources *res)
 
         if (dev->value > 0)
           snprintf (rate, sizeof rate, "%llu", (unsigned long long) dev->value);
-        plan_add (plan, field, "io.max", true, "%lld:%lld %s=%s", (long long) dev->major, (long long) dev->minor,
-                  keys[t], rate);
+        plan_add (plan, field, "io.max", true, "%lld:%lld %s=%s", (long long) dev->major,
+                  (long long) dev->minor, keys[t], rate);
       }
 }
 
@@ -789,7 +796,8 @@ hugepage_sizes (const char *path)
       if (husk_str_has_prefix (entry->d_name, "hugetlb.") && husk_str_has_suffix (entry->d_name, ".max")
           && !husk_str_has_suffix (entry->d_name, ".rsvd.max"))
         {
-          char *longer = xasprintf ("%s%s%.*s", sizes, *sizes ? ", " : "", (int) (len - 12), entry->d_name + 8);
+          char *longer
+              = xasprintf ("%s%s%.*s", sizes, *sizes ? ", " : "", (int) (len - 12), entry->d_name + 8);
           free (sizes);
           sizes = longer;
         }
@@ -810,8 +818,8 @@ plan_hugepages (struct cgroup_plan *plan, const struct cgroup_resources *res, st
       if (cgroup_has_controller (plan->path, "hugetlb") && !exists_in (plan->path, file))
         {
           cleanup_free char *sizes = hugepage_sizes (plan->path);
-          return field_error (err, plan->where, field, "the kernel has no %s huge pages (it has: %s)", hp->page_size,
-                              *sizes ? sizes : "none");
+          return field_error (err, plan->where, field, "the kernel has no %s huge pages (it has: %s)",
+                              hp->page_size, *sizes ? sizes : "none");
         }
       plan_add (plan, field, file, false, "%llu", (unsigned long long) hp->limit);
       /* Reservations count against the limit too, or mmap could overcommit. */
@@ -851,15 +859,8 @@ plan_unified (struct cgroup_plan *plan, const struct cgroup_resources *res, stru
   return 0;
 }
 
-typedef int (*plan_step) (struct cgroup_plan *plan, const struct cgroup_resources *res, struct husk_error **err);
-
-/* In this order; unified last so that it overrides. */
-static const plan_step plan_steps[] = {
-  plan_memory, plan_cpu, plan_io, plan_hugepages, plan_rdma, plan_unified,
-};
-
 static int
-plan_pids (struct cgroup_plan *plan, const struct cgroup_resources *res)
+plan_pids (struct cgroup_plan *plan, const struct cgroup_resources *res, struct husk_error **err)
 {
   if (res->pids_limit.set && res->pids_limit.value == -1)
     plan_add (plan, "pids.limit", "pids.max", false, "max");
@@ -868,16 +869,20 @@ plan_pids (struct cgroup_plan *plan, const struct cgroup_resources *res)
   return 0;
 }
 
+typedef int (*plan_step) (struct cgroup_plan *plan, const struct cgroup_resources *res,
+                          struct husk_error **err);
+
+/* In this order; unified last so that it overrides. */
+static const plan_step plan_steps[] = {
+  plan_memory, plan_cpu, plan_pids, plan_io, plan_hugepages, plan_rdma, plan_unified,
+};
+
 static int
 build_plan (struct cgroup_plan *plan, const struct cgroup_resources *res, struct husk_error **err)
 {
   for (size_t i = 0; i < sizeof plan_steps / sizeof plan_steps[0]; i++)
-    {
-      if (plan_steps[i] == plan_unified)
-        plan_pids (plan, res);
-      if (plan_steps[i](plan, res, err) < 0)
-        return -1;
-    }
+    if (plan_steps[i](plan, res, err) < 0)
+      return -1;
   return 0;
 }
 
@@ -889,7 +894,8 @@ check_write (const struct cgroup_plan *plan, const struct cgroup_write *w, struc
   if (w->controller && !cgroup_has_controller (plan->path, w->controller))
     {
       /* A unified key naming no controller at all is simply unknown. */
-      static const char *const known[] = { "cpu", "cpuset", "io", "memory", "hugetlb", "pids", "rdma", "misc" };
+      static const char *const known[]
+          = { "cpu", "cpuset", "io", "memory", "hugetlb", "pids", "rdma", "misc" };
       bool is_controller = !w->unified;
 
       for (size_t i = 0; i < sizeof known / sizeof known[0] && !is_controller; i++)
@@ -908,7 +914,8 @@ check_write (const struct cgroup_plan *plan, const struct cgroup_write *w, struc
 
 /* memory.checkBeforeUpdate: a limit below the current usage is refused. */
 static int
-check_memory_usage (const struct cgroup_plan *plan, const struct cgroup_resources *res, struct husk_error **err)
+check_memory_usage (const struct cgroup_plan *plan, const struct cgroup_resources *res,
+                    struct husk_error **err)
 {
   cleanup_free char *current = NULL;
   long long usage;
@@ -949,7 +956,8 @@ undo_value (const struct cgroup_write *w)
 
   if (!w->keyed)
     return xstrdup (w->old_value ? w->old_value : "");
-  for (char *line = w->old_value; line && *line; line += strcspn (line, "\n") + (line[strcspn (line, "\n")] != 0))
+  for (char *line = w->old_value; line && *line;
+       line += strcspn (line, "\n") + (line[strcspn (line, "\n")] != 0))
     if (strncmp (line, w->value, key_len) == 0 && line[key_len] == ' ')
       return xasprintf ("%.*s", (int) strcspn (line, "\n"), line);
   if (strcmp (w->file, "io.max") == 0)
@@ -999,7 +1007,8 @@ execute_plan (struct cgroup_plan *plan, struct husk_error **err)
 int
 cgroup_resources_write (const char *path, const struct cgroup_resources *res, struct husk_error **err)
 {
-  cleanup_plan struct cgroup_plan plan = { .path = path, .where = res->where ? res->where : "linux.resources" };
+  cleanup_plan struct cgroup_plan plan
+      = { .path = path, .where = res->where ? res->where : "linux.resources" };
   cleanup_close int prog_fd = -1;
 
   if (build_plan (&plan, res, err) < 0 || check_memory_usage (&plan, res, err) < 0)

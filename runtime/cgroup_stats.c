@@ -55,7 +55,10 @@ struct key_field
   size_t offset; /* of a uint64_t in struct husk_cgroup_stats */
 };
 
-#define STAT(key, member) { key, offsetof (struct husk_cgroup_stats, member) }
+#define STAT(key, member)                                                                                    \
+  {                                                                                                          \
+    key, offsetof (struct husk_cgroup_stats, member)                                                         \
+  }
 
 static const struct key_field memory_stat_keys[] = {
   STAT ("anon", memory.anon),
@@ -70,9 +73,8 @@ static const struct key_field memory_stat_keys[] = {
 };
 
 static const struct key_field memory_events_keys[] = {
-  STAT ("low", memory.events_low),         STAT ("high", memory.events_high),
-  STAT ("max", memory.events_max),         STAT ("oom", memory.events_oom),
-  STAT ("oom_kill", memory.events_oom_kill),
+  STAT ("low", memory.events_low), STAT ("high", memory.events_high),         STAT ("max", memory.events_max),
+  STAT ("oom", memory.events_oom), STAT ("oom_kill", memory.events_oom_kill),
 };
 
 static const struct key_field cpu_stat_keys[] = {
@@ -116,12 +118,12 @@ read_memory (const char *path, struct husk_cgroup_stats *out)
   read_value (path, "memory.peak", &out->memory.peak);
   read_value (path, "memory.swap.current", &out->memory.swap_usage);
   read_value (path, "memory.swap.max", &out->memory.swap_limit);
-  read_keyed (path, "memory.stat", memory_stat_keys, sizeof memory_stat_keys / sizeof memory_stat_keys[0], out);
+  read_keyed (path, "memory.stat", memory_stat_keys, sizeof memory_stat_keys / sizeof memory_stat_keys[0],
+              out);
   read_keyed (path, "memory.events", memory_events_keys,
               sizeof memory_events_keys / sizeof memory_events_keys[0], out);
-  out->memory.working_set = out->memory.usage > out->memory.inactive_file
-                                ? out->memory.usage - out->memory.inactive_file
-                                : 0;
+  out->memory.working_set
+      = out->memory.usage > out->memory.inactive_file ? out->memory.usage - out->memory.inactive_file : 0;
 }
 
 static void
@@ -131,7 +133,8 @@ read_cpu (const char *path, struct husk_cgroup_stats *out)
   char quota[32];
   unsigned long long period;
 
-  out->has_cpu = read_keyed (path, "cpu.stat", cpu_stat_keys, sizeof cpu_stat_keys / sizeof cpu_stat_keys[0], out);
+  out->has_cpu
+      = read_keyed (path, "cpu.stat", cpu_stat_keys, sizeof cpu_stat_keys / sizeof cpu_stat_keys[0], out);
   read_value (path, "cpu.weight", &out->cpu.weight);
   out->cpu.quota_usec = HUSK_CGROUP_UNLIMITED;
   max = read_in (path, "cpu.max");
@@ -177,7 +180,7 @@ read_io (const char *path, struct husk_cgroup_stats *out)
       for (field = strtok_r (line + used, " ", &field_save); field; field = strtok_r (NULL, " ", &field_save))
         {
           unsigned long long value = strtoull (strchr (field, '=') ? strchr (field, '=') + 1 : "0", NULL, 10);
-          uint64_t *slots[] = { &io->read_bytes, &io->write_bytes, &io->read_ios,
+          uint64_t *slots[] = { &io->read_bytes, &io->write_bytes,   &io->read_ios,
                                 &io->write_ios,  &io->discard_bytes, &io->discard_ios };
           static const char *const names[] = { "rbytes=", "wbytes=", "rios=", "wios=", "dbytes=", "dios=" };
           for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
@@ -277,19 +280,19 @@ json_u64 (uint64_t value)
 static json_t *
 memory_json (const struct husk_cgroup_stats *s)
 {
-  return json_pack ("{s:{s:o, s:o, s:o}, s:{s:o, s:o}, s:o, s:{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}, "
-                    "s:{s:o, s:o, s:o, s:o, s:o}, s:o}",
-                    "usage", "usage", json_u64 (s->memory.usage), "limit", json_u64 (s->memory.limit), "max",
-                    json_u64 (s->memory.peak), "swap", "usage", json_u64 (s->memory.swap_usage), "limit",
-                    json_u64 (s->memory.swap_limit), "workingSet", json_u64 (s->memory.working_set), "raw", "anon",
-                    json_u64 (s->memory.anon), "file", json_u64 (s->memory.file), "kernel",
-                    json_u64 (s->memory.kernel), "sock", json_u64 (s->memory.sock), "shmem",
-                    json_u64 (s->memory.shmem), "active_file", json_u64 (s->memory.active_file), "inactive_file",
-                    json_u64 (s->memory.inactive_file), "pgfault", json_u64 (s->memory.page_faults), "pgmajfault",
-                    json_u64 (s->memory.major_page_faults), "events", "low", json_u64 (s->memory.events_low),
-                    "high", json_u64 (s->memory.events_high), "max", json_u64 (s->memory.events_max), "oom",
-                    json_u64 (s->memory.events_oom), "oom_kill", json_u64 (s->memory.events_oom_kill), "oomKill",
-                    json_u64 (s->memory.events_oom_kill));
+  return json_pack (
+      "{s:{s:o, s:o, s:o}, s:{s:o, s:o}, s:o, s:{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}, "
+      "s:{s:o, s:o, s:o, s:o, s:o}, s:o}",
+      "usage", "usage", json_u64 (s->memory.usage), "limit", json_u64 (s->memory.limit), "max",
+      json_u64 (s->memory.peak), "swap", "usage", json_u64 (s->memory.swap_usage), "limit",
+      json_u64 (s->memory.swap_limit), "workingSet", json_u64 (s->memory.working_set), "raw", "anon",
+      json_u64 (s->memory.anon), "file", json_u64 (s->memory.file), "kernel", json_u64 (s->memory.kernel),
+      "sock", json_u64 (s->memory.sock), "shmem", json_u64 (s->memory.shmem), "active_file",
+      json_u64 (s->memory.active_file), "inactive_file", json_u64 (s->memory.inactive_file), "pgfault",
+      json_u64 (s->memory.page_faults), "pgmajfault", json_u64 (s->memory.major_page_faults), "events", "low",
+      json_u64 (s->memory.events_low), "high", json_u64 (s->memory.events_high), "max",
+      json_u64 (s->memory.events_max), "oom", json_u64 (s->memory.events_oom), "oom_kill",
+      json_u64 (s->memory.events_oom_kill), "oomKill", json_u64 (s->memory.events_oom_kill));
 }
 
 static json_t *
@@ -297,10 +300,11 @@ cpu_json (const struct husk_cgroup_stats *s)
 {
   return json_pack ("{s:{s:o, s:o, s:o}, s:{s:o, s:o, s:o}, s:o, s:o, s:o}", "usage", "total",
                     json_u64 (s->cpu.usage_usec * 1000), "user", json_u64 (s->cpu.user_usec * 1000), "kernel",
-                    json_u64 (s->cpu.system_usec * 1000), "throttling", "periods", json_u64 (s->cpu.nr_periods),
-                    "throttledPeriods", json_u64 (s->cpu.nr_throttled), "throttledTime",
-                    json_u64 (s->cpu.throttled_usec * 1000), "weight", json_u64 (s->cpu.weight), "quota",
-                    json_u64 (s->cpu.quota_usec), "period", json_u64 (s->cpu.period_usec));
+                    json_u64 (s->cpu.system_usec * 1000), "throttling", "periods",
+                    json_u64 (s->cpu.nr_periods), "throttledPeriods", json_u64 (s->cpu.nr_throttled),
+                    "throttledTime", json_u64 (s->cpu.throttled_usec * 1000), "weight",
+                    json_u64 (s->cpu.weight), "quota", json_u64 (s->cpu.quota_usec), "period",
+                    json_u64 (s->cpu.period_usec));
 }
 
 static json_t *
@@ -311,12 +315,12 @@ io_json (const struct husk_cgroup_stats *s)
   for (size_t i = 0; i < s->n_io; i++)
     {
       const struct husk_cgroup_io_stat *io = &s->io[i];
-      json_array_append_new (devices, json_pack ("{s:I, s:I, s:o, s:o, s:o, s:o, s:o, s:o}", "major",
-                                                 (json_int_t) io->major, "minor", (json_int_t) io->minor, "rbytes",
-                                                 json_u64 (io->read_bytes), "wbytes", json_u64 (io->write_bytes),
-                                                 "rios", json_u64 (io->read_ios), "wios", json_u64 (io->write_ios),
-                                                 "dbytes", json_u64 (io->discard_bytes), "dios",
-                                                 json_u64 (io->discard_ios)));
+      json_array_append_new (
+          devices, json_pack ("{s:I, s:I, s:o, s:o, s:o, s:o, s:o, s:o}", "major", (json_int_t) io->major,
+                              "minor", (json_int_t) io->minor, "rbytes", json_u64 (io->read_bytes), "wbytes",
+                              json_u64 (io->write_bytes), "rios", json_u64 (io->read_ios), "wios",
+                              json_u64 (io->write_ios), "dbytes", json_u64 (io->discard_bytes), "dios",
+                              json_u64 (io->discard_ios)));
     }
   return json_pack ("{s:o}", "devices", devices);
 }
@@ -329,7 +333,8 @@ hugetlb_json (const struct husk_cgroup_stats *s)
   for (size_t i = 0; i < s->n_hugetlb; i++)
     json_object_set_new (sizes, s->hugetlb[i].page_size,
                          json_pack ("{s:o, s:o, s:o}", "usage", json_u64 (s->hugetlb[i].usage), "limit",
-                                    json_u64 (s->hugetlb[i].limit), "failcnt", json_u64 (s->hugetlb[i].max_events)));
+                                    json_u64 (s->hugetlb[i].limit), "failcnt",
+                                    json_u64 (s->hugetlb[i].max_events)));
   return sizes;
 }
 
@@ -346,8 +351,9 @@ husk_cgroup_stats_json (const struct husk_cgroup_stats *stats, const char *id)
   if (stats->has_memory)
     json_object_set_new (data, "memory", memory_json (stats));
   if (stats->has_pids)
-    json_object_set_new (data, "pids", json_pack ("{s:o, s:o}", "current", json_u64 (stats->pids.current), "limit",
-                                                  json_u64 (stats->pids.limit)));
+    json_object_set_new (data, "pids",
+                         json_pack ("{s:o, s:o}", "current", json_u64 (stats->pids.current), "limit",
+                                    json_u64 (stats->pids.limit)));
   json_object_set_new (data, "io", io_json (stats));
   json_object_set_new (data, "hugetlb", hugetlb_json (stats));
   doc = json_pack ("{s:s, s:s, s:o}", "type", "stats", "id", id ? id : "", "data", data);

@@ -48,8 +48,8 @@ struct husk_cgroup_stats
   {
     uint64_t usage_usec, user_usec, system_usec;
     uint64_t nr_periods, nr_throttled, throttled_usec;
-    uint64_t weight;       /* cpu.weight, 0 if absent */
-    uint64_t quota_usec;   /* cpu.max, HUSK_CGROUP_UNLIMITED for max */
+    uint64_t weight;     /* cpu.weight, 0 if absent */
+    uint64_t quota_usec; /* cpu.max, HUSK_CGROUP_UNLIMITED for max */
     uint64_t period_usec;
   } cpu;
 

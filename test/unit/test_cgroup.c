@@ -29,9 +29,9 @@
 
 struct fixture
 {
-  char dir[64];     /* a fake cgroup: plain files in /tmp */
-  char *real;       /* a real cgroup v2 directory, or NULL */
-  pid_t child;      /* a process parked in REAL, killed in teardown */
+  char dir[64]; /* a fake cgroup: plain files in /tmp */
+  char *real;   /* a real cgroup v2 directory, or NULL */
+  pid_t child;  /* a process parked in REAL, killed in teardown */
 };
 
 /* Files a fake cgroup starts with, and their content. */
@@ -219,8 +219,9 @@ test_parse_errors (void **state)
     { "{\"cpu\":{\"cpus\":\"3-1\"}}", "linux.resources.cpu.cpus: `3-1` is not a list" },
     { "{\"cpu\":{\"cpus\":\"0,,1\"}}", "linux.resources.cpu.cpus: `0,,1` is not a list" },
     { "{\"cpu\":{\"mems\":\"a\"}}", "linux.resources.cpu.mems: `a` is not a list" },
-    { "{\"cpu\":{\"realtimeRuntime\":950000}}", "cpu.realtimeRuntime: cannot apply: real-time bandwidth exists only "
-                                                "in cgroup v1" },
+    { "{\"cpu\":{\"realtimeRuntime\":950000}}",
+      "cpu.realtimeRuntime: cannot apply: real-time bandwidth exists only "
+      "in cgroup v1" },
     { "{\"pids\":{\"limit\":-3}}", "linux.resources.pids.limit: must be >= -1" },
     { "{\"blockIO\":{\"weight\":5}}", "linux.resources.blockIO.weight: must be between 10 and 1000" },
     { "{\"blockIO\":{\"weight\":5000}}", "linux.resources.blockIO.weight: must be <= 1000" },
@@ -230,15 +231,18 @@ test_parse_errors (void **state)
       "linux.resources.blockIO.throttleWriteIOPSDevice[0].rate: must be >= 0" },
     { "{\"hugepageLimits\":[{\"pageSize\":\"3XB\",\"limit\":1}]}",
       "linux.resources.hugepageLimits[0]: pageSize must be a size like `2MB`" },
-    { "{\"hugepageLimits\":[{\"pageSize\":\"2MB\"}]}", "linux.resources.hugepageLimits[0]: limit is required" },
+    { "{\"hugepageLimits\":[{\"pageSize\":\"2MB\"}]}",
+      "linux.resources.hugepageLimits[0]: limit is required" },
     { "{\"unified\":{\"memory\":\"1\"}}", "linux.resources.unified: unknown key `memory`" },
     { "{\"unified\":{\"../memory.max\":\"1\"}}", "linux.resources.unified: unknown key `../memory.max`" },
     { "{\"unified\":{\"cgroup.procs\":\"1\"}}", "key `cgroup.procs` manages the cgroup itself" },
     { "{\"unified\":{\"memory.high\":5}}", "linux.resources.unified.memory.high: must be a string" },
     { "{\"network\":{\"classID\":1}}", "linux.resources.network: cannot apply: the net_cls and net_prio" },
-    { "{\"devices\":[{\"allow\":true,\"type\":\"x\"}]}", "linux.resources.devices[0]: type must be `a`, `c` or `b`" },
+    { "{\"devices\":[{\"allow\":true,\"type\":\"x\"}]}",
+      "linux.resources.devices[0]: type must be `a`, `c` or `b`" },
     { "{\"devices\":[{\"type\":\"c\"}]}", "linux.resources.devices[0]: allow (true or false) is required" },
-    { "{\"devices\":[{\"allow\":true,\"access\":\"rwx\"}]}", "devices[0]: access may only contain r, w and m" },
+    { "{\"devices\":[{\"allow\":true,\"access\":\"rwx\"}]}",
+      "devices[0]: access may only contain r, w and m" },
     { "{\"devices\":[{\"allow\":true,\"major\":-2}]}", "linux.resources.devices[0].major: must be >= -1" },
   };
 
@@ -290,15 +294,16 @@ test_write_values (void **state)
   struct fixture *fx = *state;
   struct husk_error *err = NULL;
 
-  assert_int_equal (write_text (fx->dir,
-                                "{\"memory\":{\"limit\":268435456,\"reservation\":134217728,\"swap\":536870912},"
-                                "\"cpu\":{\"shares\":1024,\"quota\":50000,\"period\":100000,\"burst\":1000,"
-                                "\"idle\":1,\"cpus\":\"0-1\",\"mems\":\"0\"},\"pids\":{\"limit\":42},"
-                                "\"blockIO\":{\"weight\":500,\"throttleReadBpsDevice\":[{\"major\":8,\"minor\":0,"
-                                "\"rate\":1048576}]},\"hugepageLimits\":[{\"pageSize\":\"2MB\",\"limit\":4194304}],"
-                                "\"rdma\":{\"mlx5_0\":{\"hcaHandles\":3}}}",
-                                &err),
-                    0);
+  assert_int_equal (
+      write_text (fx->dir,
+                  "{\"memory\":{\"limit\":268435456,\"reservation\":134217728,\"swap\":536870912},"
+                  "\"cpu\":{\"shares\":1024,\"quota\":50000,\"period\":100000,\"burst\":1000,"
+                  "\"idle\":1,\"cpus\":\"0-1\",\"mems\":\"0\"},\"pids\":{\"limit\":42},"
+                  "\"blockIO\":{\"weight\":500,\"throttleReadBpsDevice\":[{\"major\":8,\"minor\":0,"
+                  "\"rate\":1048576}]},\"hugepageLimits\":[{\"pageSize\":\"2MB\",\"limit\":4194304}],"
+                  "\"rdma\":{\"mlx5_0\":{\"hcaHandles\":3}}}",
+                  &err),
+      0);
   assert_null (err);
   assert_file (fx->dir, "memory.max", "268435456");
   assert_file (fx->dir, "memory.low", "134217728");
@@ -348,8 +353,9 @@ test_write_conversions (void **state)
   assert_int_equal (write_text (fx->dir, "{\"blockIO\":{\"weight\":500}}", &err), 0);
   assert_file (fx->dir, "io.bfq.weight", "500");
   /* A throttle of 0 removes the limit. */
-  assert_int_equal (write_text (fx->dir, "{\"blockIO\":{\"throttleWriteIOPSDevice\":[{\"major\":1,\"minor\":0,"
-                                         "\"rate\":0}]}}",
+  assert_int_equal (write_text (fx->dir,
+                                "{\"blockIO\":{\"throttleWriteIOPSDevice\":[{\"major\":1,\"minor\":0,"
+                                "\"rate\":0}]}}",
                                 &err),
                     0);
   assert_file (fx->dir, "io.max", "1:0 wiops=max");
@@ -362,8 +368,9 @@ test_unified_overrides (void **state)
   struct fixture *fx = *state;
   struct husk_error *err = NULL;
 
-  assert_int_equal (write_text (fx->dir, "{\"memory\":{\"limit\":1048576},\"unified\":{\"memory.max\":\"2097152\","
-                                         "\"memory.high\":\"1048576\"}}",
+  assert_int_equal (write_text (fx->dir,
+                                "{\"memory\":{\"limit\":1048576},\"unified\":{\"memory.max\":\"2097152\","
+                                "\"memory.high\":\"1048576\"}}",
                                 &err),
                     0);
   assert_file (fx->dir, "memory.max", "2097152");
@@ -377,13 +384,14 @@ test_refused_changes_nothing (void **state)
   struct fixture *fx = *state;
   struct husk_error *err = NULL;
 
-  assert_int_equal (write_text (fx->dir, "{\"memory\":{\"limit\":1048576},\"unified\":{\"memory.nosuch\":\"1\"}}", &err),
-                    -1);
+  assert_int_equal (
+      write_text (fx->dir, "{\"memory\":{\"limit\":1048576},\"unified\":{\"memory.nosuch\":\"1\"}}", &err),
+      -1);
   assert_error_contains (err, "linux.resources.unified: unknown key `memory.nosuch` (no such file in cgroup");
   assert_file (fx->dir, "memory.max", "max");
 
-  assert_int_equal (write_text (fx->dir, "{\"memory\":{\"limit\":1048576},\"unified\":{\"bogus.key\":\"1\"}}", &err),
-                    -1);
+  assert_int_equal (
+      write_text (fx->dir, "{\"memory\":{\"limit\":1048576},\"unified\":{\"bogus.key\":\"1\"}}", &err), -1);
   assert_error_contains (err, "unknown key `bogus.key`");
   assert_file (fx->dir, "memory.max", "max");
 
@@ -393,12 +401,13 @@ test_refused_changes_nothing (void **state)
   assert_error_contains (err, "linux.resources.pids.limit: cannot apply: the pids controller");
   assert_file (fx->dir, "cpu.max", "max 100000");
 
-  assert_int_equal (write_text (fx->dir, "{\"hugepageLimits\":[{\"pageSize\":\"2MB\",\"limit\":2097152}]}", &err),
-                    -1);
+  assert_int_equal (
+      write_text (fx->dir, "{\"hugepageLimits\":[{\"pageSize\":\"2MB\",\"limit\":2097152}]}", &err), -1);
   assert_error_contains (err, "hugepageLimits[0]: cannot apply: the hugetlb controller");
   put (fx->dir, "cgroup.controllers", "cpuset cpu io memory hugetlb pids\n");
 
-  assert_int_equal (write_text (fx->dir, "{\"hugepageLimits\":[{\"pageSize\":\"64KB\",\"limit\":65536}]}", &err), -1);
+  assert_int_equal (
+      write_text (fx->dir, "{\"hugepageLimits\":[{\"pageSize\":\"64KB\",\"limit\":65536}]}", &err), -1);
   assert_error_contains (err, "hugepageLimits[0]: the kernel has no 64KB huge pages (it has: ");
 
   /* Swap is memory plus swap: less than the limit is absurd. */
@@ -413,7 +422,8 @@ test_refused_changes_nothing (void **state)
 
   /* checkBeforeUpdate: below the current usage (1 MiB here) is refused. */
   put (fx->dir, "memory.max", "max\n");
-  assert_int_equal (write_text (fx->dir, "{\"memory\":{\"limit\":524288,\"checkBeforeUpdate\":true}}", &err), -1);
+  assert_int_equal (write_text (fx->dir, "{\"memory\":{\"limit\":524288,\"checkBeforeUpdate\":true}}", &err),
+                    -1);
   assert_error_contains (err, "524288 is below the current usage 1048576");
   assert_file (fx->dir, "memory.max", "max");
 }
@@ -423,22 +433,27 @@ static void
 test_undo_on_failure (void **state)
 {
   struct fixture *fx = *state;
-  cleanup_free char *pids = fx_path (fx->dir, "pids.max");
+  cleanup_free char *huge = fx_path (fx->dir, "hugetlb.2MB.max");
   struct husk_error *err = NULL;
 
   put (fx->dir, "io.max", "8:0 rbps=100 wbps=max riops=max wiops=max\n");
-  /* pids.max as a directory: open for writing fails with EISDIR. */
-  assert_int_equal (unlink (pids), 0);
-  assert_int_equal (mkdir (pids, 0755), 0);
-  assert_int_equal (write_text (fx->dir,
-                                "{\"memory\":{\"limit\":1048576},\"cpu\":{\"quota\":20000},\"blockIO\":"
-                                "{\"throttleReadBpsDevice\":[{\"major\":8,\"minor\":0,\"rate\":5}]},"
-                                "\"pids\":{\"limit\":5}}",
-                                &err),
-                    -1);
-  assert_error_contains (err, "linux.resources.pids.limit: open `");
+  /* hugetlb.2MB.max as a directory: opening it for writing fails, after
+   * memory, cpu, pids and io were written. */
+  assert_int_equal (unlink (huge), 0);
+  assert_int_equal (mkdir (huge, 0755), 0);
+  assert_int_equal (
+      write_text (fx->dir,
+                  "{\"memory\":{\"limit\":1048576},\"cpu\":{\"quota\":20000},\"pids\":{\"limit\":5},"
+                  "\"blockIO\":{\"throttleReadBpsDevice\":[{\"major\":8,\"minor\":0,\"rate\":5}],"
+                  "\"throttleWriteBpsDevice\":[{\"major\":9,\"minor\":1,\"rate\":7}]},"
+                  "\"hugepageLimits\":[{\"pageSize\":\"2MB\",\"limit\":2097152}]}",
+                  &err),
+      -1);
+  assert_error_contains (err, "linux.resources.hugepageLimits[0]: open `");
   assert_file (fx->dir, "memory.max", "max");
   assert_file (fx->dir, "cpu.max", "max 100000");
+  assert_file (fx->dir, "pids.max", "max");
+  /* Keyed files get each device's old line back, or "no limit". */
   assert_file (fx->dir, "io.max", "8:0 rbps=100 wbps=max riops=max wiops=max");
 }
 
@@ -465,7 +480,8 @@ test_resolve (void **state)
   free (path);
   free (expected);
 
-  assert_int_equal (cgroup_resolve ("kubepods-burstable-pod1.slice:cri-husk:abc", "abc", true, &path, &err), 0);
+  assert_int_equal (cgroup_resolve ("kubepods-burstable-pod1.slice:cri-husk:abc", "abc", true, &path, &err),
+                    0);
   expected = xasprintf ("%s/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod1.slice/"
                         "cri-husk-abc.scope",
                         mount);
@@ -494,7 +510,8 @@ test_resolve (void **state)
 
 /* The subset of eBPF the device filter uses, run over one access. */
 static int
-run_program (const struct bpf_insn *insns, size_t n_insns, uint32_t access_type, uint32_t major, uint32_t minor)
+run_program (const struct bpf_insn *insns, size_t n_insns, uint32_t access_type, uint32_t major,
+             uint32_t minor)
 {
   uint32_t ctx[3] = { access_type, major, minor };
   uint64_t reg[11] = { 0 };
@@ -537,7 +554,8 @@ run_program (const struct bpf_insn *insns, size_t n_insns, uint32_t access_type,
 static unsigned
 bpf_access (unsigned access)
 {
-  return (access & CGROUP_DEV_MKNOD ? BPF_DEVCG_ACC_MKNOD : 0) | (access & CGROUP_DEV_READ ? BPF_DEVCG_ACC_READ : 0)
+  return (access & CGROUP_DEV_MKNOD ? BPF_DEVCG_ACC_MKNOD : 0)
+         | (access & CGROUP_DEV_READ ? BPF_DEVCG_ACC_READ : 0)
          | (access & CGROUP_DEV_WRITE ? BPF_DEVCG_ACC_WRITE : 0);
 }
 
@@ -565,8 +583,8 @@ assert_program_matches (const struct cgroup_device_rule *rules, size_t n_rules)
             int got = allow_all ? 1 : run_program (insns, n_insns, access_type, majors[ma], minors[mi]);
 
             if (got != (int) expected)
-              fail_msg ("%c %u:%u access %u: program says %d, rules say %d", type, majors[ma], minors[mi], access,
-                        got, expected);
+              fail_msg ("%c %u:%u access %u: program says %d, rules say %d", type, majors[ma], minors[mi],
+                        access, got, expected);
           }
   free (insns);
 }
@@ -641,8 +659,10 @@ static void
 test_verifier_accepts (void **state)
 {
   const struct cgroup_device_rule rules[] = {
-    { false, 'a', ANY, ANY, CGROUP_DEV_ALL }, { true, 'c', 1, 3, CGROUP_DEV_READ },
-    { true, 'b', 7, ANY, CGROUP_DEV_ALL },    { false, 'c', ANY, 5, CGROUP_DEV_WRITE | CGROUP_DEV_MKNOD },
+    { false, 'a', ANY, ANY, CGROUP_DEV_ALL },
+    { true, 'c', 1, 3, CGROUP_DEV_READ },
+    { true, 'b', 7, ANY, CGROUP_DEV_ALL },
+    { false, 'c', ANY, 5, CGROUP_DEV_WRITE | CGROUP_DEV_MKNOD },
     { true, 'a', 4000000000, ANY, CGROUP_DEV_MKNOD },
   };
   struct husk_error *err = NULL;
@@ -878,14 +898,17 @@ test_stats (void **state)
 
   put (fx->dir, "memory.current", "10485760\n");
   put (fx->dir, "memory.max", "20971520\n");
-  put (fx->dir, "memory.stat", "anon 6291456\nfile 4194304\ninactive_file 1048576\npgfault 77\npgmajfault 2\n");
+  put (fx->dir, "memory.stat",
+       "anon 6291456\nfile 4194304\ninactive_file 1048576\npgfault 77\npgmajfault 2\n");
   put (fx->dir, "memory.events", "low 0\nhigh 0\nmax 9\noom 3\noom_kill 3\n");
-  put (fx->dir, "cpu.stat", "usage_usec 1500\nuser_usec 1000\nsystem_usec 500\nnr_periods 4\nnr_throttled 1\n"
-                            "throttled_usec 20\n");
+  put (fx->dir, "cpu.stat",
+       "usage_usec 1500\nuser_usec 1000\nsystem_usec 500\nnr_periods 4\nnr_throttled 1\n"
+       "throttled_usec 20\n");
   put (fx->dir, "cpu.max", "50000 100000\n");
   put (fx->dir, "pids.current", "3\n");
-  put (fx->dir, "io.stat", "8:0 rbytes=4096 wbytes=8192 rios=1 wios=2 dbytes=0 dios=0\n1:0 rbytes=1 wbytes=2 "
-                           "rios=3 wios=4 dbytes=5 dios=6\n");
+  put (fx->dir, "io.stat",
+       "8:0 rbytes=4096 wbytes=8192 rios=1 wios=2 dbytes=0 dios=0\n1:0 rbytes=1 wbytes=2 "
+       "rios=3 wios=4 dbytes=5 dios=6\n");
   put (fx->dir, "hugetlb.2MB.current", "2097152\n");
   put (fx->dir, "hugetlb.2MB.max", "4194304\n");
   put (fx->dir, "hugetlb.2MB.events", "max 1\n");
