@@ -269,7 +269,7 @@ ensure_image (const struct container_cli_env *env, const char *image, struct hus
   if (*err == NULL || (*err)->errnum != ENOENT)
     return -1;
   husk_error_free (err);
-  return image_cli_pull (&env->image, image, NULL, err);
+  return image_cli_pull (&env->image, image, NULL, false, err);
 }
 
 static int

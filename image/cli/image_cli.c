@@ -137,7 +137,7 @@ on_progress (const struct pull_progress *p, void *user)
 }
 
 int
-image_cli_pull (const struct image_cli_env *env, const char *ref, const char *platform,
+image_cli_pull (const struct image_cli_env *env, const char *ref, const char *platform, bool print_id,
                 struct husk_error **err)
 {
   struct store *store = NULL;
@@ -153,7 +153,9 @@ image_cli_pull (const struct image_cli_env *env, const char *ref, const char *pl
       && image_cli_open (env, &store, &hosts, &client, parsed->domain, err) == 0
       && image_pull (store, client, ref, &opts, &image, err) == 0)
     {
-      printf ("%s\n", image->id);
+      if (print_id)
+        if (print_id)
+          printf ("%s\n", image->id);
       ret = 0;
     }
   image_free (image);
@@ -222,16 +224,23 @@ image_json (const struct image *img)
                                       "chainID", img->layers[i].chain_id));
   for (size_t i = 0; i < c->n_labels; i++)
     json_object_set_new (labels, c->labels[i].key, json_string (c->labels[i].value));
-  return json_pack ("{s:s, s:o, s:o, s:s, s:s, s:I, s:o, s:{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}}",
-                    "id", img->id, "repoTags", strv_json (img->repo_tags), "repoDigests",
-                    strv_json (img->repo_digests), "manifestDigest", img->manifest_digest, "mediaType",
-                    img->media_type, "size", (json_int_t) img->size, "layers", layers, "config", "User",
-                    c->user ? json_string (c->user) : json_null (), "Env", strv_json (c->env), "Entrypoint",
-                    c->entrypoint ? strv_json (c->entrypoint) : json_null (), "Cmd",
-                    c->cmd ? strv_json (c->cmd) : json_null (), "WorkingDir",
-                    c->working_dir ? json_string (c->working_dir) : json_null (), "ExposedPorts",
-                    strv_json (c->exposed_ports), "Volumes", strv_json (c->volumes), "Labels", labels,
-                    "StopSignal", c->stop_signal ? json_string (c->stop_signal) : json_null ());
+  json_t *doc = json_pack (
+      "{s:s, s:o, s:o, s:s, s:s, s:I, s:o, s:{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}}", "id", img->id,
+      "repoTags", strv_json (img->repo_tags), "repoDigests", strv_json (img->repo_digests), "manifestDigest",
+      img->manifest_digest, "mediaType", img->media_type, "size", (json_int_t) img->size, "layers", layers,
+      "config", "User", c->user ? json_string (c->user) : json_null (), "Env", strv_json (c->env),
+      "Entrypoint", c->entrypoint ? strv_json (c->entrypoint) : json_null (), "Cmd",
+      c->cmd ? strv_json (c->cmd) : json_null (), "WorkingDir",
+      c->working_dir ? json_string (c->working_dir) : json_null (), "ExposedPorts",
+      strv_json (c->exposed_ports), "Volumes", strv_json (c->volumes), "Labels", labels, "StopSignal",
+      c->stop_signal ? json_string (c->stop_signal) : json_null ());
+  static const char *const platform_keys[] = { "os", "architecture", "variant", "created" };
+  const char *platform_values[] = { c->os, c->architecture, c->variant, c->created };
+
+  for (size_t i = 0; doc && i < 4; i++)
+    if (platform_values[i])
+      json_object_set_new (doc, platform_keys[i], json_string (platform_values[i]));
+  return doc;
 }
 
 static int
@@ -338,7 +347,7 @@ verb_pull (struct image_cli_env *env, int argc, char **argv, struct husk_error *
       }
   if (optind + 1 != argc)
     return husk_error_make (err, 0, "image pull: expected one reference (usage: husk image pull REF)");
-  return image_cli_pull (env, argv[optind], platform, err);
+  return image_cli_pull (env, argv[optind], platform, true, err);
 }
 
 static int

@@ -2,6 +2,8 @@
 #ifndef HUSK_IMAGE_CLI_H
 #define HUSK_IMAGE_CLI_H
 
+#include <stdbool.h>
+
 #include "husk/error.h"
 #include "image/hosts.h"
 #include "image/registry.h"
@@ -21,8 +23,8 @@ int image_cli_open (const struct image_cli_env *env, struct store **store, struc
                     struct registry_client **client, const char *creds_host, struct husk_error **err);
 
 /* Pulls REF with a progress display on stderr (in-place on a terminal,
- * one line per layer otherwise). */
-int image_cli_pull (const struct image_cli_env *env, const char *ref, const char *platform,
+ * one line per layer otherwise); PRINT_ID prints the image id on stdout. */
+int image_cli_pull (const struct image_cli_env *env, const char *ref, const char *platform, bool print_id,
                     struct husk_error **err);
 
 int image_cli_main (int argc, char **argv, struct husk_error **err);
