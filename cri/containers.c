@@ -251,8 +251,18 @@ build_container (const struct containers_ctx *ctx, const struct container_create
   json_t *config = NULL;
   int ret;
 
+  struct store *store = NULL;
+
   for (size_t i = 0; i < image->n_layers; i++)
     chain_ids[i] = image->layers[i].chain_id;
+  /* Snapshots may have been collected or never made (an import that failed
+   * half way): unpack what is missing. */
+  if (store_open (ctx->image_root, &store, err) < 0)
+    return -1;
+  ret = images_prepare_snapshots (store, image, err);
+  store_free (store);
+  if (ret < 0)
+    return -1;
   if (snapshot_create_container (ctx->image_root, rec->id, chain_ids, image->n_layers, spec.readonly_rootfs,
                                  &rootfs, err)
       < 0)

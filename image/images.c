@@ -1053,6 +1053,10 @@ images_gc (struct store *store, struct images_gc_stats *stats, struct husk_error
       stats->deferred = true;
       return 0;
     }
+  /* Ingest files are only ever open under the shared lock, so holding it
+   * exclusive means any left are from a killed pull. */
+  if (store_cleanup_ingest (store, 0, NULL, err) < 0)
+    return husk_error_wrap (err, "image GC");
   if (load_index (root, &doc, err) < 0)
     return -1;
   collect_references (json_object_get (doc, "images"), &blobs, &chains);
@@ -1060,4 +1064,16 @@ images_gc (struct store *store, struct images_gc_stats *stats, struct husk_error
       || snapshot_gc (root, chains, &stats->snapshots_removed, err) < 0)
     return husk_error_wrap (err, "image GC");
   return 0;
+}
+
+int
+images_prepare_snapshots (struct store *store, const struct image *img, struct husk_error **err)
+{
+  cleanup_free struct snapshot_layer *layers = xcalloc (img->n_layers + 1, sizeof *layers);
+
+  for (size_t i = 0; i < img->n_layers; i++)
+    layers[i] = (struct snapshot_layer){ .digest = img->layers[i].digest,
+                                         .media_type = img->layers[i].media_type,
+                                         .diff_id = img->layers[i].diff_id };
+  return snapshot_prepare_layers (store, layers, img->n_layers, NULL, err);
 }

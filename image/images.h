@@ -144,6 +144,11 @@ struct images_gc_stats
   bool deferred; /* a pull or unpack held the GC lock: try later */
 };
 
+/* Unpacks the layer snapshots of IMG that are missing (all present: a
+ * no-op).  Pull does it before recording an image; import, and anything
+ * about to mount an image's layers, call this. */
+int images_prepare_snapshots (struct store *store, const struct image *img, struct husk_error **err);
+
 /* Removes every blob and snapshot no image record (or container rootfs)
  * references.  Does not wait for running pulls: it defers instead. */
 int images_gc (struct store *store, struct images_gc_stats *stats, struct husk_error **err);

@@ -440,7 +440,20 @@ import_candidate (struct layout_source *src, const struct candidate *c, const ch
     .manifest_len = manifest_len,
     .index_digest = c->index_digest,
   };
-  return images_add (src->store, &req, out, err);
+  struct image *img = NULL;
+  if (images_add (src->store, &req, &img, err) < 0)
+    return -1;
+  /* As containerd's import: the image is ready to run afterwards. */
+  if (images_prepare_snapshots (src->store, img, err) < 0)
+    {
+      image_free (img);
+      return husk_error_wrap (err, "unpack %s", c->manifest_digest);
+    }
+  if (out)
+    *out = img;
+  else
+    image_free (img);
+  return 0;
 }
 
 static int

@@ -207,7 +207,8 @@ image_pull (struct store *store, struct registry_client *client, const char *ref
   ret = pull_steps (&job, ref_text, out, err);
   close (lock);
   if (ret < 0 && !(job.ref == NULL && err && *err && husk_str_has_prefix ((*err)->msg, "invalid reference")))
-    husk_error_wrap (err, "pull %s", ref_text);
+    /* Registry errors start with the reference already. */
+    husk_error_wrap (err, "pull");
   reference_free (job.ref);
   registry_manifest_free (job.manifest);
   registry_manifest_free (job.index);

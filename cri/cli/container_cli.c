@@ -37,6 +37,19 @@ struct run_cli
   size_t n_mounts;
 };
 
+const char *
+container_cli_bad_option (char **argv, char buf[3])
+{
+  if (optopt > 0 && optopt != '-')
+    {
+      buf[0] = '-';
+      buf[1] = (char) optopt;
+      buf[2] = '\0';
+      return buf;
+    }
+  return argv[optind - 1];
+}
+
 static char **
 strv_push (char **v, const char *s)
 {
@@ -221,8 +234,11 @@ parse_run (int argc, char **argv, struct run_cli *cli, struct husk_error **err)
   while ((c = getopt_long (argc, argv, "+dite:v:w:u:", options, NULL)) != -1)
     {
       if (c == '?' || c == ':')
-        return husk_error_make (err, 0, "container run: unknown option `%s` (see husk container --help)",
-                                argv[optind - 1]);
+        {
+          char buf[3];
+          return husk_error_make (err, 0, "container run: unknown option `%s` (see husk container --help)",
+                                  container_cli_bad_option (argv, buf));
+        }
       if (parse_run_option (cli, c, optarg, err) < 0)
         return -1;
     }
@@ -387,16 +403,24 @@ verb_stop_rm (const struct container_cli_env *env, bool is_rm, int argc, char **
   bool force = false;
   long long n;
 
+  static const struct option rm_options[] = { { "force", no_argument, NULL, 'f' }, { NULL, 0, NULL, 0 } };
+  static const struct option stop_options[]
+      = { { "time", required_argument, NULL, 't' }, { NULL, 0, NULL, 0 } };
+  char buf[3];
+
   optind = 1;
   opterr = 0;
-  while ((c = getopt (argc, argv, is_rm ? "+f" : "+t:")) != -1)
+  while ((c = getopt_long (argc, argv, is_rm ? "+f" : "+t:", is_rm ? rm_options : stop_options, NULL)) != -1)
     {
       if (c == 'f')
         force = true;
       else if (c == 't' && husk_parse_int64 (optarg, 0, 3600, &n) == 0)
         timeout = (int) n;
+      else if (c == 't')
+        return husk_error_make (err, 0, "container stop: -t `%s`: expected seconds (0-3600)", optarg);
       else
-        return husk_error_make (err, 0, "container %s: bad option `%s`", argv[0], argv[optind - 1]);
+        return husk_error_make (err, 0, "container %s: unknown option `%s`", argv[0],
+                                container_cli_bad_option (argv, buf));
     }
   if (optind >= argc)
     return husk_error_make (err, 0, "container %s: expected at least one container", argv[0]);

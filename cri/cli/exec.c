@@ -61,7 +61,13 @@ container_cli_exec (const struct container_cli_env *env, int argc, char **argv, 
 
   optind = 1;
   opterr = 0;
-  while ((c = getopt (argc, argv, "+tie:w:u:")) != -1)
+  static const struct option options[] = {
+    { "tty", no_argument, NULL, 't' },        { "interactive", no_argument, NULL, 'i' },
+    { "env", required_argument, NULL, 'e' },  { "workdir", required_argument, NULL, 'w' },
+    { "user", required_argument, NULL, 'u' }, { NULL, 0, NULL, 0 },
+  };
+
+  while ((c = getopt_long (argc, argv, "+tie:w:u:", options, NULL)) != -1)
     switch (c)
       {
       case 't':

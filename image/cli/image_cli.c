@@ -175,6 +175,13 @@ first_or_none (char **v)
   return v && v[0] ? v[0] : "<none>";
 }
 
+/* An image pulled by digest has no tag: name it by its repo digest. */
+static const char *
+display_name (const struct image *img)
+{
+  return img->repo_tags && img->repo_tags[0] ? img->repo_tags[0] : first_or_none (img->repo_digests);
+}
+
 static int
 verb_ls (const struct image_cli_env *env, int argc, char **argv, struct husk_error **err)
 {
@@ -192,7 +199,7 @@ verb_ls (const struct image_cli_env *env, int argc, char **argv, struct husk_err
       if (quiet)
         printf ("%s\n", images[i]->id);
       else
-        printf ("%-60s %-20.12s %8.1fMB\n", first_or_none (images[i]->repo_tags), id, images[i]->size / 1e6);
+        printf ("%-60s %-20.12s %8.1fMB\n", display_name (images[i]), id, images[i]->size / 1e6);
       for (size_t t = 1; !quiet && images[i]->repo_tags[0] && images[i]->repo_tags[t]; t++)
         printf ("%-60s %-20.12s %8.1fMB\n", images[i]->repo_tags[t], id, images[i]->size / 1e6);
     }
@@ -299,7 +306,7 @@ verb_import (const struct image_cli_env *env, int argc, char **argv, struct husk
     return -1;
   ret = layout_import (store, argv[1], &opts, &images, &n, err);
   for (size_t i = 0; ret == 0 && i < n; i++)
-    printf ("%s %s\n", images[i]->id, first_or_none (images[i]->repo_tags));
+    printf ("%s %s\n", images[i]->id, opts.name ? opts.name : first_or_none (images[i]->repo_tags));
   images_free (images, n);
   store_free (store);
   return ret;

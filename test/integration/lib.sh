@@ -355,8 +355,8 @@ start_ctr() { # ID
 	rt start "$1" </dev/null >>"$WORK/$1.out" 2>>"$WORK/$1.err"
 }
 
-# A container whose process waits until released: create + start, then
-# `release_ctr` (touches /release in its rootfs) lets it exit.
+# A process that touches /started, then waits until /release exists: the
+# host creates BUNDLE/rootfs/release to let it exit on its own.
 spec_wait_release() {
 	spec_args sh -c 'touch /started; while [ ! -e /release ]; do sleep 0.05; done'
 }
