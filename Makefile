@@ -79,8 +79,13 @@ $(CRI_LIB): $(call objs,$(CRI_SRCS))
 	@rm -f $@
 	ar rcs $@ $^
 
+# Debug info goes to husk.debug (gdb finds it by the debuglink): create,
+# run and exec copy the binary into a sealed memfd, so every byte of it
+# costs start-up time.
 $(HUSK): $(call objs,$(HUSK_SRCS)) $(RUNTIME_LIB) $(COMMON_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(RUNTIME_PKG_LIBS) -ldl
+	@objcopy --only-keep-debug $@ $@.debug
+	@objcopy --strip-debug --strip-unneeded --add-gnu-debuglink=$@.debug $@
 
 $(PLUGIN): $(call objs,$(PLUGIN_SRCS)) $(LIBS_ALL)
 	$(CC) $(LDFLAGS) -shared -Wl,-z,defs -o $@ $^ $(LIBS)

@@ -5,6 +5,10 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,6 +102,8 @@ write_snapshot_info (const char *dir, const struct snapshot_layer *layer, const 
     abort ();
   text = json_dumps (info, JSON_INDENT (2));
   json_decref (info);
+  if (getenv ("HUSK_SNAP_INFO"))
+    return husk_write_file_replace (path, text, strlen (text), 0644, err);
   return husk_write_file_atomic (path, text, strlen (text), 0644, err);
 }
 
@@ -138,12 +144,32 @@ check_layer (const struct store *store, const struct snapshot_layer *layer, stru
   return 0;
 }
 
-/* A layer unpacked into ROOT/snapshots/tmp-*, waiting for its rename. */
+/* A missing layer: checked and given its ROOT/snapshots/tmp-* dir by the
+ * caller, unpacked there by one of the workers, then renamed into place. */
 struct pending
 {
+  const struct snapshot_layer *layer;
+  const char *chain_id;
+  const char *parent; /* the chain below; NULL for the bottom layer */
   char *tmp_dir;
   char *final_dir;
+  bool failed;
+  struct husk_error *err; /* why it failed */
 };
+
+/* The missing layers, bottom first, claimed in order by the workers. */
+struct unpack_queue
+{
+  struct store *store;
+  struct pending *items;
+  size_t n;
+  atomic_size_t next;
+  atomic_bool failed; /* once set, no worker claims another layer */
+  atomic_size_t working;
+};
+
+static int exp_mode (void) { const char *m = getenv ("HUSK_SNAP_SYNC"); return m == NULL ? 0 : m[0] == 'i' ? 1 : m[0] == 'l' ? 2 : 0; }
+static void exp_sync (const char *dir) { int fd = open (dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC); if (fd >= 0) { (void) syncfs (fd); close (fd); } }
 
 static void
 pending_drop (struct pending *p, size_t n)
@@ -153,29 +179,108 @@ pending_drop (struct pending *p, size_t n)
       husk_rm_rf (p[i].tmp_dir, NULL);
       free (p[i].tmp_dir);
       free (p[i].final_dir);
+      husk_error_free (&p[i].err);
     }
 }
 
 static int
-unpack_to_tmp (struct store *store, const struct snapshot_layer *layer, const char *chain_id,
-               const char *parent, struct pending *out, struct husk_error **err)
+pending_init (struct store *store, const struct snapshot_layer *layer, const char *chain_id,
+              const char *parent, struct pending *out, struct husk_error **err)
 {
   const char *root = store_root (store);
-  char *tmp_dir = xasprintf ("%s/snapshots/tmp-XXXXXX", root);
+  char *tmp_dir = NULL;
 
   if (check_layer (store, layer, err) < 0)
-    {
-      free (tmp_dir);
-      return -1;
-    }
+    return -1;
+  tmp_dir = xasprintf ("%s/snapshots/tmp-XXXXXX", root);
   if (mkdtemp (tmp_dir) == NULL)
     {
       husk_error_make (err, errno, "create `%s`", tmp_dir);
       free (tmp_dir);
       return -1;
     }
-  *out = (struct pending){ tmp_dir, xasprintf ("%s/snapshots/%s", root, digest_hex (chain_id)) };
-  return fill_snapshot (store, tmp_dir, layer, chain_id, parent, err);
+  *out = (struct pending){ .layer = layer,
+                           .chain_id = chain_id,
+                           .parent = parent,
+                           .tmp_dir = tmp_dir,
+                           .final_dir = xasprintf ("%s/snapshots/%s", root, digest_hex (chain_id)) };
+  return 0;
+}
+
+static void *
+unpack_worker (void *arg)
+{
+  struct unpack_queue *queue = arg;
+
+  while (!atomic_load (&queue->failed))
+    {
+      size_t i = atomic_fetch_add (&queue->next, 1);
+      struct pending *p = i < queue->n ? &queue->items[i] : NULL;
+
+      if (p == NULL)
+        break;
+      if (fill_snapshot (queue->store, p->tmp_dir, p->layer, p->chain_id, p->parent, &p->err) < 0)
+        {
+          p->failed = true;
+          atomic_store (&queue->failed, true);
+        }
+      else if (exp_mode () == 2)
+        exp_sync (p->tmp_dir);
+    }
+  if (atomic_fetch_sub (&queue->working, 1) > 1 && exp_mode () == 1 && !atomic_load (&queue->failed))
+    exp_sync (store_root (queue->store));
+  return NULL;
+}
+
+static size_t
+unpack_worker_count (size_t n_layers)
+{
+  long cpus = sysconf (_SC_NPROCESSORS_ONLN);
+  size_t n = cpus > 1 ? (size_t) cpus : 1;
+
+  return n < n_layers ? n : n_layers;
+}
+
+/* The calling thread is one of the workers, so a thread that cannot be
+ * started only leaves its share to the others.  The threads block every
+ * signal: signals keep going where they went before. */
+static void
+run_unpack_workers (struct unpack_queue *queue)
+{
+  size_t n_threads = unpack_worker_count (queue->n) - 1;
+  cleanup_free pthread_t *threads = xcalloc (n_threads, sizeof *threads);
+  sigset_t all, saved;
+  size_t started = 0;
+
+  queue->working = n_threads + 1;
+  sigfillset (&all);
+  pthread_sigmask (SIG_SETMASK, &all, &saved);
+  while (started < n_threads && pthread_create (&threads[started], NULL, unpack_worker, queue) == 0)
+    started++;
+  pthread_sigmask (SIG_SETMASK, &saved, NULL);
+  atomic_fetch_sub (&queue->working, n_threads - started);
+  unpack_worker (queue);
+  for (size_t i = 0; i < started; i++)
+    pthread_join (threads[i], NULL);
+}
+
+/* The error of the lowest failed layer: every layer below it was claimed
+ * earlier and ran to its end, so it is the error an unpack in order
+ * would have met first. */
+static int
+first_failure (struct pending *p, size_t n, struct husk_error **err)
+{
+  for (size_t i = 0; i < n; i++)
+    if (p[i].failed)
+      {
+        if (err)
+          {
+            husk_error_free (err);
+            *err = steal_pointer (&p[i].err);
+          }
+        return -1;
+      }
+  return 0;
 }
 
 /* One syncfs for all the new layers, then the renames that make them
@@ -200,6 +305,8 @@ publish_pending (const char *snapshots_dir, struct pending *p, size_t n, struct 
   return 0;
 }
 
+/* Each layer unpacks into a directory of its own, so the missing ones are
+ * unpacked in parallel, one worker per CPU. */
 static int
 unpack_missing (struct store *store, const struct snapshot_layer *layers, size_t n,
                 char (*chain_ids)[DIGEST_STR_SIZE], unsigned *unpacked, struct husk_error **err)
@@ -207,23 +314,28 @@ unpack_missing (struct store *store, const struct snapshot_layer *layers, size_t
   const char *root = store_root (store);
   cleanup_free char *snapshots_dir = xasprintf ("%s/snapshots", root);
   cleanup_free struct pending *pending = xcalloc (n + 1, sizeof *pending);
-  size_t n_pending = 0;
+  struct unpack_queue queue = { .store = store, .items = pending };
   int ret = 0;
 
   for (size_t i = 0; ret == 0 && i < n; i++)
     {
       if (snapshot_exists (root, chain_ids[i]))
         continue;
-      ret = unpack_to_tmp (store, &layers[i], chain_ids[i], i ? chain_ids[i - 1] : NULL, &pending[n_pending],
-                           err);
-      n_pending += pending[n_pending].tmp_dir != NULL;
+      ret = pending_init (store, &layers[i], chain_ids[i], i ? chain_ids[i - 1] : NULL, &pending[queue.n],
+                          err);
+      queue.n += ret == 0;
     }
-  if (ret == 0)
-    ret = publish_pending (snapshots_dir, pending, n_pending, err);
+  if (ret == 0 && queue.n > 0)
+    {
+      run_unpack_workers (&queue);
+      ret = first_failure (pending, queue.n, err);
+    }
+  if (ret == 0 && queue.n > 0)
+    ret = publish_pending (snapshots_dir, pending, queue.n, err);
   if (ret == 0 && unpacked)
-    *unpacked = (unsigned) n_pending;
+    *unpacked = (unsigned) queue.n;
   /* Renamed dirs are no longer at their tmp path; the rest goes. */
-  pending_drop (pending, n_pending);
+  pending_drop (pending, queue.n);
   return ret;
 }
 
