@@ -16,20 +16,28 @@ CC ?= gcc
 # in `husk create`.  Image and CRI code adds the rest.
 RUNTIME_PKGS := jansson libseccomp libcap
 IMAGE_PKGS := libarchive libcurl libcrypto
-PKG_CFLAGS := $(shell pkg-config --cflags $(RUNTIME_PKGS) $(IMAGE_PKGS) 2>/dev/null)
+CRI_PKGS := grpc_unsecure libprotobuf-c
+PKG_CFLAGS := $(shell pkg-config --cflags $(RUNTIME_PKGS) $(IMAGE_PKGS) $(CRI_PKGS) 2>/dev/null)
 RUNTIME_PKG_LIBS := $(shell pkg-config --libs $(RUNTIME_PKGS) 2>/dev/null)
 IMAGE_PKG_LIBS := $(shell pkg-config --libs $(IMAGE_PKGS) 2>/dev/null)
+CRI_PKG_LIBS := $(shell pkg-config --libs $(CRI_PKGS) 2>/dev/null)
 
 CFLAGS ?= -O2 -g
 CFLAGS += -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter -Wshadow \
 	-fno-strict-aliasing -fPIC -D_GNU_SOURCE -Iinclude -I. $(PKG_CFLAGS) -MMD -MP
 LDFLAGS ?=
-LIBS := $(RUNTIME_PKG_LIBS) $(IMAGE_PKG_LIBS)
+LIBS := $(RUNTIME_PKG_LIBS) $(IMAGE_PKG_LIBS) $(CRI_PKG_LIBS) -lpthread
 
 COMMON_SRCS := $(wildcard common/*.c)
 RUNTIME_SRCS := $(wildcard runtime/*.c)
 IMAGE_SRCS := $(wildcard image/*.c)
+# The CRI messages: protoc-c output generated into build/gen at build time
+# from husk's own cri/proto/api.proto, never edited by hand.
+PROTO := $(wildcard cri/proto/api.proto)
+PROTO_C := $(if $(PROTO),$(BUILD)/gen/cri/proto/api.pb-c.c)
+PROTO_O := $(if $(PROTO),$(BUILD)/gen/cri/proto/api.pb-c.o)
 CRI_SRCS := $(wildcard cri/*.c)
+HUSKD_SRCS := $(wildcard cri/huskd/*.c)
 HUSK_SRCS := $(wildcard runtime/cli/*.c)
 PLUGIN_SRCS := $(wildcard image/cli/*.c cri/cli/*.c)
 UNIT_SRCS := $(wildcard test/unit/test_*.c)
@@ -43,6 +51,7 @@ CRI_LIB := $(BUILD)/libhusk-cri.a
 LIBS_ALL := $(CRI_LIB) $(IMAGE_LIB) $(RUNTIME_LIB) $(COMMON_LIB)
 HUSK := $(BUILD)/husk
 PLUGIN := $(BUILD)/husk-image.so
+HUSKD := $(BUILD)/huskd
 UNIT_TESTS := $(patsubst test/unit/%.c,$(BUILD)/test/unit/%,$(UNIT_SRCS))
 
 .PHONY: all deps build test unit-test integration-test vm-test run bench clean format format-check install
@@ -52,7 +61,7 @@ all: build
 deps:
 	@./hack/deps.sh
 
-build: $(HUSK) $(if $(PLUGIN_SRCS),$(PLUGIN))
+build: $(HUSK) $(if $(PLUGIN_SRCS),$(PLUGIN)) $(if $(HUSKD_SRCS),$(HUSKD))
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -74,7 +83,20 @@ $(IMAGE_LIB): $(call objs,$(IMAGE_SRCS))
 	@rm -f $@
 	ar rcs $@ $^
 
-$(CRI_LIB): $(call objs,$(CRI_SRCS))
+# GNU C predefines `linux`, and CRI has fields named linux: plain C11 here.
+$(BUILD)/gen/%.pb-c.c $(BUILD)/gen/%.pb-c.h: %.proto
+	@mkdir -p $(BUILD)/gen/$(dir $<)
+	@echo "  PROTOC  $<"
+	@protoc-c --c_out=$(BUILD)/gen -I. $<
+
+$(PROTO_O): $(PROTO_C)
+	@echo "  CC      $<"
+	@$(CC) $(filter-out -std=gnu11 -D_GNU_SOURCE,$(CFLAGS)) -std=c11 -I$(BUILD)/gen -c -o $@ $<
+
+$(call objs,$(CRI_SRCS) $(HUSKD_SRCS)): CFLAGS += -I$(BUILD)/gen
+$(call objs,$(CRI_SRCS) $(HUSKD_SRCS)): $(PROTO_C)
+
+$(CRI_LIB): $(call objs,$(CRI_SRCS)) $(PROTO_O)
 	@mkdir -p $(dir $@)
 	@rm -f $@
 	ar rcs $@ $^
@@ -88,7 +110,10 @@ $(HUSK): $(call objs,$(HUSK_SRCS)) $(RUNTIME_LIB) $(COMMON_LIB)
 	@objcopy --strip-debug --strip-unneeded --add-gnu-debuglink=$@.debug $@
 
 $(PLUGIN): $(call objs,$(PLUGIN_SRCS)) $(LIBS_ALL)
-	$(CC) $(LDFLAGS) -shared -Wl,-z,defs -o $@ $^ $(LIBS)
+	$(CC) $(LDFLAGS) -shared -Wl,-z,defs -Wl,--as-needed -o $@ $^ $(LIBS)
+
+$(HUSKD): $(call objs,$(HUSKD_SRCS)) $(LIBS_ALL)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
 
 $(BUILD)/test/unit/%: $(BUILD)/test/unit/%.o $(LIBS_ALL)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS) -lcmocka
@@ -123,6 +148,7 @@ vm-test: deps
 
 install: build
 	install -D -m 0755 $(HUSK) $(DESTDIR)$(PREFIX)/bin/husk
+	$(if $(HUSKD_SRCS),install -D -m 0755 $(HUSKD) $(DESTDIR)$(PREFIX)/bin/huskd)
 	$(if $(PLUGIN_SRCS),install -D -m 0644 $(PLUGIN) $(DESTDIR)$(PREFIX)/lib/husk/husk-image.so)
 
 format:
