@@ -71,17 +71,17 @@ $(BUILD)/%.o: %.c
 $(COMMON_LIB): $(call objs,$(COMMON_SRCS))
 	@mkdir -p $(dir $@)
 	@rm -f $@
-	ar rcs $@ $^
+	@ar rcs $@ $^
 
 $(RUNTIME_LIB): $(call objs,$(RUNTIME_SRCS))
 	@mkdir -p $(dir $@)
 	@rm -f $@
-	ar rcs $@ $^
+	@ar rcs $@ $^
 
 $(IMAGE_LIB): $(call objs,$(IMAGE_SRCS))
 	@mkdir -p $(dir $@)
 	@rm -f $@
-	ar rcs $@ $^
+	@ar rcs $@ $^
 
 # GNU C predefines `linux`, and CRI has fields named linux: plain C11 here.
 $(BUILD)/gen/%.pb-c.c $(BUILD)/gen/%.pb-c.h: %.proto
@@ -99,24 +99,28 @@ $(call objs,$(CRI_SRCS) $(HUSKD_SRCS)): $(PROTO_C)
 $(CRI_LIB): $(call objs,$(CRI_SRCS)) $(PROTO_O)
 	@mkdir -p $(dir $@)
 	@rm -f $@
-	ar rcs $@ $^
+	@ar rcs $@ $^
 
 # Debug info goes to husk.debug (gdb finds it by the debuglink): create,
 # run and exec copy the binary into a sealed memfd, so every byte of it
 # costs start-up time.
 $(HUSK): $(call objs,$(HUSK_SRCS)) $(RUNTIME_LIB) $(COMMON_LIB)
-	$(CC) $(LDFLAGS) -o $@ $^ $(RUNTIME_PKG_LIBS) -ldl
+	@echo "  LD      $@"
+	@$(CC) $(LDFLAGS) -o $@ $^ $(RUNTIME_PKG_LIBS) -ldl
 	@objcopy --only-keep-debug $@ $@.debug
 	@objcopy --strip-debug --strip-unneeded --add-gnu-debuglink=$@.debug $@
 
 $(PLUGIN): $(call objs,$(PLUGIN_SRCS)) $(LIBS_ALL)
-	$(CC) $(LDFLAGS) -shared -Wl,-z,defs -Wl,--as-needed -o $@ $^ $(LIBS)
+	@echo "  LD      $@"
+	@$(CC) $(LDFLAGS) -shared -Wl,-z,defs -Wl,--as-needed -o $@ $^ $(LIBS)
 
 $(HUSKD): $(call objs,$(HUSKD_SRCS)) $(LIBS_ALL)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
+	@echo "  LD      $@"
+	@$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
 
 $(BUILD)/test/unit/%: $(BUILD)/test/unit/%.o $(LIBS_ALL)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS) -lcmocka
+	@echo "  LD      $@"
+	@$(CC) $(LDFLAGS) -o $@ $^ $(LIBS) -lcmocka
 
 # `make test`: install what is missing, build, run every test, print one
 # summary line at the end.

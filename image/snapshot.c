@@ -102,8 +102,6 @@ write_snapshot_info (const char *dir, const struct snapshot_layer *layer, const 
     abort ();
   text = json_dumps (info, JSON_INDENT (2));
   json_decref (info);
-  if (getenv ("HUSK_SNAP_INFO"))
-    return husk_write_file_replace (path, text, strlen (text), 0644, err);
   return husk_write_file_atomic (path, text, strlen (text), 0644, err);
 }
 
@@ -161,15 +159,13 @@ struct pending
 struct unpack_queue
 {
   struct store *store;
+  const char *snapshots_dir;
   struct pending *items;
   size_t n;
   atomic_size_t next;
-  atomic_bool failed; /* once set, no worker claims another layer */
-  atomic_size_t working;
+  atomic_bool failed;    /* once set, no worker claims another layer */
+  atomic_size_t working; /* workers that have not run out of layers */
 };
-
-static int exp_mode (void) { const char *m = getenv ("HUSK_SNAP_SYNC"); return m == NULL ? 0 : m[0] == 'i' ? 1 : m[0] == 'l' ? 2 : 0; }
-static void exp_sync (const char *dir) { int fd = open (dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC); if (fd >= 0) { (void) syncfs (fd); close (fd); } }
 
 static void
 pending_drop (struct pending *p, size_t n)
@@ -207,6 +203,18 @@ pending_init (struct store *store, const struct snapshot_layer *layer, const cha
   return 0;
 }
 
+/* Starts writing back what the workers wrote so far while the others
+ * still unpack, so that the syncfs before the renames has less to wait
+ * for.  Errors are for that syncfs to report. */
+static void
+sync_early (const char *snapshots_dir)
+{
+  cleanup_close int dir_fd = open (snapshots_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+  if (dir_fd >= 0)
+    (void) syncfs (dir_fd);
+}
+
 static void *
 unpack_worker (void *arg)
 {
@@ -224,11 +232,10 @@ unpack_worker (void *arg)
           p->failed = true;
           atomic_store (&queue->failed, true);
         }
-      else if (exp_mode () == 2)
-        exp_sync (p->tmp_dir);
     }
-  if (atomic_fetch_sub (&queue->working, 1) > 1 && exp_mode () == 1 && !atomic_load (&queue->failed))
-    exp_sync (store_root (queue->store));
+  /* The last one out leaves the sync to publish_pending. */
+  if (atomic_fetch_sub (&queue->working, 1) > 1 && !atomic_load (&queue->failed))
+    sync_early (queue->snapshots_dir);
   return NULL;
 }
 
@@ -258,7 +265,7 @@ run_unpack_workers (struct unpack_queue *queue)
   while (started < n_threads && pthread_create (&threads[started], NULL, unpack_worker, queue) == 0)
     started++;
   pthread_sigmask (SIG_SETMASK, &saved, NULL);
-  atomic_fetch_sub (&queue->working, n_threads - started);
+  queue->working -= n_threads - started;
   unpack_worker (queue);
   for (size_t i = 0; i < started; i++)
     pthread_join (threads[i], NULL);
@@ -284,13 +291,13 @@ first_failure (struct pending *p, size_t n, struct husk_error **err)
 }
 
 /* One syncfs for all the new layers, then the renames that make them
- * visible: a crash never leaves a snapshot whose files are not on disk. */
+ * visible: a crash never leaves a snapshot whose files are not on disk.
+ * DIR_FD was opened before the unpacks began, as syncfs reports only the
+ * writeback errors that happened since its fd was opened. */
 static int
-publish_pending (const char *snapshots_dir, struct pending *p, size_t n, struct husk_error **err)
+publish_pending (const char *snapshots_dir, int dir_fd, struct pending *p, size_t n, struct husk_error **err)
 {
-  cleanup_close int dir_fd = open (snapshots_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-
-  if (dir_fd < 0 || syncfs (dir_fd) < 0)
+  if (syncfs (dir_fd) < 0)
     return husk_error_make (err, errno, "sync `%s`", snapshots_dir);
   for (size_t i = 0; i < n; i++)
     {
@@ -305,33 +312,53 @@ publish_pending (const char *snapshots_dir, struct pending *p, size_t n, struct 
   return 0;
 }
 
+/* Checks each missing layer and gives it a tmp dir, bottom first, before
+ * any unpack starts: a blob that is not there fails the set at once. */
+static int
+collect_missing (struct unpack_queue *queue, const struct snapshot_layer *layers, size_t n,
+                 char (*chain_ids)[DIGEST_STR_SIZE], struct husk_error **err)
+{
+  const char *root = store_root (queue->store);
+
+  for (size_t i = 0; i < n; i++)
+    {
+      const char *parent = i ? chain_ids[i - 1] : NULL;
+
+      if (snapshot_exists (root, chain_ids[i]))
+        continue;
+      if (pending_init (queue->store, &layers[i], chain_ids[i], parent, &queue->items[queue->n], err) < 0)
+        return -1;
+      queue->n++;
+    }
+  return 0;
+}
+
+static int
+unpack_and_publish (struct unpack_queue *queue, struct husk_error **err)
+{
+  cleanup_close int dir_fd = open (queue->snapshots_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+  if (dir_fd < 0)
+    return husk_error_make (err, errno, "sync `%s`", queue->snapshots_dir);
+  run_unpack_workers (queue);
+  if (first_failure (queue->items, queue->n, err) < 0)
+    return -1;
+  return publish_pending (queue->snapshots_dir, dir_fd, queue->items, queue->n, err);
+}
+
 /* Each layer unpacks into a directory of its own, so the missing ones are
- * unpacked in parallel, one worker per CPU. */
+ * unpacked in parallel, a worker per CPU. */
 static int
 unpack_missing (struct store *store, const struct snapshot_layer *layers, size_t n,
                 char (*chain_ids)[DIGEST_STR_SIZE], unsigned *unpacked, struct husk_error **err)
 {
-  const char *root = store_root (store);
-  cleanup_free char *snapshots_dir = xasprintf ("%s/snapshots", root);
+  cleanup_free char *snapshots_dir = xasprintf ("%s/snapshots", store_root (store));
   cleanup_free struct pending *pending = xcalloc (n + 1, sizeof *pending);
-  struct unpack_queue queue = { .store = store, .items = pending };
-  int ret = 0;
+  struct unpack_queue queue = { .store = store, .snapshots_dir = snapshots_dir, .items = pending };
+  int ret = collect_missing (&queue, layers, n, chain_ids, err);
 
-  for (size_t i = 0; ret == 0 && i < n; i++)
-    {
-      if (snapshot_exists (root, chain_ids[i]))
-        continue;
-      ret = pending_init (store, &layers[i], chain_ids[i], i ? chain_ids[i - 1] : NULL, &pending[queue.n],
-                          err);
-      queue.n += ret == 0;
-    }
   if (ret == 0 && queue.n > 0)
-    {
-      run_unpack_workers (&queue);
-      ret = first_failure (pending, queue.n, err);
-    }
-  if (ret == 0 && queue.n > 0)
-    ret = publish_pending (snapshots_dir, pending, queue.n, err);
+    ret = unpack_and_publish (&queue, err);
   if (ret == 0 && unpacked)
     *unpacked = (unsigned) queue.n;
   /* Renamed dirs are no longer at their tmp path; the rest goes. */

@@ -18,23 +18,6 @@
 #include "husk/util.h"
 #include "runtime/hooks.h"
 
-static const char *const hook_kind_names[SPEC_HOOK_KIND_COUNT] = {
-  [SPEC_HOOK_PRESTART] = "prestart",
-  [SPEC_HOOK_CREATE_RUNTIME] = "createRuntime",
-  [SPEC_HOOK_CREATE_CONTAINER] = "createContainer",
-  [SPEC_HOOK_START_CONTAINER] = "startContainer",
-  [SPEC_HOOK_POSTSTART] = "poststart",
-  [SPEC_HOOK_POSTSTOP] = "poststop",
-};
-
-const char *
-hooks_kind_name (enum spec_hook_kind kind)
-{
-  if ((unsigned) kind >= SPEC_HOOK_KIND_COUNT)
-    return "unknown";
-  return hook_kind_names[kind];
-}
-
 /* What one run of a hook needs, prepared before fork so the child only
  * calls async-signal-safe functions. */
 struct hook_run
@@ -342,7 +325,7 @@ hooks_run (const struct spec_hooks *hooks, enum spec_hook_kind kind, const char 
       const struct spec_hook *hook = &hooks->list[kind][i];
 
       if (run_one_hook (hook, state_json ? state_json : "", err) < 0)
-        return husk_error_wrap (err, "%s hook #%zu (`%s`)", hooks_kind_name (kind), i, hook->path);
+        return husk_error_wrap (err, "%s hook #%zu (`%s`)", spec_hook_kind_name (kind), i, hook->path);
     }
   return 0;
 }

@@ -6,9 +6,6 @@
 #include "husk/error.h"
 #include "runtime/spec.h"
 
-/* Name as in config.json: "prestart", "createRuntime", ... */
-const char *hooks_kind_name (enum spec_hook_kind kind);
-
 /* Runs every hook of KIND in order, each waited for.  STATE_JSON is written
  * to the hook's stdin.  Stops at the first failure (non-zero exit, signal,
  * timeout -> SIGKILL) and returns an error naming the hook kind, index and

@@ -145,6 +145,12 @@ static const char *const hook_names[SPEC_HOOK_KIND_COUNT] = {
   [SPEC_HOOK_POSTSTOP] = "poststop",
 };
 
+const char *
+spec_hook_kind_name (enum spec_hook_kind kind)
+{
+  return (unsigned) kind < SPEC_HOOK_KIND_COUNT ? hook_names[kind] : "unknown";
+}
+
 /* linux.timeOffsets clocks, in the order of spec->time_offset_*[]. */
 static const char *const time_offset_clocks[2] = { "boottime", "monotonic" };
 

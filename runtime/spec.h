@@ -233,6 +233,9 @@ const char *spec_capability_name (int cap);
 /* Highest capability the running kernel knows (from /proc/sys/kernel/cap_last_cap). */
 int spec_cap_last_cap (void);
 
+/* Name of a hook kind as in config.json ("prestart", "createRuntime", ...). */
+const char *spec_hook_kind_name (enum spec_hook_kind kind);
+
 /* Name of a namespace type as in config.json ("pid", "network", ...). */
 const char *spec_ns_name (enum spec_ns_type type);
 

@@ -154,9 +154,6 @@ spec_default_json (bool rootless)
 
 /* What spec.c accepts; test_spec checks each list against the parser so
  * the two cannot drift apart. */
-static const char *const hook_kinds[] = {
-  "prestart", "createRuntime", "createContainer", "startContainer", "poststart", "poststop",
-};
 
 static const char *const mount_option_names[] = {
   "defaults",   "ro",       "rw",         "suid",        "nosuid",        "dev",
@@ -196,6 +193,16 @@ static const struct
   { "SECCOMP_FILTER_FLAG_SPEC_ALLOW", SECCOMP_FILTER_FLAG_SPEC_ALLOW },
   { "SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV", SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV },
 };
+
+static json_t *
+hook_kind_array (void)
+{
+  json_t *a = json_array ();
+
+  for (int kind = 0; kind < SPEC_HOOK_KIND_COUNT; kind++)
+    json_array_append_new (a, json_string (spec_hook_kind_name ((enum spec_hook_kind) kind)));
+  return a;
+}
 
 static json_t *
 string_array (const char *const *names, size_t n)
@@ -279,9 +286,8 @@ spec_features_json (void)
   char *libseccomp_version = xasprintf ("%u.%u.%u", libseccomp->major, libseccomp->minor, libseccomp->micro);
   json_t *features = json_pack (
       "{s:s, s:s, s:o, s:o, s:o, s:{s:s}}", "ociVersionMin", "1.0.0", "ociVersionMax", "1.2.0", "hooks",
-      string_array (hook_kinds, N_ELEMENTS (hook_kinds)), "mountOptions",
-      string_array (mount_option_names, N_ELEMENTS (mount_option_names)), "linux", linux_features (),
-      "annotations", "io.github.seccomp.libseccomp.version", libseccomp_version);
+      hook_kind_array (), "mountOptions", string_array (mount_option_names, N_ELEMENTS (mount_option_names)),
+      "linux", linux_features (), "annotations", "io.github.seccomp.libseccomp.version", libseccomp_version);
   char *text;
 
   free (libseccomp_version);

@@ -101,12 +101,12 @@ now_seconds (void)
 static void
 test_kind_names (void **state)
 {
-  assert_string_equal (hooks_kind_name (SPEC_HOOK_PRESTART), "prestart");
-  assert_string_equal (hooks_kind_name (SPEC_HOOK_CREATE_RUNTIME), "createRuntime");
-  assert_string_equal (hooks_kind_name (SPEC_HOOK_CREATE_CONTAINER), "createContainer");
-  assert_string_equal (hooks_kind_name (SPEC_HOOK_START_CONTAINER), "startContainer");
-  assert_string_equal (hooks_kind_name (SPEC_HOOK_POSTSTART), "poststart");
-  assert_string_equal (hooks_kind_name (SPEC_HOOK_POSTSTOP), "poststop");
+  assert_string_equal (spec_hook_kind_name (SPEC_HOOK_PRESTART), "prestart");
+  assert_string_equal (spec_hook_kind_name (SPEC_HOOK_CREATE_RUNTIME), "createRuntime");
+  assert_string_equal (spec_hook_kind_name (SPEC_HOOK_CREATE_CONTAINER), "createContainer");
+  assert_string_equal (spec_hook_kind_name (SPEC_HOOK_START_CONTAINER), "startContainer");
+  assert_string_equal (spec_hook_kind_name (SPEC_HOOK_POSTSTART), "poststart");
+  assert_string_equal (spec_hook_kind_name (SPEC_HOOK_POSTSTOP), "poststop");
 }
 
 static void

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <jansson.h>
 
 #include "husk/cleanup.h"
 #include "husk/util.h"
@@ -286,6 +287,116 @@ test_prepare_concurrent (void **state)
   assert_true (snapshot_exists (f->root, layer.diff_id));
 }
 
+/* Layers of their own files, each named after its index. */
+static void
+make_numbered_layers (struct fixture *f, struct layer *layers, size_t n)
+{
+  for (size_t i = 0; i < n; i++)
+    {
+      char name[32], content[32];
+      struct tar_entry entries[] = { { "dir/", AE_IFDIR, NULL }, { name, AE_IFREG, content } };
+      snprintf (name, sizeof name, "dir/layer%zu", i);
+      snprintf (content, sizeof content, "content of layer %zu", i);
+      make_layer (f, entries, 2, &layers[i]);
+    }
+}
+
+static void
+assert_snapshot_parent (struct fixture *f, const char *chain_id, const char *parent)
+{
+  cleanup_free char *path = xasprintf ("%s/snapshots/%s/info.json", f->root, digest_hex (chain_id));
+  json_t *info = json_load_file (path, 0, NULL);
+  json_t *have = json_object_get (info, "parent");
+
+  assert_non_null (info);
+  if (parent)
+    assert_string_equal (json_string_value (have), parent);
+  else
+    assert_true (json_is_null (have));
+  assert_string_equal (json_string_value (json_object_get (info, "chain_id")), chain_id);
+  json_decref (info);
+}
+
+/* More layers than CPUs, unpacked in parallel: each snapshot holds its own
+ * layer and records the right parent; the ones already there are skipped. */
+static void
+test_prepare_many (void **state)
+{
+  struct fixture *f = *state;
+  enum
+  {
+    N = 12
+  };
+  struct layer layers[N];
+  char chain_ids[N][DIGEST_STR_SIZE];
+  cleanup_free char *snapshots = xasprintf ("%s/snapshots", f->root);
+  unsigned unpacked = 99;
+
+  make_numbered_layers (f, layers, N);
+  prepare (f, layers, 4, chain_ids, &unpacked);
+  assert_int_equal (unpacked, 4);
+  prepare (f, layers, N, chain_ids, &unpacked);
+  assert_int_equal (unpacked, N - 4);
+  for (size_t i = 0; i < N; i++)
+    {
+      cleanup_free char *fs = snapshot_fs_path (f->root, chain_ids[i]);
+      cleanup_free char *dir = xasprintf ("%s/dir", fs);
+      cleanup_free char *file = xasprintf ("%s/layer%zu", dir, i);
+      cleanup_free char *want = xasprintf ("content of layer %zu", i);
+      cleanup_free char *have = NULL;
+
+      assert_int_equal (husk_read_file (file, &have, NULL, NULL), 0);
+      assert_string_equal (have, want);
+      assert_int_equal (count_entries (dir, "layer"), 1);
+      assert_snapshot_parent (f, chain_ids[i], i ? chain_ids[i - 1] : NULL);
+    }
+  assert_int_equal (count_entries (snapshots, "tmp-"), 0);
+  assert_int_equal (count_entries (snapshots, ""), N);
+}
+
+/* Two bad layers among good ones: the lower one's error is reported, and
+ * nothing is published or left behind, not even the good layers. */
+static void
+test_prepare_many_errors (void **state)
+{
+  struct fixture *f = *state;
+  enum
+  {
+    N = 8
+  };
+  struct layer layers[N];
+  struct snapshot_layer descs[N];
+  cleanup_free char *snapshots = xasprintf ("%s/snapshots", f->root);
+  cleanup_free char *want = NULL;
+  const char *wrong = "sha256:2222222222222222222222222222222222222222222222222222222222222222";
+  struct husk_error *err = NULL;
+  unsigned unpacked = 99;
+
+  make_numbered_layers (f, layers, N);
+  for (size_t i = 0; i < N; i++)
+    descs[i] = (struct snapshot_layer){ layers[i].digest, MEDIA_TAR, layers[i].diff_id };
+  descs[3].diff_id = wrong;
+  descs[6].diff_id = wrong;
+  assert_int_equal (snapshot_prepare_layers (f->store, descs, N, &unpacked, &err), -1);
+  want = xasprintf ("layer %s: uncompressed content is %s, but the image config says diff_id %s",
+                    layers[3].digest, layers[3].diff_id, wrong);
+  assert_string_equal (err->msg, want);
+  husk_error_free (&err);
+  assert_int_equal (unpacked, 99);
+  assert_int_equal (count_entries (snapshots, ""), 0);
+
+  /* A missing blob fails the set before anything is unpacked. */
+  descs[3].diff_id = layers[3].diff_id;
+  descs[6].diff_id = layers[6].diff_id;
+  descs[5].digest = "sha256:3333333333333333333333333333333333333333333333333333333333333333";
+  assert_int_equal (snapshot_prepare_layers (f->store, descs, N, NULL, &err), -1);
+  assert_non_null (strstr (err->msg,
+                           "sha256:3333333333333333333333333333333333333333333333333333333333333333: "
+                           "blob is not in the content store"));
+  husk_error_free (&err);
+  assert_int_equal (count_entries (snapshots, ""), 0);
+}
+
 static void
 test_overlay_whiteouts (void **state)
 {
@@ -496,6 +607,8 @@ main (void)
     cmocka_unit_test_setup_teardown (test_prepare_once, setup, teardown),
     cmocka_unit_test_setup_teardown (test_prepare_errors, setup, teardown),
     cmocka_unit_test_setup_teardown (test_prepare_concurrent, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_prepare_many, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_prepare_many_errors, setup, teardown),
     cmocka_unit_test_setup_teardown (test_overlay_whiteouts, setup, teardown),
     cmocka_unit_test_setup_teardown (test_remove_leaves_nothing, setup, teardown),
     cmocka_unit_test_setup_teardown (test_readonly_views, setup, teardown),
