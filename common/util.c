@@ -288,3 +288,14 @@ husk_strv_len (char *const *v)
     n++;
   return n;
 }
+
+char **
+husk_strv_append (char **v, const char *s)
+{
+  size_t n = husk_strv_len (v);
+
+  v = xrealloc (v, (n + 2) * sizeof (char *));
+  v[n] = xstrdup (s);
+  v[n + 1] = NULL;
+  return v;
+}

@@ -50,17 +50,6 @@ container_cli_bad_option (char **argv, char buf[3])
   return argv[optind - 1];
 }
 
-static char **
-strv_push (char **v, const char *s)
-{
-  size_t n = husk_strv_len (v);
-
-  v = xrealloc (v, (n + 2) * sizeof (char *));
-  v[n] = xstrdup (s);
-  v[n + 1] = NULL;
-  return v;
-}
-
 static int
 parse_size (const char *text, int64_t *out)
 {
@@ -161,7 +150,7 @@ parse_run_option (struct run_cli *cli, int c, const char *arg, struct husk_error
       cli->req.name = arg;
       return 0;
     case 'e':
-      cli->env = strv_push (cli->env, arg);
+      cli->env = husk_strv_append (cli->env, arg);
       return 0;
     case 'v':
       return parse_volume (cli, arg, err);
@@ -175,7 +164,7 @@ parse_run_option (struct run_cli *cli, int c, const char *arg, struct husk_error
       spec->readonly_rootfs = true;
       return 0;
     case OPT_DEVICE:
-      cli->devices = strv_push (cli->devices, arg);
+      cli->devices = husk_strv_append (cli->devices, arg);
       return 0;
     case OPT_ENTRYPOINT:
       cli->entrypoint[0] = (char *) arg;

@@ -48,5 +48,7 @@ int husk_parse_int64 (const char *s, long long min, long long max, long long *ou
 
 /* Number of entries in a NULL-terminated string vector. */
 size_t husk_strv_len (char *const *v);
+/* Appends a copy of S to V (which may be NULL); returns the new vector. */
+char **husk_strv_append (char **v, const char *s);
 
 #endif

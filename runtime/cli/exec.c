@@ -37,17 +37,6 @@ struct exec_cli
   struct exec_options opts;
 };
 
-static char **
-strv_append (char **v, const char *s)
-{
-  size_t n = husk_strv_len (v);
-
-  v = xrealloc (v, (n + 2) * sizeof (char *));
-  v[n] = xstrdup (s);
-  v[n + 1] = NULL;
-  return v;
-}
-
 static int
 parse_exec_options (int argc, char **argv, struct exec_cli *cli, struct husk_error **err)
 {
@@ -87,7 +76,7 @@ parse_exec_options (int argc, char **argv, struct exec_cli *cli, struct husk_err
       case OPT_ENV:
         if (strchr (optarg, '=') == NULL)
           return cli_usage_error ("exec", err, "--env `%s`: expected KEY=VALUE", optarg);
-        cli->env = strv_append (cli->env, optarg);
+        cli->env = husk_strv_append (cli->env, optarg);
         break;
       case OPT_CWD:
         cli->cwd = optarg;
@@ -96,10 +85,10 @@ parse_exec_options (int argc, char **argv, struct exec_cli *cli, struct husk_err
         cli->user = optarg;
         break;
       case OPT_CAP:
-        cli->caps = strv_append (cli->caps, optarg);
+        cli->caps = husk_strv_append (cli->caps, optarg);
         break;
       case OPT_GIDS:
-        cli->gids = strv_append (cli->gids, optarg);
+        cli->gids = husk_strv_append (cli->gids, optarg);
         break;
       case OPT_PID_FILE:
         cli->opts.pid_file = optarg;
@@ -146,9 +135,9 @@ apply_overrides (struct spec_process *process, struct exec_cli *cli, char **args
 {
   husk_strvfreep (&process->args);
   for (char **a = args; *a; a++)
-    process->args = strv_append (process->args, *a);
+    process->args = husk_strv_append (process->args, *a);
   for (char **e = cli->env; e && *e; e++)
-    process->env = strv_append (process->env, *e);
+    process->env = husk_strv_append (process->env, *e);
   if (cli->cwd)
     {
       free (process->cwd);
