@@ -416,38 +416,6 @@ verb_stop_rm (const struct container_cli_env *env, bool is_rm, int argc, char **
   return for_each_container (env, argv + optind, force, timeout, is_rm ? do_rm : do_stop, err);
 }
 
-static int
-parse_env (int argc, char **argv, struct container_cli_env *env, struct husk_error **err)
-{
-  static const struct option options[] = {
-    { "root", required_argument, NULL, 'r' },
-    { "registries", required_argument, NULL, 'g' },
-    { "help", no_argument, NULL, 'h' },
-    { NULL, 0, NULL, 0 },
-  };
-  int c;
-
-  optind = 1;
-  opterr = 0;
-  while ((c = getopt_long (argc, argv, "+h", options, NULL)) != -1)
-    switch (c)
-      {
-      case 'r':
-        env->image.root = env->containers.image_root = optarg;
-        break;
-      case 'g':
-        env->image.registries_file = optarg;
-        break;
-      case 'h':
-        fputs (CONTAINER_USAGE, stdout);
-        exit (0);
-      default:
-        return husk_error_make (err, 0, "container: unknown option `%s` (see husk container --help)",
-                                argv[optind - 1]);
-      }
-  return optind;
-}
-
 int
 container_cli_main (int argc, char **argv, const char *runtime_root, struct husk_error **err)
 {
@@ -455,11 +423,12 @@ container_cli_main (int argc, char **argv, const char *runtime_root, struct husk
     .image = { .root = STORE_DEFAULT_ROOT },
     .containers = { .image_root = STORE_DEFAULT_ROOT, .runtime_root = runtime_root },
   };
-  int first = parse_env (argc, argv, &env, err);
+  int first = image_cli_parse_env ("container", CONTAINER_USAGE, argc, argv, &env.image, err);
   const char *verb;
 
   if (first < 0)
     return -1;
+  env.containers.image_root = env.image.root;
   if (first >= argc)
     {
       fputs (CONTAINER_USAGE, stderr);

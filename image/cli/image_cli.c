@@ -357,8 +357,9 @@ verb_pull (struct image_cli_env *env, int argc, char **argv, struct husk_error *
   return image_cli_pull (env, argv[optind], platform, true, err);
 }
 
-static int
-parse_env (int argc, char **argv, struct image_cli_env *env, struct husk_error **err)
+int
+image_cli_parse_env (const char *group, const char *usage, int argc, char **argv, struct image_cli_env *env,
+                     struct husk_error **err)
 {
   static const struct option options[] = {
     { "root", required_argument, NULL, 'r' },
@@ -380,11 +381,11 @@ parse_env (int argc, char **argv, struct image_cli_env *env, struct husk_error *
         env->registries_file = optarg;
         break;
       case 'h':
-        fputs (IMAGE_USAGE, stdout);
+        fputs (usage, stdout);
         exit (0);
       default:
-        return husk_error_make (err, 0, "image: unknown option `%s` (see husk image --help)",
-                                argv[optind - 1]);
+        return husk_error_make (err, 0, "%s: unknown option `%s` (see husk %s --help)", group,
+                                argv[optind - 1], group);
       }
   return optind;
 }
@@ -393,7 +394,7 @@ int
 image_cli_main (int argc, char **argv, struct husk_error **err)
 {
   struct image_cli_env env = { .root = STORE_DEFAULT_ROOT };
-  int first = parse_env (argc, argv, &env, err);
+  int first = image_cli_parse_env ("image", IMAGE_USAGE, argc, argv, &env, err);
   const char *verb;
 
   if (first < 0)

@@ -27,6 +27,11 @@ int image_cli_open (const struct image_cli_env *env, struct store **store, struc
 int image_cli_pull (const struct image_cli_env *env, const char *ref, const char *platform, bool print_id,
                     struct husk_error **err);
 
+/* Parses the group options (--root, --registries, --help) every image and
+ * container verb takes; returns the index of the verb. */
+int image_cli_parse_env (const char *group, const char *usage, int argc, char **argv,
+                         struct image_cli_env *env, struct husk_error **err);
+
 int image_cli_main (int argc, char **argv, struct husk_error **err);
 
 #endif
