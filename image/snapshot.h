@@ -36,11 +36,14 @@ char *snapshot_fs_path (const char *root, const char *chain_id);
 bool snapshot_exists (const char *root, const char *chain_id);
 
 /* Makes sure a snapshot exists for each of the N layers (bottom first),
- * unpacking the missing ones in order from the store and checking each
- * diffID.  A layer is unpacked into ROOT/snapshots/tmp-<random> and renamed
- * into place; when a concurrent unpack of the same chain wins, this copy is
- * dropped.  Holds the store's GC lock shared while it works.  *UNPACKED
- * (may be NULL) counts the layers it unpacked. */
+ * unpacking the missing ones from the store in parallel (a worker per
+ * online CPU) and checking each diffID.  Every missing layer is checked
+ * (digest, media type, blob present) before any unpack starts; on failure
+ * the error of the lowest failed layer is returned and nothing is
+ * published.  A layer is unpacked into ROOT/snapshots/tmp-<random> and
+ * renamed into place; when a concurrent unpack of the same chain wins, this
+ * copy is dropped.  Holds the store's GC lock shared while it works.
+ * *UNPACKED (may be NULL) counts the layers it unpacked. */
 int snapshot_prepare_layers (struct store *store, const struct snapshot_layer *layers, size_t n,
                              unsigned *unpacked, struct husk_error **err);
 
