@@ -54,7 +54,7 @@ PLUGIN := $(BUILD)/husk-image.so
 HUSKD := $(BUILD)/huskd
 UNIT_TESTS := $(patsubst test/unit/%.c,$(BUILD)/test/unit/%,$(UNIT_SRCS))
 
-.PHONY: all deps build test unit-test integration-test vm-test run bench clean format format-check install
+.PHONY: all deps build test unit-test integration-test vm-test run demo bench clean format format-check install
 
 all: build
 
@@ -134,8 +134,15 @@ unit-test: build $(UNIT_TESTS)
 integration-test: build
 	./test/run-all.sh --integration-only $(BUILD)
 
-# `make run`: install, build, and run a demo container until huskd exists.
+# `make run`: install, build, and start huskd with its built-in defaults
+# (unix:///run/husk/husk.sock, /var/lib/husk, /run/husk) in the foreground.
 run: deps
+	$(MAKE) --no-print-directory build
+	@echo "huskd: serving CRI v1 on unix:///run/husk/husk.sock (Ctrl-C stops it; 'make demo' runs a container)"
+	$(HUSKD) --log-level info
+
+# A busybox container through `husk run`, no daemon.
+demo: deps
 	$(MAKE) --no-print-directory build
 	./hack/demo.sh $(BUILD)
 

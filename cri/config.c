@@ -1,0 +1,245 @@
+/* huskd's configuration file (see config.h). */
+#include <errno.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cri/config.h"
+#include "husk/cleanup.h"
+#include "husk/util.h"
+
+/* Docker's (and containerd's) default capabilities. */
+static const char *const default_caps[] = {
+  "CAP_CHOWN",
+  "CAP_DAC_OVERRIDE",
+  "CAP_FSETID",
+  "CAP_FOWNER",
+  "CAP_MKNOD",
+  "CAP_NET_RAW",
+  "CAP_SETGID",
+  "CAP_SETUID",
+  "CAP_SETFCAP",
+  "CAP_SETPCAP",
+  "CAP_NET_BIND_SERVICE",
+  "CAP_SYS_CHROOT",
+  "CAP_KILL",
+  "CAP_AUDIT_WRITE",
+  NULL,
+};
+
+static void
+add_runtime (struct huskd_config *cfg, const char *name, const char *path, const char *root)
+{
+  if (huskd_config_runtime (cfg, name) != NULL)
+    return; /* the config file named it already */
+  cfg->runtimes = xrealloc (cfg->runtimes, (cfg->n_runtimes + 1) * sizeof *cfg->runtimes);
+  cfg->runtimes[cfg->n_runtimes++]
+      = (struct huskd_runtime){ .name = xstrdup (name), .path = xstrdup (path), .root = xstrdup (root) };
+}
+
+/* husk itself, next to huskd (build tree) or on PATH; runc and crun when
+ * installed. */
+static void
+default_runtimes (struct huskd_config *cfg)
+{
+  static const char *const peers[] = { "runc", "crun" };
+  char self[4096];
+  ssize_t n = readlink ("/proc/self/exe", self, sizeof self - 1);
+  cleanup_free char *husk = NULL;
+
+  if (n > 0)
+    {
+      self[n] = '\0';
+      char *slash = strrchr (self, '/');
+      if (slash)
+        {
+          *slash = '\0';
+          husk = xasprintf ("%s/husk", self);
+        }
+    }
+  if (husk == NULL || access (husk, X_OK) < 0)
+    {
+      free (husk);
+      husk = xstrdup ("husk");
+    }
+  {
+    cleanup_free char *root = xasprintf ("%s/runtime", cfg->state);
+    add_runtime (cfg, "husk", husk, root);
+  }
+  for (size_t i = 0; i < 2; i++)
+    {
+      const char *dirs[] = { "/usr/bin", "/usr/sbin", "/usr/local/bin" };
+      for (size_t d = 0; d < 3; d++)
+        {
+          cleanup_free char *path = xasprintf ("%s/%s", dirs[d], peers[i]);
+          cleanup_free char *root = xasprintf ("%s/%s", cfg->state, peers[i]);
+          if (access (path, X_OK) == 0)
+            {
+              add_runtime (cfg, peers[i], path, root);
+              break;
+            }
+        }
+    }
+}
+
+static void
+set_defaults (struct huskd_config *cfg)
+{
+  memset (cfg, 0, sizeof *cfg);
+  cfg->listen = xstrdup (HUSKD_DEFAULT_LISTEN);
+  cfg->root = xstrdup (HUSKD_DEFAULT_ROOT);
+  cfg->state = xstrdup (HUSKD_DEFAULT_STATE);
+  cfg->default_runtime = xstrdup ("husk");
+  cfg->cni_conf_dir = xstrdup ("/etc/cni/net.d");
+  cfg->cni_bin_dirs = xstrdup ("/usr/lib/cni:/opt/cni/bin");
+  cfg->log_level = xstrdup ("info");
+  for (size_t i = 0; default_caps[i]; i++)
+    cfg->default_capabilities = husk_strv_append (cfg->default_capabilities, default_caps[i]);
+}
+
+static int
+take_string (json_t *doc, const char *key, char **field, const char *path, struct husk_error **err)
+{
+  json_t *v = json_object_get (doc, key);
+
+  if (v == NULL || json_is_null (v))
+    return 0;
+  if (!json_is_string (v))
+    return husk_error_make (err, 0, "%s: %s: must be a string", path, key);
+  free (*field);
+  *field = xstrdup (json_string_value (v));
+  return 0;
+}
+
+static int
+take_runtimes (json_t *doc, struct huskd_config *cfg, const char *path, struct husk_error **err)
+{
+  json_t *runtimes = json_object_get (doc, "runtimes"), *rt;
+  const char *name;
+
+  if (runtimes == NULL)
+    return 0;
+  if (!json_is_object (runtimes))
+    return husk_error_make (err, 0, "%s: runtimes: must be an object of name -> {path, root}", path);
+  json_object_foreach (runtimes, name, rt)
+  {
+    json_t *bin = json_object_get (rt, "path"), *root = json_object_get (rt, "root");
+    cleanup_free char *default_root = xasprintf ("%s/%s", cfg->state, name);
+
+    if (!json_is_string (bin))
+      return husk_error_make (err, 0, "%s: runtimes.%s.path: must be a string", path, name);
+    struct huskd_runtime *existing = (struct huskd_runtime *) huskd_config_runtime (cfg, name);
+
+    if (existing)
+      {
+        free (existing->path);
+        existing->path = xstrdup (json_string_value (bin));
+        continue;
+      }
+    add_runtime (cfg, name, json_string_value (bin),
+                 json_is_string (root) ? json_string_value (root) : default_root);
+  }
+  return 0;
+}
+
+static int
+apply_file (const char *path, struct huskd_config *cfg, struct husk_error **err)
+{
+  static const struct
+  {
+    const char *key;
+    size_t offset;
+  } strings[] = {
+    { "listen", offsetof (struct huskd_config, listen) },
+    { "root", offsetof (struct huskd_config, root) },
+    { "state", offsetof (struct huskd_config, state) },
+    { "default_runtime", offsetof (struct huskd_config, default_runtime) },
+    { "cni_conf_dir", offsetof (struct huskd_config, cni_conf_dir) },
+    { "cni_bin_dirs", offsetof (struct huskd_config, cni_bin_dirs) },
+    { "registries", offsetof (struct huskd_config, registries_file) },
+    { "seccomp_profile", offsetof (struct huskd_config, seccomp_profile) },
+    { "log_level", offsetof (struct huskd_config, log_level) },
+  };
+  json_error_t jerr;
+  json_t *doc = json_load_file (path, 0, &jerr), *caps;
+  int ret = 0;
+
+  if (doc == NULL)
+    {
+      if (access (path, F_OK) < 0)
+        return husk_error_make (err, errno, "--config `%s`", path);
+      return husk_error_make (err, 0, "%s: line %d column %d: %s", path, jerr.line, jerr.column, jerr.text);
+    }
+  if (!json_is_object (doc))
+    ret = husk_error_make (err, 0, "%s: must be a JSON object", path);
+  for (size_t i = 0; ret == 0 && i < sizeof strings / sizeof strings[0]; i++)
+    ret = take_string (doc, strings[i].key, (char **) ((char *) cfg + strings[i].offset), path, err);
+  if (ret == 0)
+    ret = take_runtimes (doc, cfg, path, err);
+  caps = json_object_get (doc, "default_capabilities");
+  if (ret == 0 && caps)
+    {
+      size_t i;
+      json_t *cap;
+      if (!json_is_array (caps))
+        ret = husk_error_make (err, 0, "%s: default_capabilities: must be a list of names", path);
+      husk_strvfreep (&cfg->default_capabilities);
+      cfg->default_capabilities = xcalloc (1, sizeof (char *));
+      json_array_foreach (caps, i, cap) if (ret == 0 && json_is_string (cap)) cfg->default_capabilities
+          = husk_strv_append (cfg->default_capabilities, json_string_value (cap));
+    }
+  json_decref (doc);
+  return ret;
+}
+
+int
+huskd_config_load (const char *path, struct huskd_config *cfg, struct husk_error **err)
+{
+  set_defaults (cfg);
+  return path ? apply_file (path, cfg, err) : 0;
+}
+
+int
+huskd_config_finish (struct huskd_config *cfg, const char *path, struct husk_error **err)
+{
+  default_runtimes (cfg);
+  if (huskd_config_runtime (cfg, NULL) == NULL)
+    return husk_error_make (err, 0, "%s: default_runtime `%s` is not configured", path ? path : "config",
+                            cfg->default_runtime);
+  return 0;
+}
+
+const struct huskd_runtime *
+huskd_config_runtime (const struct huskd_config *cfg, const char *handler)
+{
+  const char *name = handler && *handler ? handler : cfg->default_runtime;
+
+  for (size_t i = 0; i < cfg->n_runtimes; i++)
+    if (strcmp (cfg->runtimes[i].name, name) == 0)
+      return &cfg->runtimes[i];
+  return NULL;
+}
+
+void
+huskd_config_clear (struct huskd_config *cfg)
+{
+  free (cfg->listen);
+  free (cfg->root);
+  free (cfg->state);
+  free (cfg->default_runtime);
+  for (size_t i = 0; i < cfg->n_runtimes; i++)
+    {
+      free (cfg->runtimes[i].name);
+      free (cfg->runtimes[i].path);
+      free (cfg->runtimes[i].root);
+    }
+  free (cfg->runtimes);
+  free (cfg->cni_conf_dir);
+  free (cfg->cni_bin_dirs);
+  free (cfg->registries_file);
+  husk_strvfreep (&cfg->default_capabilities);
+  free (cfg->seccomp_profile);
+  free (cfg->log_level);
+  memset (cfg, 0, sizeof *cfg);
+}

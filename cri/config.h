@@ -1,0 +1,48 @@
+/* huskd's configuration: built-in defaults, optionally overridden by a JSON
+ * file (--config).  Errors name the file, line and column, or the key. */
+#ifndef HUSK_CRI_CONFIG_H
+#define HUSK_CRI_CONFIG_H
+
+#include <stddef.h>
+
+#include "husk/error.h"
+
+#define HUSKD_DEFAULT_LISTEN "unix:///run/husk/husk.sock"
+#define HUSKD_DEFAULT_ROOT "/var/lib/husk"
+#define HUSKD_DEFAULT_STATE "/run/husk"
+
+/* An OCI runtime a CRI runtime_handler can pick. */
+struct huskd_runtime
+{
+  char *name; /* the runtime_handler ("" means the default) */
+  char *path; /* the binary */
+  char *root; /* its --root */
+};
+
+struct huskd_config
+{
+  char *listen;
+  char *root;  /* persistent: images, containers */
+  char *state; /* volatile: runtime state, sockets, exit files */
+  char *default_runtime;
+  struct huskd_runtime *runtimes;
+  size_t n_runtimes;
+  char *cni_conf_dir;
+  char *cni_bin_dirs;
+  char *registries_file; /* hosts config of the image library; NULL: its default */
+  char **default_capabilities;
+  char *seccomp_profile; /* a file; NULL: the built-in default */
+  char *log_level;
+};
+
+/* Fills CFG with the defaults, then applies PATH if not NULL. */
+int huskd_config_load (const char *path, struct huskd_config *cfg, struct husk_error **err);
+/* After command-line overrides: adds the runtimes found on the machine
+ * (their roots under cfg->state) and checks the default one exists. */
+int huskd_config_finish (struct huskd_config *cfg, const char *path, struct husk_error **err);
+void huskd_config_clear (struct huskd_config *cfg);
+
+/* The runtime for HANDLER (NULL or "" = default); NULL when unknown. */
+const struct huskd_runtime *huskd_config_runtime (const struct huskd_config *cfg, const char *handler);
+
+#endif

@@ -1,0 +1,158 @@
+/* huskd: the CRI server.  kubelet, crictl or critest talk runtime.v1 gRPC
+ * to it on a unix socket (default unix:///run/husk/husk.sock). */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cri/config.h"
+#include "cri/rpc_server.h"
+#include "cri/service.h"
+#include "husk/util.h"
+
+struct huskd_args
+{
+  const char *config, *listen, *root, *state, *log_level;
+};
+
+static void
+usage (FILE *out)
+{
+  fprintf (out, "usage: huskd [options]\n\n"
+                "husk's CRI server (runtime.v1 RuntimeService and ImageService).\n\n"
+                "  --listen ADDR      unix socket to serve (default " HUSKD_DEFAULT_LISTEN ")\n"
+                "  --root DIR         persistent state: images, containers (default " HUSKD_DEFAULT_ROOT ")\n"
+                "  --state DIR        volatile state: runtime, sockets (default " HUSKD_DEFAULT_STATE ")\n"
+                "  --config FILE      JSON configuration (runtimes, CNI dirs, registries, ...)\n"
+                "  --log-level LEVEL  error, warning, info or debug (default info)\n"
+                "  --help, --version\n");
+}
+
+static int
+parse_args (int argc, char **argv, struct huskd_args *args, struct husk_error **err)
+{
+  static const struct option options[] = {
+    { "config", required_argument, NULL, 'c' },    { "listen", required_argument, NULL, 'l' },
+    { "root", required_argument, NULL, 'r' },      { "state", required_argument, NULL, 's' },
+    { "log-level", required_argument, NULL, 'L' }, { "help", no_argument, NULL, 'h' },
+    { "version", no_argument, NULL, 'v' },         { NULL, 0, NULL, 0 },
+  };
+  int c;
+
+  opterr = 0;
+  while ((c = getopt_long (argc, argv, "hv", options, NULL)) != -1)
+    switch (c)
+      {
+      case 'c':
+        args->config = optarg;
+        break;
+      case 'l':
+        args->listen = optarg;
+        break;
+      case 'r':
+        args->root = optarg;
+        break;
+      case 's':
+        args->state = optarg;
+        break;
+      case 'L':
+        args->log_level = optarg;
+        break;
+      case 'h':
+        usage (stdout);
+        exit (0);
+      case 'v':
+        printf ("huskd version %s\nCRI API v1\n", HUSK_VERSION);
+        exit (0);
+      default:
+        return husk_error_make (err, 0, "unknown option `%s` (see huskd --help)", argv[optind - 1]);
+      }
+  if (optind < argc)
+    return husk_error_make (err, 0, "unexpected argument `%s` (see huskd --help)", argv[optind]);
+  return 0;
+}
+
+static void
+override (char **field, const char *value)
+{
+  if (value == NULL)
+    return;
+  free (*field);
+  *field = xstrdup (value);
+}
+
+static int
+set_log_level (const char *level, struct husk_error **err)
+{
+  static const struct
+  {
+    const char *name;
+    enum husk_log_level level;
+  } levels[] = {
+    { "error", HUSK_LOG_ERROR },
+    { "warning", HUSK_LOG_WARNING },
+    { "info", HUSK_LOG_INFO },
+    { "debug", HUSK_LOG_DEBUG },
+  };
+  for (size_t i = 0; i < sizeof levels / sizeof levels[0]; i++)
+    if (strcmp (levels[i].name, level) == 0)
+      {
+        husk_log_set_level (levels[i].level);
+        return 0;
+      }
+  return husk_error_make (err, 0, "--log-level `%s`: must be error, warning, info or debug", level);
+}
+
+static int
+serve (struct huskd_config *cfg, struct husk_error **err)
+{
+  struct cri_service svc;
+  struct rpc_server_options opts = { .socket_path = cfg->listen };
+  struct rpc_server *server = NULL;
+  const struct rpc_method *methods;
+  size_t n = 0;
+  int sig;
+
+  if (cri_service_init (&svc, cfg, err) < 0)
+    return -1;
+  methods = cri_service_methods (&svc, &n);
+  if (rpc_server_start (&opts, methods, n, &server, err) < 0)
+    {
+      cri_service_clear (&svc);
+      free ((void *) methods);
+      return -1;
+    }
+  husk_log (HUSK_LOG_INFO, "serving CRI v1 on %s (root %s, state %s)", cfg->listen, cfg->root, cfg->state);
+  sig = rpc_server_run (server);
+  husk_log (HUSK_LOG_INFO, "signal %d: shutting down", sig);
+  rpc_server_shutdown (server);
+  cri_service_clear (&svc);
+  free ((void *) methods);
+  return 0;
+}
+
+int
+main (int argc, char **argv)
+{
+  struct huskd_args args = { 0 };
+  struct huskd_config cfg = { 0 };
+  struct husk_error *err = NULL;
+  int ret = 1;
+
+  husk_log_set_prog ("huskd");
+  husk_log_set_level (HUSK_LOG_INFO);
+  if (parse_args (argc, argv, &args, &err) == 0 && huskd_config_load (args.config, &cfg, &err) == 0)
+    {
+      override (&cfg.listen, args.listen);
+      override (&cfg.root, args.root);
+      override (&cfg.state, args.state);
+      override (&cfg.log_level, args.log_level);
+      if (huskd_config_finish (&cfg, args.config, &err) == 0 && set_log_level (cfg.log_level, &err) == 0
+          && serve (&cfg, &err) == 0)
+        ret = 0;
+    }
+  if (err)
+    husk_error_report (&err, "huskd");
+  huskd_config_clear (&cfg);
+  return ret;
+}

@@ -1,0 +1,591 @@
+/* One gRPC call on the server side: reading its request, running its
+ * handler (inline or on the pool), its replies, the send queue of a stream,
+ * and the client going away.
+ *
+ * A call is reference counted: one ref for the request or the running
+ * handler, one per batch gRPC holds (close watch, send, status), one for the
+ * owner of an open stream and one while a cancel callback runs.  Batches
+ * start only under call->lock and never once the close event has been seen,
+ * which is what lets the server shut its completion queue down while stream
+ * owners still hold calls. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <grpc/byte_buffer.h>
+#include <grpc/byte_buffer_reader.h>
+#include <grpc/slice.h>
+#include <grpc/support/alloc.h>
+#include <grpc/support/time.h>
+
+#include "cri/rpc_internal.h"
+#include "husk/util.h"
+
+#define container_of(ptr, type, member) ((type *) ((char *) (ptr) -offsetof (type, member)))
+
+struct rpc_call *
+rpc_call_new (struct rpc_server *server, const struct rpc_method_slot *slot)
+{
+  struct rpc_call *call = xcalloc (1, sizeof *call);
+
+  atomic_fetch_add (&server->refs, 1);
+  call->server = server;
+  call->slot = slot;
+  atomic_init (&call->refs, 1);
+  grpc_metadata_array_init (&call->metadata);
+  grpc_call_details_init (&call->details);
+  call->request = grpc_empty_slice ();
+  call->request_tag.kind = RPC_TAG_REQUEST;
+  call->close_tag.kind = RPC_TAG_CLOSE;
+  call->send_tag.kind = RPC_TAG_SEND;
+  call->status_tag.kind = RPC_TAG_STATUS;
+  pthread_mutex_init (&call->lock, NULL);
+  return call;
+}
+
+struct rpc_call *
+rpc_call_from_tag (struct rpc_tag *tag)
+{
+  switch (tag->kind)
+    {
+    case RPC_TAG_REQUEST:
+      return container_of (tag, struct rpc_call, request_tag);
+    case RPC_TAG_CLOSE:
+      return container_of (tag, struct rpc_call, close_tag);
+    case RPC_TAG_SEND:
+      return container_of (tag, struct rpc_call, send_tag);
+    case RPC_TAG_STATUS:
+      return container_of (tag, struct rpc_call, status_tag);
+    default:
+      return NULL;
+    }
+}
+
+static bool
+is_streaming (const struct rpc_call *call)
+{
+  return call->slot->method && (call->slot->method->flags & RPC_SERVER_STREAMING);
+}
+
+static void
+drop_out_queue_locked (struct rpc_call *call)
+{
+  while (call->out_head)
+    {
+      struct rpc_out_msg *msg = call->out_head;
+      call->out_head = msg->next;
+      grpc_byte_buffer_destroy (msg->buffer);
+      free (msg);
+    }
+  call->out_tail = NULL;
+  call->out_count = 0;
+}
+
+static void
+call_destroy (struct rpc_call *call)
+{
+  struct rpc_server *server = call->server;
+
+  drop_out_queue_locked (call);
+  if (call->cancel_user_free)
+    call->cancel_user_free (call->cancel_user);
+  if (call->call)
+    grpc_call_unref (call->call);
+  if (call->payload)
+    grpc_byte_buffer_destroy (call->payload);
+  if (call->reply)
+    grpc_byte_buffer_destroy (call->reply);
+  if (call->in_flight)
+    grpc_byte_buffer_destroy (call->in_flight);
+  grpc_slice_unref (call->request);
+  grpc_metadata_array_destroy (&call->metadata);
+  grpc_call_details_destroy (&call->details);
+  gpr_free (call->peer);
+  free (call->unknown_path);
+  free (call->final_msg);
+  pthread_mutex_destroy (&call->lock);
+  free (call);
+  rpc_server_unref (server);
+}
+
+static void
+call_ref (struct rpc_call *call)
+{
+  atomic_fetch_add (&call->refs, 1);
+}
+
+void
+rpc_call_unref (struct rpc_call *call)
+{
+  if (atomic_fetch_sub (&call->refs, 1) == 1)
+    call_destroy (call);
+}
+
+static grpc_byte_buffer *
+byte_buffer_of (const void *bytes, size_t len)
+{
+  grpc_slice slice = grpc_slice_malloc (len);
+  grpc_byte_buffer *buffer;
+
+  if (len > 0)
+    memcpy (GRPC_SLICE_START_PTR (slice), bytes, len);
+  buffer = grpc_raw_byte_buffer_create (&slice, 1);
+  grpc_slice_unref (slice);
+  return buffer;
+}
+
+/* Holds a ref for the batch until its completion comes back.  Called with
+ * call->lock held and a ref held by the caller, so the rollback below never
+ * drops the last one. */
+static bool
+start_batch_locked (struct rpc_call *call, const grpc_op *ops, size_t n_ops, struct rpc_tag *tag)
+{
+  grpc_call_error ret;
+
+  call_ref (call);
+  ret = grpc_call_start_batch (call->call, ops, n_ops, tag, NULL);
+  if (ret == GRPC_CALL_OK)
+    return true;
+  husk_log (HUSK_LOG_ERROR, "gRPC refused a batch on %s: %s", rpc_call_method (call),
+            grpc_call_error_to_string (ret));
+  atomic_fetch_sub (&call->refs, 1);
+  return false;
+}
+
+static void
+add_initial_metadata (struct rpc_call *call, grpc_op *ops, size_t *n_ops)
+{
+  if (call->sent_initial_metadata)
+    return;
+  call->sent_initial_metadata = true;
+  ops[*n_ops] = (grpc_op){ .op = GRPC_OP_SEND_INITIAL_METADATA };
+  (*n_ops)++;
+}
+
+/* The final status, with the unary reply if there is one: always the last
+ * batch of a call. */
+static void
+start_status_locked (struct rpc_call *call)
+{
+  grpc_slice details = grpc_empty_slice ();
+  grpc_op ops[3];
+  size_t n_ops = 0;
+
+  call->status_started = true;
+  if (call->closed)
+    return;
+  add_initial_metadata (call, ops, &n_ops);
+  if (call->reply)
+    ops[n_ops++] = (grpc_op){ .op = GRPC_OP_SEND_MESSAGE, .data.send_message.send_message = call->reply };
+  if (call->final_msg)
+    details = grpc_slice_from_copied_string (call->final_msg);
+  ops[n_ops++] = (grpc_op){ .op = GRPC_OP_SEND_STATUS_FROM_SERVER,
+                            .data.send_status_from_server = {
+                                .status = call->final_code,
+                                .status_details = call->final_msg ? &details : NULL,
+                            } };
+  start_batch_locked (call, ops, n_ops, &call->status_tag);
+  grpc_slice_unref (details);
+}
+
+static void
+start_send_locked (struct rpc_call *call, grpc_byte_buffer *buffer)
+{
+  grpc_op ops[2];
+  size_t n_ops = 0;
+
+  add_initial_metadata (call, ops, &n_ops);
+  ops[n_ops++] = (grpc_op){ .op = GRPC_OP_SEND_MESSAGE, .data.send_message.send_message = buffer };
+  call->in_flight = buffer;
+  if (!start_batch_locked (call, ops, n_ops, &call->send_tag))
+    {
+      call->in_flight = NULL;
+      grpc_byte_buffer_destroy (buffer);
+      drop_out_queue_locked (call);
+    }
+}
+
+/* Records the final status and sends it unless a streamed message is still
+ * going out (then the send completion sends it).  Returns 0 or an errno. */
+static int
+finish_locked (struct rpc_call *call, grpc_status_code code, char *msg, grpc_byte_buffer *reply)
+{
+  if (call->finished)
+    {
+      free (msg);
+      if (reply)
+        grpc_byte_buffer_destroy (reply);
+      return EALREADY;
+    }
+  call->finished = true;
+  call->final_code = code;
+  call->final_msg = msg;
+  call->reply = reply;
+  if (call->in_flight == NULL)
+    start_status_locked (call);
+  return call->closed ? ECANCELED : 0;
+}
+
+static int
+errno_result (int errnum)
+{
+  if (errnum == 0)
+    return 0;
+  errno = errnum;
+  return -1;
+}
+
+/* The final status for any call; on a stream it also drops the owner's
+ * ref, once. */
+static int
+finish_call (struct rpc_call *call, grpc_status_code code, char *msg, grpc_byte_buffer *reply)
+{
+  int ret;
+
+  pthread_mutex_lock (&call->lock);
+  ret = finish_locked (call, code, msg, reply);
+  pthread_mutex_unlock (&call->lock);
+  if (ret != EALREADY && is_streaming (call))
+    rpc_call_unref (call);
+  return errno_result (ret);
+}
+
+int
+rpc_reply (struct rpc_call *call, const void *bytes, size_t len)
+{
+  if (is_streaming (call))
+    {
+      husk_warn ("rpc_reply on the stream %s: use rpc_stream_send and rpc_stream_finish",
+                 rpc_call_method (call));
+      return errno_result (EINVAL);
+    }
+  return finish_call (call, GRPC_STATUS_OK, NULL, byte_buffer_of (bytes, len));
+}
+
+int
+rpc_fail (struct rpc_call *call, grpc_status_code code, const char *fmt, ...)
+{
+  char *msg = NULL;
+  va_list ap;
+
+  va_start (ap, fmt);
+  if (vasprintf (&msg, fmt, ap) < 0)
+    abort ();
+  va_end (ap);
+  return finish_call (call, code, msg, NULL);
+}
+
+int
+rpc_stream_finish (struct rpc_call *call, grpc_status_code code, const char *msg)
+{
+  return finish_call (call, code, msg ? xstrdup (msg) : NULL, NULL);
+}
+
+int
+rpc_stream_send (struct rpc_call *call, const void *bytes, size_t len)
+{
+  int ret = 0;
+
+  if (!is_streaming (call))
+    return errno_result (EINVAL);
+  pthread_mutex_lock (&call->lock);
+  if (call->finished)
+    ret = EALREADY;
+  else if (call->closed)
+    ret = ECANCELED;
+  else if (call->in_flight == NULL)
+    start_send_locked (call, byte_buffer_of (bytes, len));
+  else if (call->out_count >= call->server->opts.stream_queue_max)
+    ret = ENOBUFS;
+  else
+    {
+      struct rpc_out_msg *msg = xmalloc (sizeof *msg);
+      *msg = (struct rpc_out_msg){ byte_buffer_of (bytes, len), NULL };
+      if (call->out_tail)
+        call->out_tail->next = msg;
+      else
+        call->out_head = msg;
+      call->out_tail = msg;
+      call->out_count++;
+    }
+  pthread_mutex_unlock (&call->lock);
+  return errno_result (ret);
+}
+
+static void
+on_send_done (struct rpc_call *call, bool success)
+{
+  pthread_mutex_lock (&call->lock);
+  grpc_byte_buffer_destroy (call->in_flight);
+  call->in_flight = NULL;
+  if (!success)
+    drop_out_queue_locked (call);
+  if (call->out_head && !call->closed)
+    {
+      struct rpc_out_msg *msg = call->out_head;
+      call->out_head = msg->next;
+      if (call->out_head == NULL)
+        call->out_tail = NULL;
+      call->out_count--;
+      start_send_locked (call, msg->buffer);
+      free (msg);
+    }
+  if (call->in_flight == NULL && call->finished && !call->status_started)
+    start_status_locked (call);
+  pthread_mutex_unlock (&call->lock);
+}
+
+static void
+on_status_done (struct rpc_call *call)
+{
+  pthread_mutex_lock (&call->lock);
+  if (call->reply)
+    grpc_byte_buffer_destroy (call->reply);
+  call->reply = NULL;
+  pthread_mutex_unlock (&call->lock);
+}
+
+static void
+run_cancel_callback (struct rpc_call *call, rpc_cancel_fn cb)
+{
+  cb (call, call->cancel_user);
+  rpc_call_unref (call);
+}
+
+/* Decides under the lock whether the cancel callback is due now; if so
+ * takes the ref that keeps the call alive while it runs. */
+static rpc_cancel_fn
+cancel_callback_due_locked (struct rpc_call *call)
+{
+  if (!call->cancelled || call->finished || call->cancel_fired || call->on_cancel == NULL)
+    return NULL;
+  call->cancel_fired = true;
+  call_ref (call);
+  return call->on_cancel;
+}
+
+static void
+on_close (struct rpc_call *call)
+{
+  rpc_cancel_fn cb;
+
+  pthread_mutex_lock (&call->lock);
+  call->closed = true;
+  call->cancelled = call->close_cancelled != 0;
+  if (call->cancelled)
+    drop_out_queue_locked (call);
+  cb = cancel_callback_due_locked (call);
+  pthread_mutex_unlock (&call->lock);
+  rpc_server_call_closed (call->server, call->slot);
+  if (cb)
+    run_cancel_callback (call, cb);
+}
+
+void
+rpc_call_event (struct rpc_call *call, enum rpc_tag_kind kind, bool success)
+{
+  switch (kind)
+    {
+    case RPC_TAG_CLOSE:
+      on_close (call);
+      break;
+    case RPC_TAG_SEND:
+      on_send_done (call, success);
+      break;
+    case RPC_TAG_STATUS:
+      on_status_done (call);
+      break;
+    default:
+      break;
+    }
+  rpc_call_unref (call);
+}
+
+void
+rpc_call_on_cancel (struct rpc_call *call, rpc_cancel_fn cb, void *user, void (*user_free) (void *))
+{
+  rpc_cancel_fn due;
+
+  pthread_mutex_lock (&call->lock);
+  if (call->cancel_user_free && call->cancel_user != user)
+    call->cancel_user_free (call->cancel_user);
+  call->on_cancel = cb;
+  call->cancel_user = user;
+  call->cancel_user_free = user_free;
+  due = cancel_callback_due_locked (call);
+  pthread_mutex_unlock (&call->lock);
+  if (due)
+    run_cancel_callback (call, due);
+}
+
+int64_t
+rpc_call_deadline_ms_left (struct rpc_call *call)
+{
+  gpr_timespec deadline = gpr_convert_clock_type (call->deadline, GPR_CLOCK_MONOTONIC);
+  gpr_timespec now = gpr_now (GPR_CLOCK_MONOTONIC);
+  gpr_timespec left;
+
+  if (gpr_time_cmp (deadline, gpr_inf_future (GPR_CLOCK_MONOTONIC)) == 0)
+    return INT64_MAX;
+  if (gpr_time_cmp (deadline, now) <= 0)
+    return 0;
+  left = gpr_time_sub (deadline, now);
+  return left.tv_sec * 1000 + left.tv_nsec / 1000000;
+}
+
+bool
+rpc_call_cancelled (struct rpc_call *call)
+{
+  bool cancelled;
+
+  pthread_mutex_lock (&call->lock);
+  cancelled = call->cancelled;
+  pthread_mutex_unlock (&call->lock);
+  return cancelled || rpc_call_deadline_ms_left (call) == 0;
+}
+
+const char *
+rpc_call_method (struct rpc_call *call)
+{
+  return call->slot->method ? call->slot->method->path : call->unknown_path;
+}
+
+const char *
+rpc_call_peer (struct rpc_call *call)
+{
+  const char *peer;
+
+  pthread_mutex_lock (&call->lock);
+  if (call->peer == NULL)
+    call->peer = grpc_call_get_peer (call->call);
+  peer = call->peer;
+  pthread_mutex_unlock (&call->lock);
+  return peer;
+}
+
+bool
+rpc_call_metadata (struct rpc_call *call, const char *key, const char **value, size_t *len)
+{
+  size_t key_len = strlen (key);
+
+  for (size_t i = 0; i < call->metadata.count; i++)
+    {
+      const grpc_metadata *md = &call->metadata.metadata[i];
+      if (GRPC_SLICE_LENGTH (md->key) == key_len
+          && memcmp (GRPC_SLICE_START_PTR (md->key), key, key_len) == 0)
+        {
+          *value = (const char *) GRPC_SLICE_START_PTR (md->value);
+          *len = GRPC_SLICE_LENGTH (md->value);
+          return true;
+        }
+    }
+  return false;
+}
+
+/* Runs the handler and makes sure a unary call gets its one status.  A call
+ * cancelled while it waited for a worker never reaches its handler. */
+static void
+run_handler (void *arg)
+{
+  struct rpc_call *call = arg;
+  const struct rpc_method *method = call->slot->method;
+  bool forgot;
+
+  if (is_streaming (call))
+    call_ref (call); /* the owner's, until the stream is finished */
+  if (rpc_call_cancelled (call))
+    finish_call (call, GRPC_STATUS_CANCELLED, NULL, NULL);
+  else
+    method->handler (call, GRPC_SLICE_START_PTR (call->request), GRPC_SLICE_LENGTH (call->request),
+                     method->user);
+  pthread_mutex_lock (&call->lock);
+  forgot = !call->finished && !is_streaming (call);
+  pthread_mutex_unlock (&call->lock);
+  if (forgot)
+    {
+      husk_log (HUSK_LOG_ERROR, "handler for %s returned without a reply", method->path);
+#ifdef HUSK_DEBUG
+      abort ();
+#endif
+      finish_call (call, GRPC_STATUS_INTERNAL,
+                   xasprintf ("%s: handler returned without a reply", method->path), NULL);
+    }
+  grpc_slice_unref (call->request);
+  call->request = grpc_empty_slice ();
+  rpc_call_unref (call);
+}
+
+/* Moves the request bytes into call->request; false if there are none. */
+static bool
+read_request (struct rpc_call *call)
+{
+  grpc_byte_buffer_reader reader;
+
+  if (call->payload == NULL || !grpc_byte_buffer_reader_init (&reader, call->payload))
+    return false;
+  call->request = grpc_byte_buffer_reader_readall (&reader);
+  grpc_byte_buffer_reader_destroy (&reader);
+  grpc_byte_buffer_destroy (call->payload);
+  call->payload = NULL;
+  return true;
+}
+
+static void
+watch_close (struct rpc_call *call)
+{
+  grpc_op op
+      = { .op = GRPC_OP_RECV_CLOSE_ON_SERVER, .data.recv_close_on_server.cancelled = &call->close_cancelled };
+
+  pthread_mutex_lock (&call->lock);
+  if (!start_batch_locked (call, &op, 1, &call->close_tag))
+    {
+      /* Without the close event nothing tells us the call ended. */
+      call->closed = true;
+      rpc_server_call_closed (call->server, call->slot);
+    }
+  pthread_mutex_unlock (&call->lock);
+}
+
+/* Replies on the completion-queue thread without running a handler, and
+ * releases the request's ref. */
+static void
+refuse (struct rpc_call *call, grpc_status_code code, char *msg)
+{
+  if (is_streaming (call))
+    call_ref (call); /* the owner's ref, which finishing drops */
+  finish_call (call, code, msg, NULL);
+  rpc_call_unref (call);
+}
+
+void
+rpc_call_arrived (struct rpc_call *call)
+{
+  const struct rpc_method *method = call->slot->method;
+
+  watch_close (call);
+  if (method == NULL)
+    {
+      call->unknown_path = xasprintf ("%.*s", (int) GRPC_SLICE_LENGTH (call->details.method),
+                                      (const char *) GRPC_SLICE_START_PTR (call->details.method));
+      refuse (call, GRPC_STATUS_UNIMPLEMENTED, xasprintf ("unknown method %s", call->unknown_path));
+      return;
+    }
+  if (!read_request (call))
+    {
+      refuse (call, GRPC_STATUS_INVALID_ARGUMENT, xasprintf ("%s: the request has no message", method->path));
+      return;
+    }
+  if (!(method->flags & RPC_SLOW))
+    {
+      run_handler (call);
+      return;
+    }
+  if (rpc_pool_submit (call->server->pool, run_handler, call) == 0)
+    return;
+  refuse (call, GRPC_STATUS_RESOURCE_EXHAUSTED,
+          xasprintf ("%s: too many slow calls in progress (%u workers, %u waiting)", method->path,
+                     call->server->opts.pool_workers, call->server->opts.pool_queue));
+}

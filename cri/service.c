@@ -1,0 +1,147 @@
+/* The method table of huskd and what its handlers share. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cri/service.h"
+#include "husk/cleanup.h"
+#include "husk/util.h"
+
+#define RUNTIME_SVC "/runtime.v1.RuntimeService/"
+#define IMAGE_SVC "/runtime.v1.ImageService/"
+
+/* RPCs whose handlers are not written yet: they answer UNIMPLEMENTED at
+ * once with the RPC's name, as kubelet expects of optional ones. */
+static void
+not_yet (struct rpc_call *call, const void *req, size_t len, void *user)
+{
+  const char *method = rpc_call_method (call);
+  const char *name = strrchr (method, '/');
+
+  rpc_fail (call, GRPC_STATUS_UNIMPLEMENTED, "husk does not implement %s yet", name ? name + 1 : method);
+}
+
+#define M(service, name, fn, flags)                                                                          \
+  {                                                                                                          \
+    service #name, fn, NULL, flags                                                                           \
+  }
+
+static const struct rpc_method method_table[] = {
+  M (RUNTIME_SVC, Version, cri_version, 0),
+  M (RUNTIME_SVC, Status, cri_status, 0),
+  M (RUNTIME_SVC, RuntimeConfig, cri_runtime_config, 0),
+  M (RUNTIME_SVC, UpdateRuntimeConfig, cri_update_runtime_config, 0),
+  M (RUNTIME_SVC, RunPodSandbox, not_yet, 0),
+  M (RUNTIME_SVC, StopPodSandbox, not_yet, 0),
+  M (RUNTIME_SVC, RemovePodSandbox, not_yet, 0),
+  M (RUNTIME_SVC, PodSandboxStatus, not_yet, 0),
+  M (RUNTIME_SVC, ListPodSandbox, not_yet, 0),
+  M (RUNTIME_SVC, StreamPodSandboxes, not_yet, RPC_SERVER_STREAMING),
+  M (RUNTIME_SVC, CreateContainer, not_yet, 0),
+  M (RUNTIME_SVC, StartContainer, not_yet, 0),
+  M (RUNTIME_SVC, StopContainer, not_yet, 0),
+  M (RUNTIME_SVC, RemoveContainer, not_yet, 0),
+  M (RUNTIME_SVC, ListContainers, not_yet, 0),
+  M (RUNTIME_SVC, StreamContainers, not_yet, RPC_SERVER_STREAMING),
+  M (RUNTIME_SVC, ContainerStatus, not_yet, 0),
+  M (RUNTIME_SVC, UpdateContainerResources, not_yet, 0),
+  M (RUNTIME_SVC, ReopenContainerLog, not_yet, 0),
+  M (RUNTIME_SVC, ExecSync, not_yet, 0),
+  M (RUNTIME_SVC, Exec, not_yet, 0),
+  M (RUNTIME_SVC, Attach, not_yet, 0),
+  M (RUNTIME_SVC, PortForward, not_yet, 0),
+  M (RUNTIME_SVC, ContainerStats, not_yet, 0),
+  M (RUNTIME_SVC, ListContainerStats, not_yet, 0),
+  M (RUNTIME_SVC, StreamContainerStats, not_yet, RPC_SERVER_STREAMING),
+  M (RUNTIME_SVC, PodSandboxStats, not_yet, 0),
+  M (RUNTIME_SVC, ListPodSandboxStats, not_yet, 0),
+  M (RUNTIME_SVC, StreamPodSandboxStats, not_yet, RPC_SERVER_STREAMING),
+  M (RUNTIME_SVC, CheckpointContainer, not_yet, 0),
+  M (RUNTIME_SVC, GetContainerEvents, not_yet, RPC_SERVER_STREAMING),
+  M (RUNTIME_SVC, ListMetricDescriptors, not_yet, 0),
+  M (RUNTIME_SVC, ListPodSandboxMetrics, not_yet, 0),
+  M (RUNTIME_SVC, StreamPodSandboxMetrics, not_yet, RPC_SERVER_STREAMING),
+  M (RUNTIME_SVC, UpdatePodSandboxResources, not_yet, 0),
+  M (IMAGE_SVC, ListImages, cri_list_images, 0),
+  M (IMAGE_SVC, StreamImages, not_yet, RPC_SERVER_STREAMING),
+  M (IMAGE_SVC, ImageStatus, cri_image_status, 0),
+  M (IMAGE_SVC, PullImage, cri_pull_image, RPC_SLOW),
+  M (IMAGE_SVC, RemoveImage, cri_remove_image, RPC_SLOW),
+  M (IMAGE_SVC, ImageFsInfo, cri_image_fs_info, RPC_SLOW),
+};
+#define N_METHODS (sizeof method_table / sizeof method_table[0])
+
+const struct rpc_method *
+cri_service_methods (struct cri_service *svc, size_t *n)
+{
+  struct rpc_method *methods = xcalloc (N_METHODS, sizeof *methods);
+
+  memcpy (methods, method_table, sizeof method_table);
+  for (size_t i = 0; i < N_METHODS; i++)
+    methods[i].user = svc;
+  *n = N_METHODS;
+  return methods;
+}
+
+int
+cri_service_init (struct cri_service *svc, const struct huskd_config *cfg, struct husk_error **err)
+{
+  memset (svc, 0, sizeof *svc);
+  svc->cfg = cfg;
+  pthread_mutex_init (&svc->lock, NULL);
+  if (store_open (cfg->root, &svc->store, err) < 0)
+    return husk_error_wrap (err, "image store");
+  /* Left by a crash: safe now, nothing is pulling yet. */
+  if (store_cleanup_ingest (svc->store, 0, NULL, err) < 0)
+    return -1;
+  if ((cfg->registries_file ? hosts_config_load (cfg->registries_file, &svc->hosts, err)
+                            : hosts_config_load_default (&svc->hosts, err))
+      < 0)
+    return -1;
+  return 0;
+}
+
+void
+cri_service_clear (struct cri_service *svc)
+{
+  store_free (svc->store);
+  hosts_config_free (svc->hosts);
+  free (svc->pod_cidr);
+  pthread_mutex_destroy (&svc->lock);
+}
+
+void
+cri_reply (struct rpc_call *call, const ProtobufCMessage *msg)
+{
+  size_t size = protobuf_c_message_get_packed_size (msg);
+  cleanup_free uint8_t *buf = xmalloc (size ? size : 1);
+
+  protobuf_c_message_pack (msg, buf);
+  rpc_reply (call, buf, size);
+}
+
+void *
+cri_unpack (struct rpc_call *call, const ProtobufCMessageDescriptor *desc, const void *req, size_t len)
+{
+  ProtobufCMessage *msg = protobuf_c_message_unpack (desc, NULL, len, req);
+
+  if (msg == NULL)
+    rpc_fail (call, GRPC_STATUS_INVALID_ARGUMENT, "malformed %s", desc->name);
+  return msg;
+}
+
+grpc_status_code
+cri_status_of (const struct husk_error *err)
+{
+  switch (err ? err->errnum : 0)
+    {
+    case ENOENT:
+      return GRPC_STATUS_NOT_FOUND;
+    case EEXIST:
+      return GRPC_STATUS_ALREADY_EXISTS;
+    case EINVAL:
+      return GRPC_STATUS_INVALID_ARGUMENT;
+    default:
+      return GRPC_STATUS_UNKNOWN;
+    }
+}

@@ -1,0 +1,55 @@
+/* huskd's CRI service: the state every handler shares, and the method
+ * table registered with the gRPC layer (rpc_server.h).  Handlers unpack
+ * with protobuf-c, do the work through image/ and runtime/, and pack the
+ * reply; a missing or contradictory field is INVALID_ARGUMENT naming it. */
+#ifndef HUSK_CRI_SERVICE_H
+#define HUSK_CRI_SERVICE_H
+
+#include <protobuf-c/protobuf-c.h>
+#include <pthread.h>
+#include <stddef.h>
+
+#include "cri/config.h"
+#include "cri/proto/api.pb-c.h"
+#include "cri/rpc_server.h"
+#include "image/hosts.h"
+#include "image/store.h"
+
+struct cri_service
+{
+  const struct huskd_config *cfg;
+  struct store *store;
+  struct hosts_config *hosts;
+  pthread_mutex_t lock; /* guards the fields below */
+  char *pod_cidr;       /* from UpdateRuntimeConfig */
+};
+
+int cri_service_init (struct cri_service *svc, const struct huskd_config *cfg, struct husk_error **err);
+void cri_service_clear (struct cri_service *svc);
+
+/* Every RPC of runtime.v1; *N gets the count. */
+const struct rpc_method *cri_service_methods (struct cri_service *svc, size_t *n);
+
+/* Packs MSG and replies OK (frees nothing). */
+void cri_reply (struct rpc_call *call, const ProtobufCMessage *msg);
+
+/* Unpacks the request of a handler, or fails the call with
+ * INVALID_ARGUMENT and returns NULL. */
+void *cri_unpack (struct rpc_call *call, const ProtobufCMessageDescriptor *desc, const void *req, size_t len);
+
+/* grpc status for a husk error: ENOENT -> NOT_FOUND, EEXIST ->
+ * ALREADY_EXISTS, EINVAL -> INVALID_ARGUMENT, otherwise UNKNOWN. */
+grpc_status_code cri_status_of (const struct husk_error *err);
+
+/* The handlers, by service (service_runtime.c, service_image.c). */
+void cri_version (struct rpc_call *call, const void *req, size_t len, void *user);
+void cri_status (struct rpc_call *call, const void *req, size_t len, void *user);
+void cri_runtime_config (struct rpc_call *call, const void *req, size_t len, void *user);
+void cri_update_runtime_config (struct rpc_call *call, const void *req, size_t len, void *user);
+void cri_list_images (struct rpc_call *call, const void *req, size_t len, void *user);
+void cri_image_status (struct rpc_call *call, const void *req, size_t len, void *user);
+void cri_pull_image (struct rpc_call *call, const void *req, size_t len, void *user);
+void cri_remove_image (struct rpc_call *call, const void *req, size_t len, void *user);
+void cri_image_fs_info (struct rpc_call *call, const void *req, size_t len, void *user);
+
+#endif
