@@ -41,6 +41,7 @@ HUSKD_SRCS := $(wildcard cri/huskd/*.c)
 HUSK_SRCS := $(wildcard runtime/cli/*.c)
 PLUGIN_SRCS := $(wildcard image/cli/*.c cri/cli/*.c)
 UNIT_SRCS := $(wildcard test/unit/test_*.c)
+MONITOR_SRCS := $(wildcard cri/monitor/*.c)
 
 objs = $(patsubst %.c,$(BUILD)/%.o,$(1))
 
@@ -52,6 +53,7 @@ LIBS_ALL := $(CRI_LIB) $(IMAGE_LIB) $(RUNTIME_LIB) $(COMMON_LIB)
 HUSK := $(BUILD)/husk
 PLUGIN := $(BUILD)/husk-image.so
 HUSKD := $(BUILD)/huskd
+MONITOR := $(BUILD)/husk-monitor
 UNIT_TESTS := $(patsubst test/unit/%.c,$(BUILD)/test/unit/%,$(UNIT_SRCS))
 
 .PHONY: all deps build test unit-test integration-test vm-test run demo bench clean format format-check install
@@ -61,7 +63,7 @@ all: build
 deps:
 	@./hack/deps.sh
 
-build: $(HUSK) $(if $(PLUGIN_SRCS),$(PLUGIN)) $(if $(HUSKD_SRCS),$(HUSKD))
+build: $(HUSK) $(if $(PLUGIN_SRCS),$(PLUGIN)) $(if $(HUSKD_SRCS),$(HUSKD)) $(if $(MONITOR_SRCS),$(MONITOR))
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -118,6 +120,19 @@ $(HUSKD): $(call objs,$(HUSKD_SRCS)) $(LIBS_ALL)
 	@echo "  LD      $@"
 	@$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
 
+# One monitor per container, for the container's whole life: runtime and
+# common code and jansson only (no gRPC, no curl), so that it stays small.
+$(MONITOR): $(call objs,$(MONITOR_SRCS)) $(RUNTIME_LIB) $(COMMON_LIB)
+	@echo "  LD      $@"
+	@$(CC) $(LDFLAGS) -o $@ $^ $(shell pkg-config --libs jansson)
+
+# The monitor's log and exit code is in no library: its unit test links the
+# objects, ahead of the libraries they use.
+$(BUILD)/test/unit/test_monitor_log: $(BUILD)/test/unit/test_monitor_log.o \
+		$(call objs,cri/monitor/log.c cri/monitor/logfile.c cri/monitor/exit.c) $(RUNTIME_LIB) $(COMMON_LIB)
+	@echo "  LD      $@"
+	@$(CC) $(LDFLAGS) -o $@ $^ $(shell pkg-config --libs jansson) -lcmocka
+
 $(BUILD)/test/unit/%: $(BUILD)/test/unit/%.o $(LIBS_ALL)
 	@echo "  LD      $@"
 	@$(CC) $(LDFLAGS) -o $@ $^ $(LIBS) -lcmocka
@@ -160,6 +175,7 @@ vm-test: deps
 install: build
 	install -D -m 0755 $(HUSK) $(DESTDIR)$(PREFIX)/bin/husk
 	$(if $(HUSKD_SRCS),install -D -m 0755 $(HUSKD) $(DESTDIR)$(PREFIX)/bin/huskd)
+	$(if $(MONITOR_SRCS),install -D -m 0755 $(MONITOR) $(DESTDIR)$(PREFIX)/bin/husk-monitor)
 	$(if $(PLUGIN_SRCS),install -D -m 0644 $(PLUGIN) $(DESTDIR)$(PREFIX)/lib/husk/husk-image.so)
 
 format:

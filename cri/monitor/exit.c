@@ -1,0 +1,89 @@
+/* The exit file: how the container's init ended, in the form huskd turns
+ * into ContainerStatus (exit code, reason OOMKilled, finished time). */
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "husk/cleanup.h"
+#include "husk/util.h"
+#include "cri/monitor/exit.h"
+#include "cri/monitor/log.h"
+#include "runtime/cgroup.h"
+
+void
+monitor_exit_from_wait_status (int wait_status, const struct timespec *finished_at, struct monitor_exit *exit)
+{
+  exit->signal = WIFSIGNALED (wait_status) ? WTERMSIG (wait_status) : 0;
+  exit->exit_code = exit->signal ? 128 + exit->signal : WEXITSTATUS (wait_status);
+  exit->oom_killed = false;
+  exit->finished_at = *finished_at;
+}
+
+char *
+monitor_exit_json (const struct monitor_exit *exit)
+{
+  char finished_at[LOG_TIMESTAMP_LEN + 1];
+  json_t *doc;
+  char *text;
+
+  log_format_timestamp (&exit->finished_at, finished_at);
+  doc = json_pack ("{s:i, s:i, s:b, s:s}", "exit_code", exit->exit_code, "signal", exit->signal, "oom_killed",
+                   exit->oom_killed, "finished_at", finished_at);
+  text = json_dumps (doc, JSON_COMPACT);
+  json_decref (doc);
+  if (text == NULL)
+    abort (); /* only out of memory */
+  return text;
+}
+
+int
+monitor_exit_write (const char *exit_dir, const char *id, const struct monitor_exit *exit,
+                    struct husk_error **err)
+{
+  cleanup_free char *path = xasprintf ("%s/%s", exit_dir, id);
+  cleanup_free char *json = monitor_exit_json (exit);
+  cleanup_free char *line = xasprintf ("%s\n", json);
+
+  if (husk_write_file_replace (path, line, strlen (line), 0644, err) < 0)
+    return husk_error_wrap (err, "write exit file");
+  return 0;
+}
+
+char *
+monitor_oom_events_path (pid_t pid)
+{
+  cleanup_free char *proc_path = xasprintf ("/proc/%d/cgroup", (int) pid);
+  cleanup_free char *content = NULL;
+  const char *mount = cgroup_unified_mount ();
+  char *line, *save = NULL;
+
+  if (mount == NULL || husk_read_file (proc_path, &content, NULL, NULL) < 0)
+    return NULL;
+  for (line = strtok_r (content, "\n", &save); line; line = strtok_r (NULL, "\n", &save))
+    if (husk_str_has_prefix (line, "0::"))
+      {
+        char *events = xasprintf ("%s%s/memory.events", mount, line + 3);
+        if (access (events, R_OK) == 0)
+          return events;
+        free (events);
+      }
+  return NULL;
+}
+
+unsigned long long
+monitor_oom_kills (const char *events_path)
+{
+  cleanup_free char *content = NULL;
+  const char *field;
+
+  if (events_path == NULL || husk_read_file (events_path, &content, NULL, NULL) < 0)
+    return 0;
+  for (field = content; (field = strstr (field, "oom_kill ")) != NULL; field++)
+    if (field == content || field[-1] == '\n')
+      return strtoull (field + strlen ("oom_kill "), NULL, 10);
+  return 0;
+}

@@ -1,0 +1,39 @@
+/* How the container's init ended, written to EXIT_DIR/ID for huskd:
+ * {"exit_code": N, "signal": S, "oom_killed": B, "finished_at": "..."}.
+ * The file is replaced atomically, so a reader sees all of it or none. */
+#ifndef HUSK_MONITOR_EXIT_H
+#define HUSK_MONITOR_EXIT_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "husk/error.h"
+
+struct monitor_exit
+{
+  int exit_code; /* the exit status, or 128 + signal as a shell reports it */
+  int signal;    /* the signal that killed it, 0 if it exited */
+  bool oom_killed;
+  struct timespec finished_at;
+};
+
+/* Fills EXIT from a waitpid status (oom_killed left false). */
+void monitor_exit_from_wait_status (int wait_status, const struct timespec *finished_at,
+                                    struct monitor_exit *exit);
+
+/* The exit file's content, one line, newly allocated. */
+char *monitor_exit_json (const struct monitor_exit *exit);
+
+int monitor_exit_write (const char *exit_dir, const char *id, const struct monitor_exit *exit,
+                        struct husk_error **err);
+
+/* The memory.events of PID's cgroup v2 directory, read while it is alive:
+ * the cgroup outlives the process until `delete`.  NULL when there is no
+ * unified hierarchy or no memory controller there. */
+char *monitor_oom_events_path (pid_t pid);
+
+/* The oom_kill count in EVENTS_PATH, 0 if it cannot be read. */
+unsigned long long monitor_oom_kills (const char *events_path);
+
+#endif

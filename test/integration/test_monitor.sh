@@ -1,0 +1,421 @@
+#!/usr/bin/env bash
+# husk-monitor, the per-container monitor huskd starts (like conmon): it
+# creates the container through the runtime, detaches from its starter,
+# writes the CRI log file and the exit file.  Runs busybox bundles with
+# $RUNTIME (build/husk by default; any runc-compatible runtime works).
+# Run alone: ./test/integration/test_monitor.sh
+. "$(dirname "$0")/lib.sh"
+require_runtime
+
+MONITOR=${MONITOR:-$BUILD_DIR/husk-monitor}
+EXIT_DIR=$WORK/exits
+if [ ! -x "$MONITOR" ]; then
+	echo "not ok - $MONITOR is not an executable (build it: make build/husk-monitor)"
+	exit 1
+fi
+
+# kill -9 of a monitor still running at cleanup (its pid file goes when it
+# exits by itself).
+kill_monitor() { # ID
+	local pid
+	pid=$(cat "$WORK/$1.mpid" 2>/dev/null) || return 0
+	[ -n "$pid" ] && kill -KILL "$pid" 2>/dev/null
+	return 0
+}
+
+# The monitor's arguments for container CID with bundle $BUNDLE.
+monitor_args() { # CID
+	printf '%s\n' --id "$1" --bundle "$BUNDLE" --runtime "$RUNTIME" --runtime-root "$ROOT" \
+		--log-path "$WORK/$1.log" --exit-dir "$EXIT_DIR" \
+		--monitor-pid-file "$WORK/$1.mpid" --monitor-log "$WORK/$1.mlog"
+}
+
+# Starts a monitor for $BUNDLE under a fresh id, reading its report from
+# stdout, as huskd reads it from a pipe.  Sets CID, LOG, EXIT_FILE, SYNC (the
+# report), RC (the starter-side exit status), MPID and CPID.  Call it
+# directly, never inside $( ).
+start_monitor() { # [EXTRA MONITOR ARGS...]
+	local args
+	CID=$(new_id)
+	LOG=$WORK/$CID.log
+	EXIT_FILE=$EXIT_DIR/$CID
+	defer "kill_monitor $CID"
+	mapfile -t args < <(monitor_args "$CID")
+	SYNC=$(timeout -k 5 "$RT_TIMEOUT" "$MONITOR" "${args[@]}" "$@" 2>"$WORK/$CID.starterr")
+	RC=$?
+	MPID=$(printf '%s' "$SYNC" | json_get monitor_pid 2>/dev/null)
+	CPID=$(printf '%s' "$SYNC" | json_get pid 2>/dev/null)
+}
+
+# Checks that the monitor reported a created container.
+assert_created() { # NAME
+	if [ "$RC" -eq 0 ] && [ -n "$CPID" ] && [ -n "$MPID" ]; then
+		ok "$1"
+	else
+		not_ok "$1" "rc $RC, report: $SYNC" "$(cat "$WORK/$CID.starterr" "$WORK/$CID.mlog" 2>/dev/null)"
+	fi
+}
+
+wait_exit_file() {
+	wait_file "$EXIT_FILE" 15
+}
+
+fd_targets() { # PID: what each of its fds points at
+	local fd
+	for fd in "/proc/$1/fd/"*; do
+		readlink "$fd"
+	done
+}
+
+fd_numbers() { # PID
+	local fd
+	for fd in "/proc/$1/fd/"*; do
+		echo "${fd##*/}"
+	done | sort -n | tr '\n' ' '
+}
+
+exit_field() { # FIELD
+	json_get "$1" <"$EXIT_FILE" 2>/dev/null
+}
+
+# The log's records as "STREAM TAG CONTENT" (\r shown as \r), after
+# checking each one's timestamp; with --sizes, "STREAM TAG LENGTH".
+log_records() { # FILE [--sizes]
+	"$PY" - "$@" <<'EOF'
+import re, sys
+record = re.compile(rb"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z (stdout|stderr) ([FP]) (.*)$", re.S)
+data = open(sys.argv[1], "rb").read()
+if data and not data.endswith(b"\n"):
+    print("BAD: the file does not end with a newline")
+for raw in data.split(b"\n")[:-1]:
+    m = record.match(raw)
+    if not m:
+        print("BAD: %r" % raw[:80])
+    elif len(sys.argv) > 2:
+        print("%s %s %d" % (m.group(1).decode(), m.group(2).decode(), len(m.group(3))))
+    else:
+        print("%s %s %s" % (m.group(1).decode(), m.group(2).decode(),
+                            m.group(3).decode("utf-8", "replace").replace("\r", "\\r")))
+EOF
+}
+
+# The content of the log's records joined as kubelet joins them: P records
+# continue into the next one, F ends a line.  Prints its length and the set
+# of bytes in it.
+log_joined_summary() { # FILE
+	"$PY" - "$1" <<'EOF'
+import sys
+out = b""
+for raw in open(sys.argv[1], "rb").read().split(b"\n")[:-1]:
+    _, _, tag, content = raw.split(b" ", 3)
+    out += content + (b"\n" if tag == b"F" else b"")
+print(len(out), sorted(set(out)))
+EOF
+}
+
+wait_log_contains() { # FILE TEXT [SECONDS]
+	local i=0 limit=$((${3:-10} * 20))
+	while [ $i -lt $limit ]; do
+		grep -qF -- "$2" "$1" 2>/dev/null && return 0
+		sleep 0.05
+		i=$((i + 1))
+	done
+	return 1
+}
+
+ppid_of() { # PID
+	awk '{print $4}' "/proc/$1/stat" 2>/dev/null
+}
+
+# ---------------------------------------------------------------- tests
+
+t_stdout_stderr_exit_code() {
+	local rss records
+	BUNDLE=$(new_bundle)
+	spec_args sh -c 'echo to-out; echo to-err >&2; echo second; echo; exit 3'
+	start_monitor
+	assert_created "the monitor reports the created container's pid" || return
+	assert_eq "the reported pid is the runtime's" "$(container_pid "$CID")" "$CPID"
+	assert_eq "the container is created, not started" created "$(state_of "$CID")"
+	assert_eq "the container's init is the monitor's child (subreaper)" "$MPID" "$(ppid_of "$CPID")"
+	assert_true "the monitor is in a session of its own" \
+		[ "$(ps -o sid= -p "$MPID" | tr -d ' ')" != "$(ps -o sid= -p $$ | tr -d ' ')" ]
+	rss=$(ps -o rss= -p "$MPID" | tr -d ' ')
+	diag "husk-monitor RSS with a created container: ${rss} kB"
+	start_ctr "$CID"
+	wait_exit_file || {
+		not_ok "the exit file appears" "$(cat "$WORK/$CID.mlog" 2>/dev/null)"
+		return
+	}
+	records=$(log_records "$LOG")
+	assert_eq "stdout lines are F records tagged stdout, in order" \
+		"stdout F to-out|stdout F second|stdout F " "$(printf '%s\n' "$records" | grep '^stdout' | tr '\n' '|' | sed 's/|$//')"
+	assert_eq "stderr lines are F records tagged stderr" "stderr F to-err" "$(printf '%s\n' "$records" | grep -v '^stdout')"
+	assert_eq "exit file: exit_code 3" 3 "$(exit_field exit_code)"
+	assert_eq "exit file: no signal" 0 "$(exit_field signal)"
+	assert_eq "exit file: not OOM-killed" False "$(exit_field oom_killed)"
+	assert_match "exit file: finished_at is RFC3339Nano UTC" "$(exit_field finished_at)" \
+		'^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{9}Z$'
+	assert_true "the monitor exits after the container" wait_gone "$MPID" 10
+	assert_true "the monitor removes its pid file at exit" [ ! -e "$WORK/$CID.mpid" ]
+	assert_eq "the runtime sees the container stopped" stopped "$(state_of "$CID")"
+}
+
+t_sigkill() {
+	BUNDLE=$(new_bundle)
+	spec_args sleep 60
+	start_monitor
+	assert_created "monitor with a sleeping container" || return
+	start_ctr "$CID"
+	rt kill "$CID" KILL
+	wait_exit_file || {
+		not_ok "the exit file appears after SIGKILL"
+		return
+	}
+	assert_eq "SIGKILL: exit_code 137" 137 "$(exit_field exit_code)"
+	assert_eq "SIGKILL: signal 9" 9 "$(exit_field signal)"
+}
+
+# huskd may be killed at any time: its monitors and containers go on.
+t_starter_killed() {
+	local sync starter args
+	BUNDLE=$(new_bundle)
+	spec_args sh -c 'echo before; while [ ! -e /release ]; do sleep 0.05; done; echo after; exit 7'
+	CID=$(new_id)
+	LOG=$WORK/$CID.log
+	EXIT_FILE=$EXIT_DIR/$CID
+	sync=$WORK/$CID.sync
+	defer "kill_monitor $CID"
+	mapfile -t args < <(monitor_args "$CID")
+	# The starter stays alive after the report, as huskd does, in a
+	# process group of its own that is killed as a whole.
+	# shellcheck disable=SC2016 # expanded by the starter
+	setsid bash -c '"$@" >"$0"; exec sleep 300' "$sync" "$MONITOR" "${args[@]}" </dev/null 2>/dev/null &
+	starter=$!
+	defer "kill -KILL -- -$starter"
+	wait_log_contains "$sync" '}' 10
+	MPID=$(json_get monitor_pid <"$sync" 2>/dev/null)
+	CPID=$(json_get pid <"$sync" 2>/dev/null)
+	if [ -z "$MPID" ] || [ -z "$CPID" ]; then
+		not_ok "a starter that stays gets the report" "report: $(cat "$sync")"
+		return
+	fi
+	assert_true "the monitor is not the starter's child" [ "$(ppid_of "$MPID")" != "$starter" ]
+	start_ctr "$CID"
+	wait_log_contains "$LOG" before 10
+	kill -KILL -- "-$starter"
+	wait "$starter" 2>/dev/null
+	wait_gone "$starter" 5
+	sleep 0.3
+	assert_true "the monitor survives kill -9 of its starter's process group" [ -d "/proc/$MPID" ]
+	assert_eq "the container keeps running" running "$(state_of "$CID")"
+	touch "$BUNDLE/rootfs/release"
+	wait_exit_file || {
+		not_ok "the exit file appears with the starter gone" "$(cat "$WORK/$CID.mlog" 2>/dev/null)"
+		return
+	}
+	assert_eq "the exit file says 7" 7 "$(exit_field exit_code)"
+	assert_eq "output before and after the starter's death is logged" "stdout F before|stdout F after" \
+		"$(log_records "$LOG" | tr '\n' '|' | sed 's/|$//')"
+}
+
+# huskd blocks SIGTERM and SIGINT for gRPC's threads, a background job
+# ignores SIGINT/SIGQUIT, and a starter that ignores SIGCHLD would leave the
+# monitor without exit statuses: none of it may reach the monitor or the
+# container.
+t_signal_state() {
+	local args
+	BUNDLE=$(new_bundle)
+	spec_args grep -E '^Sig(Blk|Ign):' /proc/self/status
+	CID=$(new_id)
+	LOG=$WORK/$CID.log
+	EXIT_FILE=$EXIT_DIR/$CID
+	defer "kill_monitor $CID"
+	mapfile -t args < <(monitor_args "$CID")
+	SYNC=$("$PY" -c '
+import os, signal, sys
+signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT, signal.SIGCHLD})
+for s in (signal.SIGINT, signal.SIGQUIT, signal.SIGPIPE, signal.SIGHUP, signal.SIGCHLD):
+    signal.signal(s, signal.SIG_IGN)
+os.execv(sys.argv[1], sys.argv[1:])' "$MONITOR" "${args[@]}")
+	CPID=$(printf '%s' "$SYNC" | json_get pid 2>/dev/null)
+	if [ -z "$CPID" ]; then
+		not_ok "a starter with signals blocked and ignored starts the monitor" "report: $SYNC"
+		return
+	fi
+	start_ctr "$CID"
+	if wait_exit_file; then
+		ok "the exit status reaches the monitor though its starter ignored SIGCHLD"
+	else
+		not_ok "the exit status reaches the monitor though its starter ignored SIGCHLD"
+	fi
+	assert_eq "the container's process has no signal blocked or ignored" \
+		"stdout F SigBlk:\t0000000000000000|stdout F SigIgn:\t0000000000000000" \
+		"$(log_records "$LOG" | tr '\t\n' '\001|' | sed 's/|$//; s/\x01/\\t/g')"
+}
+
+# ReopenContainerLog: kubelet renames the file, then asks for a reopen.
+t_log_reopen() {
+	BUNDLE=$(new_bundle)
+	spec_args sh -c 'echo one; while [ ! -e /next ]; do sleep 0.05; done; echo two'
+	start_monitor
+	assert_created "monitor for the reopen test" || return
+	start_ctr "$CID"
+	wait_log_contains "$LOG" one 10
+	mv "$LOG" "$LOG.1"
+	kill -USR1 "$MPID"
+	if wait_file "$LOG" 5; then
+		ok "SIGUSR1 creates the log file again at its path"
+	else
+		not_ok "SIGUSR1 creates the log file again at its path"
+	fi
+	touch "$BUNDLE/rootfs/next"
+	wait_exit_file
+	assert_eq "the moved file keeps the old lines" "stdout F one" "$(log_records "$LOG.1")"
+	assert_eq "new lines go to the new file" "stdout F two" "$(log_records "$LOG" 2>&1)"
+}
+
+t_long_lines() {
+	local sizes
+	BUNDLE=$(new_bundle)
+	# 102400 bytes = 6 x 16384 + 4096, with its newline.
+	spec_args sh -c 'head -c 102400 /dev/zero | tr "\0" a; echo; echo short'
+	start_monitor
+	assert_created "monitor for a 100 KB line" || return
+	start_ctr "$CID"
+	wait_exit_file
+	sizes=$(log_records "$LOG" --sizes | tr '\n' '|' | sed 's/|$//')
+	assert_eq "a 100 KB line is six 16 KiB P records and an F with the rest" \
+		"stdout P 16384|stdout P 16384|stdout P 16384|stdout P 16384|stdout P 16384|stdout P 16384|stdout F 4096|stdout F 5" \
+		"$sizes"
+	assert_eq "joined, the records give back the line" "102407 [10, 97, 104, 111, 114, 115, 116]" \
+		"$(log_joined_summary "$LOG")"
+
+	BUNDLE=$(new_bundle)
+	spec_args sh -c 'head -c 102400 /dev/zero | tr "\0" b'
+	start_monitor
+	assert_created "monitor for a 100 KB output without newline" || return
+	start_ctr "$CID"
+	wait_exit_file
+	sizes=$(log_records "$LOG" --sizes | tr '\n' '|' | sed 's/|$//')
+	assert_eq "without a newline at exit, the last chunk stays P (no newline is invented)" \
+		"stdout P 16384|stdout P 16384|stdout P 16384|stdout P 16384|stdout P 16384|stdout P 16384|stdout P 4096" \
+		"$sizes"
+	assert_eq "joined, exactly the bytes written" "102400 [98]" "$(log_joined_summary "$LOG")"
+}
+
+t_stdin() {
+	BUNDLE=$(new_bundle)
+	printf 'line1\nline2\n' >"$WORK/input"
+	spec_args sh -c 'cat; echo "eof seen"'
+	start_monitor --stdin --stdin-fd 0 <"$WORK/input"
+	assert_created "monitor with --stdin --stdin-fd 0" || return
+	start_ctr "$CID"
+	wait_exit_file || {
+		not_ok "stdin is closed at the source's EOF (StdinOnce)" "the container did not exit"
+		return
+	}
+	assert_eq "--stdin-fd is copied to the container's stdin, then closed" \
+		"stdout F line1|stdout F line2|stdout F eof seen" "$(log_records "$LOG" | tr '\n' '|' | sed 's/|$//')"
+
+	BUNDLE=$(new_bundle)
+	spec_args sh -c 'readlink /proc/self/fd/0'
+	start_monitor --stdin
+	assert_created "monitor with --stdin alone" || return
+	start_ctr "$CID"
+	wait_exit_file
+	assert_match "--stdin alone: stdin is a pipe the monitor keeps open (for attach)" "$(log_records "$LOG")" \
+		'^stdout F pipe:\[[0-9]+\]$'
+
+	BUNDLE=$(new_bundle)
+	spec_args sh -c 'readlink /proc/self/fd/0'
+	start_monitor
+	assert_created "monitor without --stdin" || return
+	start_ctr "$CID"
+	wait_exit_file
+	assert_eq "without --stdin, stdin is /dev/null" "stdout F /dev/null" "$(log_records "$LOG")"
+}
+
+t_terminal() {
+	BUNDLE=$(new_bundle)
+	spec_set 'c["process"]["terminal"] = True'
+	spec_args sh -c 'tty; echo hi; echo err >&2'
+	start_monitor --terminal
+	assert_created "monitor with --terminal (console socket)" || return
+	start_ctr "$CID"
+	wait_exit_file
+	assert_eq "the pty's output is logged as stdout, \\r kept" "stdout F /dev/pts/0\\r|stdout F hi\\r|stdout F err\\r" \
+		"$(log_records "$LOG" | tr '\n' '|' | sed 's/|$//')"
+	assert_eq "terminal: exit code 0" 0 "$(exit_field exit_code)"
+}
+
+t_fds() {
+	local leaks fds
+	BUNDLE=$(new_bundle)
+	spec_wait_release
+	exec 7>"$WORK/starter-only-file"
+	start_monitor
+	exec 7>&-
+	assert_created "monitor for the fd checks" || return
+	leaks=$(fd_targets "$MPID" | grep -c starter-only-file)
+	assert_eq "the monitor keeps no fd of its starter" 0 "$leaks"
+	start_ctr "$CID"
+	wait_file "$BUNDLE/rootfs/started" 10
+	fds=$(fd_numbers "$CPID")
+	assert_eq "the container gets exactly stdin, stdout and stderr" "0 1 2 " "$fds"
+	assert_eq "its stdout and stderr are pipes" "pipe pipe" \
+		"$(readlink "/proc/$CPID/fd/1" "/proc/$CPID/fd/2" | cut -d: -f1 | tr '\n' ' ' | sed 's/ $//')"
+	touch "$BUNDLE/rootfs/release"
+	wait_exit_file
+	assert_eq "exit 0 after release" 0 "$(exit_field exit_code)"
+}
+
+t_create_error() {
+	local out rc
+	BUNDLE=$WORK/no-such-bundle
+	start_monitor
+	assert_rc "the starter side exits 0 even when create fails" 0 "$RC"
+	assert_contains "a failed create is reported as {\"error\": ...}" "$SYNC" '"error"'
+	assert_contains "the error names the runtime's create" "$SYNC" "create $CID"
+	wait_gone "$(cat "$WORK/$CID.mpid" 2>/dev/null || echo 0)" 5
+	assert_true "no exit file for a container that never ran" [ ! -e "$EXIT_FILE" ]
+	assert_true "the monitor is gone (its pid file too)" [ ! -e "$WORK/$CID.mpid" ]
+
+	out=$("$MONITOR" --bundle /x --log-path /x --exit-dir /x 2>&1)
+	rc=$?
+	assert_rc "a missing --id is a usage error" 2 "$rc"
+	assert_eq "and says so in one line" "husk-monitor: --id is required (see --help)" "$out"
+	out=$("$MONITOR" --id a --bundle /x --log-path /x --exit-dir /x --runtime /no/such/runtime 2>&1)
+	assert_contains "a missing runtime is refused before detaching" "$out" "/no/such/runtime"
+	out=$("$MONITOR" --help)
+	assert_contains "--help prints the usage" "$out" "usage: husk-monitor"
+	out=$("$MONITOR" --version)
+	assert_match "--version prints the version" "$out" '^husk-monitor [0-9]+\.[0-9]+\.[0-9]+$'
+}
+
+# OOM needs a memory controller on the v2 hierarchy (the VM has one).
+t_oom() {
+	local mount
+	for mount in /sys/fs/cgroup /sys/fs/cgroup/unified; do
+		[ "$(stat -f -c %T "$mount" 2>/dev/null)" = cgroup2fs ] && break
+	done
+	if ! grep -qw memory "$mount/cgroup.controllers" 2>/dev/null; then
+		skip "OOM kill is recorded in the exit file" "no memory controller on the cgroup v2 hierarchy"
+		return
+	fi
+	BUNDLE=$(new_bundle)
+	spec_set 'c["linux"].setdefault("resources", {})["memory"] = {"limit": 16777216, "swap": 16777216}'
+	spec_args dd if=/dev/zero of=/dev/null bs=64M count=1
+	start_monitor
+	assert_created "monitor with a 16 MiB memory limit" || return
+	start_ctr "$CID"
+	wait_exit_file
+	assert_eq "OOM kill: oom_killed true" True "$(exit_field oom_killed)"
+	assert_eq "OOM kill: signal 9" 9 "$(exit_field signal)"
+}
+
+for t in t_stdout_stderr_exit_code t_sigkill t_starter_killed t_signal_state t_log_reopen t_long_lines t_stdin \
+	t_terminal t_fds t_create_error t_oom; do
+	run_test "$t"
+done
+finish
