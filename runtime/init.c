@@ -7,6 +7,7 @@
 #include <limits.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,12 +38,22 @@ static const int ns_clone_flag[SPEC_NS_COUNT] = {
 void
 init_reset_signals (void)
 {
-  sigset_t none;
+  /* The raw syscalls: glibc's wrappers refuse signals 32 and 33 (it keeps
+   * them for itself), yet an ignored 32/33 inherited from whoever started
+   * us would survive execve into the container. */
+  struct
+  {
+    void *handler;
+    unsigned long flags;
+    void *restorer;
+    uint64_t mask;
+  } dfl = { .handler = SIG_DFL };
+  uint64_t none = 0;
 
-  sigemptyset (&none);
   for (int sig = 1; sig < NSIG; sig++)
-    signal (sig, SIG_DFL);
-  sigprocmask (SIG_SETMASK, &none, NULL);
+    if (sig != SIGKILL && sig != SIGSTOP)
+      syscall (SYS_rt_sigaction, sig, &dfl, NULL, sizeof dfl.mask);
+  syscall (SYS_rt_sigprocmask, SIG_SETMASK, &none, NULL, sizeof none);
 }
 
 void
