@@ -140,7 +140,7 @@ $(BUILD)/test/unit/%: $(BUILD)/test/unit/%.o $(LIBS_ALL)
 # `make test`: install what is missing, build, run every test, print one
 # summary line at the end.
 test: deps
-	$(MAKE) --no-print-directory build $(UNIT_TESTS)
+	$(MAKE) --no-print-directory format-check build $(UNIT_TESTS)
 	./test/run-all.sh $(BUILD)
 
 unit-test: build $(UNIT_TESTS)
@@ -182,7 +182,8 @@ format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
 
 format-check:
-	clang-format --dry-run --Werror $$(git ls-files '*.c' '*.h')
+	@clang-format --dry-run --Werror $$(git ls-files '*.c' '*.h') && echo "  FORMAT  clean"
+
 
 clean:
 	rm -rf $(BUILD)
