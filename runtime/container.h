@@ -35,14 +35,16 @@ int container_start (const struct runtime_ctx *ctx, const char *id, struct husk_
 /* create + start.  Detached: returns after start.  Foreground: forwards
  * signals, proxies the terminal when there is no console socket, waits,
  * deletes the container and stores its exit code (128+N for signal N). */
-int container_run (const struct runtime_ctx *ctx, const char *id, const struct create_options *opts, bool detach,
-                   int *exit_code, struct husk_error **err);
+int container_run (const struct runtime_ctx *ctx, const char *id, const struct create_options *opts,
+                   bool detach, int *exit_code, struct husk_error **err);
 
-int container_kill (const struct runtime_ctx *ctx, const char *id, int sig, bool all, struct husk_error **err);
+int container_kill (const struct runtime_ctx *ctx, const char *id, int sig, bool all,
+                    struct husk_error **err);
 int container_delete (const struct runtime_ctx *ctx, const char *id, bool force, struct husk_error **err);
 
 /* Every pid of the container (from its cgroup, or just init). */
-int container_pids (const struct runtime_ctx *ctx, const char *id, pid_t **pids, size_t *n, struct husk_error **err);
+int container_pids (const struct runtime_ctx *ctx, const char *id, pid_t **pids, size_t *n,
+                    struct husk_error **err);
 
 struct exec_options
 {
@@ -54,10 +56,11 @@ struct exec_options
 };
 
 /* Loads the container's config as created (for exec's defaults). */
-int container_load_spec (const struct runtime_ctx *ctx, const char *id, struct spec **out, struct husk_error **err);
+int container_load_spec (const struct runtime_ctx *ctx, const char *id, struct spec **out,
+                         struct husk_error **err);
 
-int container_exec (const struct runtime_ctx *ctx, const char *id, const struct exec_options *opts, int *exit_code,
-                    struct husk_error **err);
+int container_exec (const struct runtime_ctx *ctx, const char *id, const struct exec_options *opts,
+                    int *exit_code, struct husk_error **err);
 
 /* Parses "TERM", "SIGTERM" or "15". */
 int container_parse_signal (const char *name, int *sig, struct husk_error **err);
