@@ -100,6 +100,17 @@ t_pid_file() {
 	assert_eq "pid file holds the init pid" "$(container_pid "$CID")" "$(cat "$pf" 2>/dev/null)"
 }
 
+t_preserve_fds() {
+	local b out
+	b=$(new_bundle)
+	BUNDLE=$b spec_args sh -c 'cat <&3; ls /proc/self/fd'
+	echo "through fd 3" >"$WORK/preserved"
+	out=$(rt run --bundle "$b" --preserve-fds 1 "$(new_id)" 3<"$WORK/preserved" 2>&1 </dev/null)
+	assert_contains "run --preserve-fds 1: fd 3 reaches the container" "$out" "through fd 3"
+	out=$(rt run --bundle "$b" "$(new_id)" 3<"$WORK/preserved" 2>&1 </dev/null)
+	assert_not_contains "without --preserve-fds fd 3 does not" "$out" "through fd 3"
+}
+
 t_kill_term() {
 	local b
 	b=$(new_bundle)
@@ -401,7 +412,7 @@ for n, line in enumerate(open(sys.argv[1]), 1):
 	assert_contains "the JSON log names the missing container" "$out" "h-no-such-container-$$"
 }
 
-for t in t_create_start_stop t_state_json t_run_exit_code t_run_detach t_pid_file \
+for t in t_create_start_stop t_state_json t_run_exit_code t_run_detach t_pid_file t_preserve_fds \
 	t_kill_term t_kill_kill t_kill_all t_kill_signal_names t_delete_force_running \
 	t_delete_created t_list t_list_empty t_ps t_duplicate_id t_exec t_exec_detach \
 	t_exec_missing t_start_twice t_spec t_features t_version_help t_log_json; do
