@@ -111,6 +111,19 @@ t_preserve_fds() {
 	assert_not_contains "without --preserve-fds fd 3 does not" "$out" "through fd 3"
 }
 
+t_no_pivot_and_keyring() {
+	local b out
+	b=$(new_bundle)
+	BUNDLE=$b spec_args ls /
+	run_ctr_args() { OUT=$(rt run --bundle "$b" "$@" "$(new_id)" 2>&1 </dev/null); RC=$?; }
+	run_ctr_args --no-pivot
+	assert_rc "run --no-pivot succeeds" 0 "$RC" || return
+	assert_contains "run --no-pivot: the container sees its rootfs as /" "$OUT" "bin"
+	assert_not_contains "run --no-pivot: not the host's root" "$OUT" "work"
+	out=$(rt run --bundle "$b" --no-new-keyring "$(new_id)" 2>&1 </dev/null)
+	assert_rc "run --no-new-keyring succeeds" 0 $?
+}
+
 t_kill_term() {
 	local b
 	b=$(new_bundle)
@@ -412,7 +425,7 @@ for n, line in enumerate(open(sys.argv[1]), 1):
 	assert_contains "the JSON log names the missing container" "$out" "h-no-such-container-$$"
 }
 
-for t in t_create_start_stop t_state_json t_run_exit_code t_run_detach t_pid_file t_preserve_fds \
+for t in t_create_start_stop t_state_json t_run_exit_code t_run_detach t_pid_file t_preserve_fds t_no_pivot_and_keyring \
 	t_kill_term t_kill_kill t_kill_all t_kill_signal_names t_delete_force_running \
 	t_delete_created t_list t_list_empty t_ps t_duplicate_id t_exec t_exec_detach \
 	t_exec_missing t_start_twice t_spec t_features t_version_help t_log_json; do
