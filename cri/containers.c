@@ -22,10 +22,16 @@
 
 #define RECORD_FILE "husk-container.json"
 
+char *
+containers_bundle_dir (const char *image_root, const char *id)
+{
+  return xasprintf ("%s/containers/%s/bundle", image_root, id);
+}
+
 static char *
 bundle_dir (const struct containers_ctx *ctx, const char *id)
 {
-  return xasprintf ("%s/containers/%s/bundle", ctx->image_root, id);
+  return containers_bundle_dir (ctx->image_root, id);
 }
 
 char *
@@ -57,8 +63,8 @@ container_records_free (struct container_record **recs, size_t n)
   free (recs);
 }
 
-static char *
-random_id (void)
+char *
+containers_new_id (void)
 {
   unsigned char bytes[32];
   char *hex = xmalloc (65);
@@ -211,15 +217,24 @@ join_args (json_t *config)
   return out;
 }
 
+int
+containers_write_config (const char *bundle, json_t *config, struct husk_error **err)
+{
+  cleanup_free char *path = xasprintf ("%s/config.json", bundle);
+  cleanup_free char *text = json_dumps (config, JSON_INDENT (2));
+
+  if (husk_mkdir_p (bundle, 0700, err) < 0)
+    return -1;
+  return husk_write_file_atomic (path, text, strlen (text), 0600, err);
+}
+
 static int
 write_bundle (const struct containers_ctx *ctx, struct container_record *rec, json_t *config,
               struct husk_error **err)
 {
   cleanup_free char *dir = bundle_dir (ctx, rec->id);
-  cleanup_free char *path = xasprintf ("%s/config.json", dir);
-  cleanup_free char *text = json_dumps (config, JSON_INDENT (2));
 
-  if (husk_mkdir_p (dir, 0700, err) < 0 || husk_write_file_atomic (path, text, strlen (text), 0600, err) < 0)
+  if (containers_write_config (dir, config, err) < 0)
     return -1;
   return write_record (ctx, rec, err);
 }
@@ -240,32 +255,38 @@ check_name_free (const struct containers_ctx *ctx, const char *name, struct husk
   return 0;
 }
 
+int
+containers_prepare_rootfs (const char *image_root, const char *id, const struct image *image, bool readonly,
+                           char **rootfs, struct husk_error **err)
+{
+  cleanup_free char **chain_ids = xcalloc (image->n_layers + 1, sizeof (char *));
+  struct store *store = NULL;
+  int ret;
+
+  for (size_t i = 0; i < image->n_layers; i++)
+    chain_ids[i] = image->layers[i].chain_id;
+  /* Snapshots may have been collected or never made (an import that failed
+   * half way): unpack what is missing. */
+  if (store_open (image_root, &store, err) < 0)
+    return -1;
+  ret = images_prepare_snapshots (store, image, err);
+  store_free (store);
+  if (ret < 0)
+    return -1;
+  return snapshot_create_container (image_root, id, chain_ids, image->n_layers, readonly, rootfs, err);
+}
+
 static int
 build_container (const struct containers_ctx *ctx, const struct container_create_request *req,
                  struct container_record *rec, const struct image *image, struct husk_error **err)
 {
-  cleanup_free char **chain_ids = xcalloc (image->n_layers + 1, sizeof (char *));
   cleanup_free char *rootfs = NULL;
   char hostname[13];
   struct ocispec_request spec = req->spec;
   json_t *config = NULL;
   int ret;
 
-  struct store *store = NULL;
-
-  for (size_t i = 0; i < image->n_layers; i++)
-    chain_ids[i] = image->layers[i].chain_id;
-  /* Snapshots may have been collected or never made (an import that failed
-   * half way): unpack what is missing. */
-  if (store_open (ctx->image_root, &store, err) < 0)
-    return -1;
-  ret = images_prepare_snapshots (store, image, err);
-  store_free (store);
-  if (ret < 0)
-    return -1;
-  if (snapshot_create_container (ctx->image_root, rec->id, chain_ids, image->n_layers, spec.readonly_rootfs,
-                                 &rootfs, err)
-      < 0)
+  if (containers_prepare_rootfs (ctx->image_root, rec->id, image, spec.readonly_rootfs, &rootfs, err) < 0)
     return -1;
   snprintf (hostname, sizeof hostname, "%.12s", rec->id);
   if (spec.hostname == NULL)
@@ -291,7 +312,7 @@ containers_create (const struct containers_ctx *ctx, const struct container_crea
     return -1;
   if (images_lookup (ctx->image_root, req->image, &image, err) < 0)
     return -1;
-  rec.id = random_id ();
+  rec.id = containers_new_id ();
   rec.name = req->name ? xstrdup (req->name) : xasprintf ("husk-%.12s", rec.id);
   rec.image = xstrdup (req->image);
   rec.image_id = xstrdup (image->id);

@@ -67,6 +67,19 @@ int containers_stop (const struct containers_ctx *ctx, const char *id, int timeo
  * needs FORCE. */
 int containers_remove (const struct containers_ctx *ctx, const char *id, bool force, struct husk_error **err);
 
+/* The pieces huskd's CreateContainer shares with containers_create. */
+
+/* A new random container id: 64 hex digits. */
+char *containers_new_id (void);
+/* IMAGE_ROOT/containers/<id>/bundle */
+char *containers_bundle_dir (const char *image_root, const char *id);
+/* The rootfs of container ID made from IMAGE: unpacks the layer snapshots
+ * that are missing, then mounts its overlay; *ROOTFS gets the path. */
+int containers_prepare_rootfs (const char *image_root, const char *id, const struct image *image,
+                               bool readonly, char **rootfs, struct husk_error **err);
+/* Writes BUNDLE/config.json atomically, creating BUNDLE. */
+int containers_write_config (const char *bundle, json_t *config, struct husk_error **err);
+
 /* The log file of a detached container. */
 char *containers_log_path (const struct containers_ctx *ctx, const char *id);
 

@@ -94,7 +94,8 @@ user_json (const struct image_config *image, const struct ocispec_request *req, 
 
   if (passwd_resolve (rootfs, spec, &user, err) < 0)
     {
-      husk_error_wrap (err, "%s `%s`", req->user ? "--user" : "image User", spec ? spec : "");
+      husk_error_wrap (err, "%s `%s`", req->user ? (req->user_field ?: "--user") : "image User",
+                       spec ? spec : "");
       return NULL;
     }
   gids = json_array ();
@@ -109,13 +110,15 @@ user_json (const struct image_config *image, const struct ocispec_request *req, 
 static json_t *
 caps_json (void)
 {
-  json_t *set = json_array ();
+  json_t *set = json_array (), *caps;
 
   for (size_t i = 0; i < sizeof default_caps / sizeof default_caps[0]; i++)
     json_array_append_new (set, json_string (default_caps[i]));
-  return json_pack ("{s:O, s:O, s:O, s:[]}", "bounding", set, "effective", set, "permitted", set, "ambient",
-                    set)
-             ?: (json_decref (set), NULL);
+  caps = json_pack ("{s:O, s:O, s:O, s:[]}", "bounding", set, "effective", set, "permitted", set, "ambient");
+
+  /* Each "O" took its own reference. */
+  json_decref (set);
+  return caps;
 }
 
 static int

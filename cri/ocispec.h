@@ -32,7 +32,8 @@ struct ocispec_request
   char **entrypoint; /* replaces the image's Entrypoint; NULL: keep it */
   char **env;        /* KEY=VALUE, override the image's by key */
   const char *workdir;
-  const char *user; /* "name", "uid", "uid:gid", ...; NULL: the image's */
+  const char *user;       /* "name", "uid", "uid:gid", ...; NULL: the image's */
+  const char *user_field; /* names USER in errors; NULL: "--user" */
   bool terminal;
   bool readonly_rootfs;
   enum ocispec_network network;

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cri/sandbox.h"
 #include "cri/service.h"
 #include "husk/cleanup.h"
 #include "husk/util.h"
@@ -31,22 +32,22 @@ static const struct rpc_method method_table[] = {
   M (RUNTIME_SVC, Status, cri_status, 0),
   M (RUNTIME_SVC, RuntimeConfig, cri_runtime_config, 0),
   M (RUNTIME_SVC, UpdateRuntimeConfig, cri_update_runtime_config, 0),
-  M (RUNTIME_SVC, RunPodSandbox, not_yet, 0),
-  M (RUNTIME_SVC, StopPodSandbox, not_yet, 0),
-  M (RUNTIME_SVC, RemovePodSandbox, not_yet, 0),
-  M (RUNTIME_SVC, PodSandboxStatus, not_yet, 0),
-  M (RUNTIME_SVC, ListPodSandbox, not_yet, 0),
+  M (RUNTIME_SVC, RunPodSandbox, cri_run_pod_sandbox, RPC_SLOW),
+  M (RUNTIME_SVC, StopPodSandbox, cri_stop_pod_sandbox, RPC_SLOW),
+  M (RUNTIME_SVC, RemovePodSandbox, cri_remove_pod_sandbox, RPC_SLOW),
+  M (RUNTIME_SVC, PodSandboxStatus, cri_pod_sandbox_status, 0),
+  M (RUNTIME_SVC, ListPodSandbox, cri_list_pod_sandbox, 0),
   M (RUNTIME_SVC, StreamPodSandboxes, not_yet, RPC_SERVER_STREAMING),
-  M (RUNTIME_SVC, CreateContainer, not_yet, 0),
-  M (RUNTIME_SVC, StartContainer, not_yet, 0),
-  M (RUNTIME_SVC, StopContainer, not_yet, 0),
-  M (RUNTIME_SVC, RemoveContainer, not_yet, 0),
-  M (RUNTIME_SVC, ListContainers, not_yet, 0),
+  M (RUNTIME_SVC, CreateContainer, cri_create_container, 0),
+  M (RUNTIME_SVC, StartContainer, cri_start_container, 0),
+  M (RUNTIME_SVC, StopContainer, cri_stop_container, RPC_SLOW),
+  M (RUNTIME_SVC, RemoveContainer, cri_remove_container, RPC_SLOW),
+  M (RUNTIME_SVC, ListContainers, cri_list_containers, 0),
   M (RUNTIME_SVC, StreamContainers, not_yet, RPC_SERVER_STREAMING),
-  M (RUNTIME_SVC, ContainerStatus, not_yet, 0),
+  M (RUNTIME_SVC, ContainerStatus, cri_container_status, 0),
   M (RUNTIME_SVC, UpdateContainerResources, not_yet, 0),
-  M (RUNTIME_SVC, ReopenContainerLog, not_yet, 0),
-  M (RUNTIME_SVC, ExecSync, not_yet, 0),
+  M (RUNTIME_SVC, ReopenContainerLog, cri_reopen_container_log, 0),
+  M (RUNTIME_SVC, ExecSync, cri_exec_sync, RPC_SLOW),
   M (RUNTIME_SVC, Exec, not_yet, 0),
   M (RUNTIME_SVC, Attach, not_yet, 0),
   M (RUNTIME_SVC, PortForward, not_yet, 0),
@@ -98,7 +99,12 @@ cri_service_init (struct cri_service *svc, const struct huskd_config *cfg, struc
                             : hosts_config_load_default (&svc->hosts, err))
       < 0)
     return -1;
-  return 0;
+  if (sandbox_store_open (cfg->root, cfg->state, &svc->sandboxes, err) < 0)
+    return -1;
+  sandbox_store_set_network (svc->sandboxes, cfg->cni_conf_dir, cfg->cni_bin_dirs);
+  /* Now, not on the first container RPC: after a restart StopPodSandbox
+   * must already find the pod's containers. */
+  return cri_containers_init (svc, err);
 }
 
 void
@@ -106,6 +112,8 @@ cri_service_clear (struct cri_service *svc)
 {
   store_free (svc->store);
   hosts_config_free (svc->hosts);
+  cri_containers_clear (svc);
+  sandbox_store_free (svc->sandboxes);
   free (svc->pod_cidr);
   pthread_mutex_destroy (&svc->lock);
 }

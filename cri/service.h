@@ -15,6 +15,12 @@
 #include "image/hosts.h"
 #include "image/store.h"
 
+struct cri_service;
+struct sandbox_store;
+
+/* A hook the container RPCs set: stop or remove every container of a pod. */
+typedef int (*cri_pod_hook) (struct cri_service *svc, const char *sandbox_id, struct husk_error **err);
+
 struct cri_service
 {
   const struct huskd_config *cfg;
@@ -22,6 +28,10 @@ struct cri_service
   struct hosts_config *hosts;
   pthread_mutex_t lock; /* guards the fields below */
   char *pod_cidr;       /* from UpdateRuntimeConfig */
+  struct sandbox_store *sandboxes;
+  cri_pod_hook stop_pod_containers;   /* NULL: none */
+  cri_pod_hook remove_pod_containers; /* NULL: none */
+  struct container_store *containers; /* opened by cri_containers_init */
 };
 
 int cri_service_init (struct cri_service *svc, const struct huskd_config *cfg, struct husk_error **err);
@@ -51,5 +61,24 @@ void cri_image_status (struct rpc_call *call, const void *req, size_t len, void 
 void cri_pull_image (struct rpc_call *call, const void *req, size_t len, void *user);
 void cri_remove_image (struct rpc_call *call, const void *req, size_t len, void *user);
 void cri_image_fs_info (struct rpc_call *call, const void *req, size_t len, void *user);
+void cri_run_pod_sandbox (struct rpc_call *call, const void *req, size_t len, void *user);
+void cri_stop_pod_sandbox (struct rpc_call *call, const void *req, size_t len, void *user);
+void cri_remove_pod_sandbox (struct rpc_call *call, const void *req, size_t len, void *user);
+void cri_pod_sandbox_status (struct rpc_call *call, const void *req, size_t len, void *user);
+void cri_list_pod_sandbox (struct rpc_call *call, const void *req, size_t len, void *user);
+
+/* Container RPCs (service_container.c).  cri_containers_init opens the
+ * container store and sets the pod hooks; the handlers call it on first
+ * use when cri_service_init did not. */
+int cri_containers_init (struct cri_service *svc, struct husk_error **err);
+void cri_containers_clear (struct cri_service *svc);
+void cri_create_container (struct rpc_call *call, const void *req, size_t len, void *user);
+void cri_start_container (struct rpc_call *call, const void *req, size_t len, void *user);
+void cri_stop_container (struct rpc_call *call, const void *req, size_t len, void *user);
+void cri_remove_container (struct rpc_call *call, const void *req, size_t len, void *user);
+void cri_list_containers (struct rpc_call *call, const void *req, size_t len, void *user);
+void cri_container_status (struct rpc_call *call, const void *req, size_t len, void *user);
+void cri_exec_sync (struct rpc_call *call, const void *req, size_t len, void *user);
+void cri_reopen_container_log (struct rpc_call *call, const void *req, size_t len, void *user);
 
 #endif

@@ -1,0 +1,363 @@
+/* CRI container records on disk (see container_store.h).  No cache: each
+ * lookup reads cri.json, so that a restarted huskd sees exactly what the
+ * files say, and the exit file of a container that ended meanwhile. */
+#include <dirent.h>
+#include <errno.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cri/container_store.h"
+#include "cri/proto/api.pb-c.h"
+#include "husk/cleanup.h"
+#include "husk/util.h"
+
+#define RECORD_FILE "cri.json"
+#define CONFIG_FILE "config.pb"
+
+static const char *const state_names[] = { "created", "running", "exited" };
+
+void
+cri_container_free (struct cri_container *c)
+{
+  if (c == NULL)
+    return;
+  free (c->id);
+  free (c->sandbox_id);
+  free (c->name);
+  free (c->image);
+  free (c->image_id);
+  free (c->image_ref);
+  free (c->runtime_handler);
+  free (c->log_path);
+  free (c->stop_signal);
+  free (c->reason);
+  free (c->message);
+  if (c->config)
+    runtime__v1__container_config__free_unpacked (c->config, NULL);
+  free (c);
+}
+
+void
+cri_containers_free (struct cri_container **list, size_t n)
+{
+  for (size_t i = 0; i < n; i++)
+    cri_container_free (list[i]);
+  free (list);
+}
+
+int
+container_store_open (const char *root, const char *state, struct container_store **out,
+                      struct husk_error **err)
+{
+  struct container_store *store = xcalloc (1, sizeof *store);
+
+  store->containers_dir = xasprintf ("%s/containers", root);
+  store->exit_dir = xasprintf ("%s/exits", state);
+  pthread_mutex_init (&store->lock, NULL);
+  if (husk_mkdir_p (store->containers_dir, 0700, err) < 0 || husk_mkdir_p (store->exit_dir, 0700, err) < 0)
+    {
+      container_store_free (store);
+      return -1;
+    }
+  *out = store;
+  return 0;
+}
+
+void
+container_store_free (struct container_store *store)
+{
+  if (store == NULL)
+    return;
+  free (store->containers_dir);
+  free (store->exit_dir);
+  pthread_mutex_destroy (&store->lock);
+  free (store);
+}
+
+char *
+container_store_dir (const struct container_store *store, const char *id)
+{
+  return xasprintf ("%s/%s", store->containers_dir, id);
+}
+
+char *
+container_store_exit_path (const struct container_store *store, const char *id)
+{
+  return xasprintf ("%s/%s", store->exit_dir, id);
+}
+
+static void
+set_string (json_t *doc, const char *key, const char *value)
+{
+  if (value)
+    json_object_set_new (doc, key, json_string (value));
+}
+
+static json_t *
+record_json (const struct cri_container *c)
+{
+  json_t *doc = json_pack ("{s:s, s:s, s:s, s:I, s:s, s:I, s:I, s:I, s:i, s:b, s:i, s:i}", "id", c->id,
+                           "sandbox_id", c->sandbox_id, "name", c->name, "attempt", (json_int_t) c->attempt,
+                           "state", state_names[c->state], "created_at", (json_int_t) c->created_at,
+                           "started_at", (json_int_t) c->started_at, "finished_at",
+                           (json_int_t) c->finished_at, "exit_code", c->exit_code, "oom_killed",
+                           c->oom_killed, "pid", (int) c->pid, "monitor_pid", (int) c->monitor_pid);
+
+  set_string (doc, "image", c->image);
+  set_string (doc, "image_id", c->image_id);
+  set_string (doc, "image_ref", c->image_ref);
+  set_string (doc, "runtime_handler", c->runtime_handler);
+  set_string (doc, "log_path", c->log_path);
+  set_string (doc, "stop_signal", c->stop_signal);
+  set_string (doc, "reason", c->reason);
+  set_string (doc, "message", c->message);
+  return doc;
+}
+
+int
+container_save (struct container_store *store, const struct cri_container *c, bool with_config,
+                struct husk_error **err)
+{
+  cleanup_free char *dir = container_store_dir (store, c->id);
+  cleanup_free char *path = xasprintf ("%s/" RECORD_FILE, dir);
+  json_t *doc = record_json (c);
+  cleanup_free char *text = json_dumps (doc, JSON_COMPACT);
+
+  json_decref (doc);
+  if (husk_mkdir_p (dir, 0700, err) < 0)
+    return -1;
+  if (with_config)
+    {
+      size_t size = protobuf_c_message_get_packed_size (&c->config->base);
+      cleanup_free uint8_t *buf = xmalloc (size ? size : 1);
+      cleanup_free char *config_path = xasprintf ("%s/" CONFIG_FILE, dir);
+
+      protobuf_c_message_pack (&c->config->base, buf);
+      if (husk_write_file_atomic (config_path, buf, size, 0600, err) < 0)
+        return -1;
+    }
+  return husk_write_file_atomic (path, text, strlen (text), 0600, err);
+}
+
+static char *
+member (json_t *doc, const char *key)
+{
+  json_t *v = json_object_get (doc, key);
+  return json_is_string (v) ? xstrdup (json_string_value (v)) : NULL;
+}
+
+static int64_t
+int_member (json_t *doc, const char *key)
+{
+  return json_integer_value (json_object_get (doc, key));
+}
+
+static enum cri_container_state
+state_of (const char *name)
+{
+  for (size_t i = 0; i < sizeof state_names / sizeof state_names[0]; i++)
+    if (name && strcmp (name, state_names[i]) == 0)
+      return (enum cri_container_state) i;
+  return CRI_CONTAINER_EXITED;
+}
+
+static int
+load_config (const char *dir, struct cri_container *c, struct husk_error **err)
+{
+  cleanup_free char *path = xasprintf ("%s/" CONFIG_FILE, dir);
+  cleanup_free char *bytes = NULL;
+  size_t len = 0;
+
+  if (husk_read_file (path, &bytes, &len, err) < 0)
+    return -1;
+  c->config = runtime__v1__container_config__unpack (NULL, len, (const uint8_t *) bytes);
+  if (c->config == NULL)
+    return husk_error_make (err, 0, "%s: not a packed ContainerConfig", path);
+  return 0;
+}
+
+static int
+read_record (struct container_store *store, const char *id, struct cri_container **out,
+             struct husk_error **err)
+{
+  cleanup_free char *dir = container_store_dir (store, id);
+  cleanup_free char *path = xasprintf ("%s/" RECORD_FILE, dir);
+  struct cri_container *c;
+  json_error_t jerr;
+  json_t *doc = json_load_file (path, 0, &jerr);
+  cleanup_free char *state = NULL;
+
+  if (doc == NULL)
+    return husk_error_make (err, ENOENT, "container `%s`: no record (%s)", id, jerr.text);
+  c = xcalloc (1, sizeof *c);
+  c->id = member (doc, "id");
+  c->sandbox_id = member (doc, "sandbox_id");
+  c->name = member (doc, "name");
+  c->attempt = (uint32_t) int_member (doc, "attempt");
+  c->image = member (doc, "image");
+  c->image_id = member (doc, "image_id");
+  c->image_ref = member (doc, "image_ref");
+  c->runtime_handler = member (doc, "runtime_handler");
+  c->log_path = member (doc, "log_path");
+  c->stop_signal = member (doc, "stop_signal");
+  c->reason = member (doc, "reason");
+  c->message = member (doc, "message");
+  state = member (doc, "state");
+  c->state = state_of (state);
+  c->created_at = int_member (doc, "created_at");
+  c->started_at = int_member (doc, "started_at");
+  c->finished_at = int_member (doc, "finished_at");
+  c->exit_code = (int) int_member (doc, "exit_code");
+  c->oom_killed = json_is_true (json_object_get (doc, "oom_killed"));
+  c->pid = (pid_t) int_member (doc, "pid");
+  c->monitor_pid = (pid_t) int_member (doc, "monitor_pid");
+  json_decref (doc);
+  if (c->id == NULL || c->sandbox_id == NULL || c->name == NULL || load_config (dir, c, err) < 0)
+    {
+      cri_container_free (c);
+      return *err ? -1 : husk_error_make (err, 0, "%s: incomplete record", path);
+    }
+  *out = c;
+  return 0;
+}
+
+/* The monitor's "2016-10-06T00:17:09.669794202Z" (always 9 digits) in unix
+ * nanoseconds; 0 when it is not that. */
+static int64_t
+parse_finished_at (const char *text)
+{
+  struct tm tm = { 0 };
+  const char *rest = text ? strptime (text, "%Y-%m-%dT%H:%M:%S", &tm) : NULL;
+  long nanos = 0;
+
+  if (rest == NULL || rest[0] != '.' || strspn (rest + 1, "0123456789") != 9 || strcmp (rest + 10, "Z") != 0)
+    return 0;
+  nanos = strtol (rest + 1, NULL, 10);
+  return (int64_t) timegm (&tm) * 1000000000 + nanos;
+}
+
+/* The monitor wrote how the container ended: record it.  Its own clock
+ * reading, not the file's mtime: file times are coarse and may come
+ * before the started_at huskd read just before `start`. */
+static void
+fold_exit_file (struct container_store *store, struct cri_container *c)
+{
+  cleanup_free char *path = container_store_exit_path (store, c->id);
+  struct husk_error *ignored = NULL;
+  json_t *doc;
+  struct stat st;
+
+  if (c->state == CRI_CONTAINER_EXITED || stat (path, &st) < 0
+      || (doc = json_load_file (path, 0, NULL)) == NULL)
+    return;
+  c->state = CRI_CONTAINER_EXITED;
+  c->exit_code = (int) int_member (doc, "exit_code");
+  c->oom_killed = json_is_true (json_object_get (doc, "oom_killed"));
+  c->finished_at = parse_finished_at (json_string_value (json_object_get (doc, "finished_at")));
+  if (c->finished_at == 0)
+    c->finished_at = (int64_t) st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+  json_decref (doc);
+  free (c->reason);
+  c->reason = xstrdup (c->oom_killed ? "OOMKilled" : c->exit_code == 0 ? "Completed" : "Error");
+  if (container_save (store, c, false, &ignored) < 0)
+    husk_warn ("container %s: %s", c->id, ignored->msg);
+  husk_error_free (&ignored);
+}
+
+static bool
+is_id_like (const char *name)
+{
+  return name[0] != '.' && strspn (name, "0123456789abcdef") == strlen (name);
+}
+
+int
+container_list (struct container_store *store, struct cri_container ***out, size_t *n,
+                struct husk_error **err)
+{
+  cleanup_dir DIR *dir = opendir (store->containers_dir);
+  struct cri_container **list = NULL;
+  struct dirent *de;
+  size_t count = 0;
+
+  if (dir == NULL)
+    return husk_error_make (err, errno, "list `%s`", store->containers_dir);
+  while ((de = readdir (dir)) != NULL)
+    {
+      cleanup_free char *record = xasprintf ("%s/%s/" RECORD_FILE, store->containers_dir, de->d_name);
+      struct cri_container *c = NULL;
+      struct husk_error *ignored = NULL;
+
+      /* The debug CLI's containers live here too, without cri.json. */
+      if (!is_id_like (de->d_name) || access (record, F_OK) < 0)
+        continue;
+      if (read_record (store, de->d_name, &c, &ignored) < 0)
+        {
+          husk_warn ("%s", ignored->msg);
+          husk_error_free (&ignored);
+          continue;
+        }
+      fold_exit_file (store, c);
+      list = xrealloc (list, (count + 1) * sizeof *list);
+      list[count++] = c;
+    }
+  *out = list;
+  *n = count;
+  return 0;
+}
+
+int
+container_lookup (struct container_store *store, const char *id, struct cri_container **out,
+                  struct husk_error **err)
+{
+  struct cri_container **list = NULL, *found = NULL;
+  size_t n = 0, matches = 0;
+  bool exact = false;
+
+  if (id == NULL || id[0] == '\0')
+    return husk_error_make (err, EINVAL, "container_id: required");
+  if (container_list (store, &list, &n, err) < 0)
+    return -1;
+  for (size_t i = 0; i < n && !exact; i++)
+    if (husk_str_has_prefix (list[i]->id, id))
+      {
+        found = list[i];
+        exact = strcmp (list[i]->id, id) == 0;
+        matches++;
+      }
+  if (found && (exact || matches == 1))
+    for (size_t i = 0; i < n; i++)
+      if (list[i] == found)
+        list[i] = NULL;
+  cri_containers_free (list, n);
+  if (found == NULL)
+    return husk_error_make (err, ENOENT, "container `%s` not found", id);
+  if (!exact && matches > 1)
+    return husk_error_make (err, EINVAL, "container id prefix `%s` is ambiguous", id);
+  *out = found;
+  return 0;
+}
+
+int
+container_forget (struct container_store *store, const char *id, struct husk_error **err)
+{
+  cleanup_free char *dir = container_store_dir (store, id);
+  const char *files[] = { RECORD_FILE, CONFIG_FILE };
+  cleanup_free char *exit_path = container_store_exit_path (store, id);
+
+  /* The record goes last: until then a retry finds the container. */
+  if (unlink (exit_path) < 0 && errno != ENOENT)
+    return husk_error_make (err, errno, "remove `%s`", exit_path);
+  for (size_t i = 2; i-- > 0;)
+    {
+      cleanup_free char *path = xasprintf ("%s/%s", dir, files[i]);
+      if (unlink (path) < 0 && errno != ENOENT)
+        return husk_error_make (err, errno, "remove `%s`", path);
+    }
+  if (rmdir (dir) < 0 && errno != ENOENT && errno != ENOTEMPTY)
+    return husk_error_make (err, errno, "remove `%s`", dir);
+  return 0;
+}

@@ -1,0 +1,83 @@
+/* CRI container records.  ROOT/containers/<id>/ holds the rootfs snapshot
+ * (image/snapshot.h) and the bundle; next to them cri.json (the record,
+ * replaced atomically) and config.pb (the packed ContainerConfig).  The
+ * monitor's exit file STATE/exits/<id> says how a started container ended:
+ * a lookup folds it into the record. */
+#ifndef HUSK_CRI_CONTAINER_STORE_H
+#define HUSK_CRI_CONTAINER_STORE_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "husk/error.h"
+
+/* The protobuf-c message (cri/proto/api.pb-c.h), by its tag, so that this
+ * header does not need the generated include path. */
+struct Runtime__V1__ContainerConfig;
+
+enum cri_container_state
+{
+  CRI_CONTAINER_CREATED,
+  CRI_CONTAINER_RUNNING,
+  CRI_CONTAINER_EXITED,
+};
+
+struct cri_container
+{
+  char *id; /* 64 hex digits */
+  char *sandbox_id;
+  char *name;
+  uint32_t attempt;
+  char *image;     /* as kubelet named it (ImageSpec.image) */
+  char *image_id;  /* config digest */
+  char *image_ref; /* a repo digest, else the id */
+  char *runtime_handler;
+  char *log_path;    /* absolute; "" when kubelet gave none */
+  char *stop_signal; /* the image's StopSignal, or NULL */
+  enum cri_container_state state;
+  int64_t created_at, started_at, finished_at; /* unix nanoseconds */
+  int exit_code;
+  bool oom_killed;
+  char *reason, *message; /* NULL when there is none */
+  pid_t pid, monitor_pid;
+  struct Runtime__V1__ContainerConfig *config; /* unpacked, owned */
+};
+
+void cri_container_free (struct cri_container *c);
+void cri_containers_free (struct cri_container **list, size_t n);
+
+struct container_store
+{
+  char *containers_dir; /* ROOT/containers */
+  char *exit_dir;       /* STATE/exits */
+  /* Serialises create (name uniqueness) and the state changes of start,
+   * stop and remove. */
+  pthread_mutex_t lock;
+};
+
+int container_store_open (const char *root, const char *state, struct container_store **out,
+                          struct husk_error **err);
+void container_store_free (struct container_store *store);
+
+/* ROOT/containers/<id> and STATE/exits/<id> (malloc'd). */
+char *container_store_dir (const struct container_store *store, const char *id);
+char *container_store_exit_path (const struct container_store *store, const char *id);
+
+/* Writes cri.json atomically; with WITH_CONFIG config.pb as well. */
+int container_save (struct container_store *store, const struct cri_container *c, bool with_config,
+                    struct husk_error **err);
+
+/* By id or unique id prefix; an exit file that appeared is folded in.
+ * Unknown: errnum ENOENT. */
+int container_lookup (struct container_store *store, const char *id, struct cri_container **out,
+                      struct husk_error **err);
+/* Every container (records that cannot be read are skipped). */
+int container_list (struct container_store *store, struct cri_container ***out, size_t *n,
+                    struct husk_error **err);
+
+/* Removes the record files and the exit file; not an error when absent. */
+int container_forget (struct container_store *store, const char *id, struct husk_error **err);
+
+#endif

@@ -1,0 +1,57 @@
+/* CRI ContainerConfig + the pod sandbox + the image config -> OCI runtime
+ * config: what kubelet asks for, in runtime-spec terms.  Built on ocispec
+ * (process, user, env) and pure apart from reading the image's /etc files,
+ * host paths of mounts and devices, and a Localhost seccomp profile. */
+#ifndef HUSK_CRI_CRI_SPEC_H
+#define HUSK_CRI_CRI_SPEC_H
+
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "husk/error.h"
+#include "image/images.h"
+
+/* Tags of the protobuf-c messages (cri/proto/api.pb-c.h), so that this
+ * header does not need the generated include path. */
+struct Runtime__V1__ContainerConfig;
+
+/* What a container takes from its pod.  A NULL namespace path means the
+ * host's namespace (the pod runs with NODE mode for it). */
+struct cri_spec_sandbox
+{
+  const char *id;
+  const char *hostname;
+  const char *netns_path, *ipcns_path, *utsns_path;
+  const char *pidns_path;                                    /* the pod's shared pid namespace, or NULL */
+  bool host_pid;                                             /* the pod's pid mode is NODE */
+  const char *hostname_path, *hosts_path, *resolv_conf_path; /* NULL: not mounted */
+  const char *cgroup_parent;                                 /* NULL: none */
+};
+
+struct cri_spec_input
+{
+  const char *container_id;
+  const struct Runtime__V1__ContainerConfig *config;
+  struct cri_spec_sandbox sandbox;
+  const struct image_config *image;
+  const char *image_name; /* for annotations; may be NULL */
+  const char *rootfs;     /* absolute; its /etc files resolve run_as_username */
+  /* pid namespace of namespace_options.target_id (TARGET mode), found by
+   * the caller; NULL when there is none. */
+  const char *target_pidns_path;
+};
+
+/* Builds the OCI config.  Bad input fails with errnum EINVAL (or the
+ * errno of a missing host path) and a message naming the CRI field:
+ * `mounts[1].host_path `/x`: No such file or directory`. */
+int cri_spec_build (const struct cri_spec_input *in, json_t **out, struct husk_error **err);
+
+/* linux.cgroupsPath for container ID under PARENT: "<parent>/<id>", or
+ * systemd's "<slice>:husk:<id>" when PARENT is a slice; NULL parent: NULL. */
+char *cri_spec_cgroups_path (const char *parent, const char *id);
+
+/* "CAP_NET_ADMIN" for "net_admin", "NET_ADMIN" or "CAP_NET_ADMIN"; NULL
+ * for a name the kernel does not know. */
+char *cri_spec_capability_name (const char *name);
+
+#endif

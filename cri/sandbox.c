@@ -1,0 +1,373 @@
+/* The sandbox store: every pod's record in memory, loaded from
+ * ROOT/sandboxes/<id>/{config.pb,state.json} at start, and written back
+ * atomically on each change.  A READY pod whose pins or pause process are
+ * gone (a reboot, a killed pause) is loaded as NOTREADY. */
+#include <dirent.h>
+#include <errno.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cri/sandbox_internal.h"
+#include "cri/sandbox_store.h"
+#include "husk/cleanup.h"
+#include "husk/util.h"
+
+static char **
+strv_copy (char *const *v)
+{
+  char **copy = xcalloc (husk_strv_len (v) + 1, sizeof *copy);
+
+  for (size_t i = 0; v && v[i]; i++)
+    copy[i] = xstrdup (v[i]);
+  return copy;
+}
+
+static char *
+dup_or_null (const char *s)
+{
+  return s ? xstrdup (s) : NULL;
+}
+
+Runtime__V1__PodSandboxConfig *
+sandbox_config_copy (const Runtime__V1__PodSandboxConfig *config)
+{
+  size_t size = protobuf_c_message_get_packed_size (&config->base);
+  cleanup_free uint8_t *buf = xmalloc (size ? size : 1);
+
+  protobuf_c_message_pack (&config->base, buf);
+  return runtime__v1__pod_sandbox_config__unpack (NULL, size, buf);
+}
+
+struct sandbox *
+sandbox_copy (const struct sandbox *sb)
+{
+  struct sandbox *copy = xcalloc (1, sizeof *copy);
+
+  *copy = *sb;
+  copy->id = xstrdup (sb->id);
+  copy->name = xstrdup (sb->name);
+  copy->namespace_ = xstrdup (sb->namespace_);
+  copy->uid = xstrdup (sb->uid);
+  copy->runtime_handler = xstrdup (sb->runtime_handler);
+  copy->dir = xstrdup (sb->dir);
+  copy->state_dir = xstrdup (sb->state_dir);
+  copy->netns_path = dup_or_null (sb->netns_path);
+  copy->ipcns_path = dup_or_null (sb->ipcns_path);
+  copy->utsns_path = dup_or_null (sb->utsns_path);
+  copy->pidns_path = dup_or_null (sb->pidns_path);
+  copy->hostname_path = xstrdup (sb->hostname_path);
+  copy->hosts_path = xstrdup (sb->hosts_path);
+  copy->resolv_conf_path = xstrdup (sb->resolv_conf_path);
+  copy->cgroup_parent = dup_or_null (sb->cgroup_parent);
+  copy->ips = strv_copy (sb->ips);
+  copy->config = sandbox_config_copy (sb->config);
+  return copy;
+}
+
+void
+sandbox_free (struct sandbox *sb)
+{
+  if (sb == NULL)
+    return;
+  free (sb->id);
+  free (sb->name);
+  free (sb->namespace_);
+  free (sb->uid);
+  free (sb->runtime_handler);
+  free (sb->dir);
+  free (sb->state_dir);
+  free (sb->netns_path);
+  free (sb->ipcns_path);
+  free (sb->utsns_path);
+  free (sb->pidns_path);
+  free (sb->hostname_path);
+  free (sb->hosts_path);
+  free (sb->resolv_conf_path);
+  free (sb->cgroup_parent);
+  husk_strvfreep (&sb->ips);
+  if (sb->config)
+    protobuf_c_message_free_unpacked (&sb->config->base, NULL);
+  free (sb);
+}
+
+void
+sandboxes_free (struct sandbox **list, size_t n)
+{
+  for (size_t i = 0; i < n; i++)
+    sandbox_free (list[i]);
+  free (list);
+}
+
+/* Paths derived from the id, so the record need not hold them. */
+void
+sandbox_set_paths (struct sandbox_store *store, struct sandbox *sb)
+{
+  sb->dir = xasprintf ("%s/%s", store->sandboxes_dir, sb->id);
+  sb->state_dir = xasprintf ("%s/%s", store->pins_dir, sb->id);
+  sb->hostname_path = xasprintf ("%s/hostname", sb->dir);
+  sb->hosts_path = xasprintf ("%s/hosts", sb->dir);
+  sb->resolv_conf_path = xasprintf ("%s/resolv.conf", sb->dir);
+}
+
+/* ---------------------------------------------------------------- record */
+
+int
+sandbox_save (const struct sandbox *sb, bool with_config, struct husk_error **err)
+{
+  cleanup_free char *state_path = xasprintf ("%s/state.json", sb->dir);
+  cleanup_free char *text = NULL;
+  json_t *ips = json_array ();
+  json_t *doc;
+
+  if (with_config)
+    {
+      cleanup_free char *config_path = xasprintf ("%s/config.pb", sb->dir);
+      size_t size = protobuf_c_message_get_packed_size (&sb->config->base);
+      cleanup_free uint8_t *buf = xmalloc (size ? size : 1);
+
+      protobuf_c_message_pack (&sb->config->base, buf);
+      if (husk_write_file_atomic (config_path, buf, size, 0600, err) < 0)
+        return -1;
+    }
+  for (size_t i = 0; sb->ips[i]; i++)
+    json_array_append_new (ips, json_string (sb->ips[i]));
+  doc = json_pack ("{s:s, s:s, s:I, s:s, s:s?, s:s?, s:s?, s:s?, s:i, s:I, s:b, s:o}", "id", sb->id, "state",
+                   sb->state == SANDBOX_READY ? "ready" : "notready", "created_at",
+                   (json_int_t) sb->created_at, "runtime_handler", sb->runtime_handler, "netns",
+                   sb->netns_path, "ipcns", sb->ipcns_path, "utsns", sb->utsns_path, "pidns", sb->pidns_path,
+                   "pause_pid", (int) sb->pause_pid, "pause_start_time", (json_int_t) sb->pause_start_time,
+                   "network_down", sb->network_down, "ips", ips);
+  text = json_dumps (doc, JSON_COMPACT);
+  json_decref (doc);
+  return husk_write_file_atomic (state_path, text, strlen (text), 0600, err);
+}
+
+static char *
+json_dup (json_t *doc, const char *key)
+{
+  const char *value = json_string_value (json_object_get (doc, key));
+  return value ? xstrdup (value) : NULL;
+}
+
+static int
+load_config (struct sandbox *sb, struct husk_error **err)
+{
+  cleanup_free char *path = xasprintf ("%s/config.pb", sb->dir);
+  cleanup_free char *buf = NULL;
+  size_t len = 0;
+
+  if (husk_read_file (path, &buf, &len, err) < 0)
+    return -1;
+  sb->config = runtime__v1__pod_sandbox_config__unpack (NULL, len, (const uint8_t *) buf);
+  if (sb->config == NULL || sb->config->metadata == NULL)
+    return husk_error_make (err, EINVAL, "`%s`: not a PodSandboxConfig", path);
+  sb->name = xstrdup (sb->config->metadata->name);
+  sb->namespace_ = xstrdup (sb->config->metadata->namespace_);
+  sb->uid = xstrdup (sb->config->metadata->uid);
+  sb->attempt = sb->config->metadata->attempt;
+  if (sb->config->linux && sb->config->linux->cgroup_parent && *sb->config->linux->cgroup_parent)
+    sb->cgroup_parent = xstrdup (sb->config->linux->cgroup_parent);
+  return 0;
+}
+
+static int
+load_state (struct sandbox *sb, struct husk_error **err)
+{
+  cleanup_free char *path = xasprintf ("%s/state.json", sb->dir);
+  json_error_t jerr;
+  json_t *doc = json_load_file (path, 0, &jerr), *ip;
+  size_t i;
+
+  if (doc == NULL)
+    return husk_error_make (err, 0, "%s:%d:%d: %s", path, jerr.line, jerr.column, jerr.text);
+  sb->state = strcmp (json_string_value (json_object_get (doc, "state")) ?: "", "ready") == 0
+                  ? SANDBOX_READY
+                  : SANDBOX_NOTREADY;
+  sb->created_at = json_integer_value (json_object_get (doc, "created_at"));
+  sb->runtime_handler = json_dup (doc, "runtime_handler");
+  if (sb->runtime_handler == NULL)
+    sb->runtime_handler = xstrdup ("");
+  sb->netns_path = json_dup (doc, "netns");
+  sb->ipcns_path = json_dup (doc, "ipcns");
+  sb->utsns_path = json_dup (doc, "utsns");
+  sb->pidns_path = json_dup (doc, "pidns");
+  sb->pause_pid = (pid_t) json_integer_value (json_object_get (doc, "pause_pid"));
+  sb->pause_start_time = (unsigned long long) json_integer_value (json_object_get (doc, "pause_start_time"));
+  sb->network_down = json_is_true (json_object_get (doc, "network_down"));
+  sb->ips = xcalloc (json_array_size (json_object_get (doc, "ips")) + 1, sizeof *sb->ips);
+  json_array_foreach (json_object_get (doc, "ips"), i, ip) sb->ips[i]
+      = xstrdup (json_string_value (ip) ?: "");
+  json_decref (doc);
+  return 0;
+}
+
+/* What a reboot or a killed pause leaves: the record says READY, the
+ * namespaces are gone. */
+static bool
+still_alive (const struct sandbox *sb)
+{
+  const char *pins[] = { sb->netns_path, sb->ipcns_path, sb->utsns_path };
+
+  for (size_t i = 0; i < 3; i++)
+    if (pins[i] && !sandbox_ns_pinned (pins[i]))
+      return false;
+  return sb->pause_pid <= 0 || sandbox_proc_start_time (sb->pause_pid) == sb->pause_start_time;
+}
+
+static void
+load_one (struct sandbox_store *store, const char *id)
+{
+  struct husk_error *err = NULL;
+  struct sandbox *sb = xcalloc (1, sizeof *sb);
+
+  sb->id = xstrdup (id);
+  sandbox_set_paths (store, sb);
+  if (load_config (sb, &err) < 0 || load_state (sb, &err) < 0)
+    {
+      husk_warn ("sandbox %s: %s: skipped", id, err->msg);
+      husk_error_free (&err);
+      sandbox_free (sb);
+      return;
+    }
+  if (sb->state == SANDBOX_READY && !still_alive (sb))
+    {
+      sb->state = SANDBOX_NOTREADY;
+      if (sandbox_save (sb, false, &err) < 0)
+        {
+          husk_warn ("sandbox %s: %s", id, err->msg);
+          husk_error_free (&err);
+        }
+    }
+  store->items = xrealloc (store->items, (store->n + 1) * sizeof *store->items);
+  store->items[store->n++] = sb;
+}
+
+static int
+load_all (struct sandbox_store *store, struct husk_error **err)
+{
+  cleanup_dir DIR *dir = opendir (store->sandboxes_dir);
+  struct dirent *de;
+
+  if (dir == NULL)
+    return husk_error_make (err, errno, "open `%s`", store->sandboxes_dir);
+  while ((de = readdir (dir)) != NULL)
+    if (strlen (de->d_name) == 64 && strspn (de->d_name, "0123456789abcdef") == 64)
+      load_one (store, de->d_name);
+  return 0;
+}
+
+/* ---------------------------------------------------------------- store */
+
+int
+sandbox_store_open (const char *root, const char *state, struct sandbox_store **out, struct husk_error **err)
+{
+  struct sandbox_store *store = xcalloc (1, sizeof *store);
+
+  store->sandboxes_dir = xasprintf ("%s/sandboxes", root);
+  store->pins_dir = xasprintf ("%s/sandboxes", state);
+  store->cni_cache_dir = xasprintf ("%s/cni-cache", root);
+  pthread_mutex_init (&store->lock, NULL);
+  pthread_cond_init (&store->idle, NULL);
+  store->reserved = xcalloc (1, sizeof *store->reserved);
+  if (husk_mkdir_p (store->sandboxes_dir, 0700, err) < 0 || husk_mkdir_p (store->pins_dir, 0700, err) < 0
+      || load_all (store, err) < 0)
+    {
+      sandbox_store_free (store);
+      return husk_error_wrap (err, "sandbox store");
+    }
+  *out = store;
+  return 0;
+}
+
+void
+sandbox_store_free (struct sandbox_store *store)
+{
+  if (store == NULL)
+    return;
+  for (size_t i = 0; i < store->n; i++)
+    sandbox_free (store->items[i]);
+  free (store->items);
+  free (store->sandboxes_dir);
+  free (store->pins_dir);
+  free (store->cni_cache_dir);
+  free (store->cni_conf_dir);
+  free (store->cni_bin_dirs);
+  pthread_mutex_destroy (&store->lock);
+  pthread_cond_destroy (&store->idle);
+  husk_strvfreep (&store->reserved);
+  free (store);
+}
+
+void
+sandbox_store_set_network (struct sandbox_store *store, const char *conf_dir, const char *bin_dirs)
+{
+  free (store->cni_conf_dir);
+  free (store->cni_bin_dirs);
+  store->cni_conf_dir = dup_or_null (conf_dir);
+  store->cni_bin_dirs = dup_or_null (bin_dirs);
+}
+
+/* Index of ID or a unique prefix of it; -1 with *ERR otherwise.  Called
+ * with store->lock held. */
+ssize_t
+sandbox_store_find (struct sandbox_store *store, const char *id, struct husk_error **err)
+{
+  size_t len = id ? strlen (id) : 0;
+  ssize_t found = -1;
+
+  if (len == 0)
+    {
+      husk_error_make (err, 0, "pod_sandbox_id is required");
+      (*err)->errnum = EINVAL;
+      return -1;
+    }
+  for (size_t i = 0; i < store->n; i++)
+    if (strncmp (store->items[i]->id, id, len) == 0)
+      {
+        if (found >= 0)
+          {
+            husk_error_make (err, 0, "pod sandbox id prefix `%s` is ambiguous", id);
+            (*err)->errnum = EINVAL;
+            return -1;
+          }
+        found = (ssize_t) i;
+        if (len == 64)
+          break;
+      }
+  if (found < 0)
+    {
+      husk_error_make (err, 0, "pod sandbox `%s` not found", id);
+      (*err)->errnum = ENOENT;
+    }
+  return found;
+}
+
+int
+sandbox_lookup (struct sandbox_store *store, const char *id, struct sandbox **out, struct husk_error **err)
+{
+  ssize_t i;
+
+  pthread_mutex_lock (&store->lock);
+  i = sandbox_store_find (store, id, err);
+  if (i >= 0)
+    *out = sandbox_copy (store->items[i]);
+  pthread_mutex_unlock (&store->lock);
+  return i >= 0 ? 0 : -1;
+}
+
+int
+sandbox_list (struct sandbox_store *store, struct sandbox ***out, size_t *n, struct husk_error **err)
+{
+  struct sandbox **list;
+
+  pthread_mutex_lock (&store->lock);
+  list = xcalloc (store->n + 1, sizeof *list);
+  for (size_t i = 0; i < store->n; i++)
+    list[i] = sandbox_copy (store->items[i]);
+  *n = store->n;
+  pthread_mutex_unlock (&store->lock);
+  *out = list;
+  return 0;
+}

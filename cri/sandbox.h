@@ -1,0 +1,98 @@
+/* Pod sandboxes: the namespaces a pod's containers share (network, IPC,
+ * UTS pinned by bind mounts, so no process has to hold them; a pause
+ * process only when the pod shares a PID namespace), the pod's hostname,
+ * resolv.conf and hosts files, its CNI network, and a record that survives
+ * huskd restarts.
+ *
+ * On disk: ROOT/sandboxes/<id>/ (persistent: config.pb = the packed
+ * PodSandboxConfig, state.json written atomically, hostname, hosts,
+ * resolv.conf) and STATE/sandboxes/<id>/ (volatile: the namespace pins
+ * net, ipc, uts; pause pid).  The interface is shared by the sandbox RPCs
+ * and the container RPCs. */
+#ifndef HUSK_CRI_SANDBOX_H
+#define HUSK_CRI_SANDBOX_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "cri/proto/api.pb-c.h"
+#include "husk/error.h"
+
+enum sandbox_state
+{
+  SANDBOX_READY,
+  SANDBOX_NOTREADY,
+};
+
+struct sandbox
+{
+  char *id; /* 64 hex digits */
+  char *name, *namespace_, *uid;
+  uint32_t attempt;
+  enum sandbox_state state;
+  int64_t created_at; /* unix nanoseconds */
+  char *runtime_handler;
+  char *dir;       /* ROOT/sandboxes/<id> */
+  char *state_dir; /* STATE/sandboxes/<id> */
+  /* Namespace files containers join; NULL means the host's (NODE mode). */
+  char *netns_path, *ipcns_path, *utsns_path;
+  /* The pause process's pid namespace (/proc/<pid>/ns/pid) when the pod
+   * shares one (NamespaceMode POD); NULL otherwise. */
+  char *pidns_path;
+  pid_t pause_pid;
+  bool network_down;                                   /* stopped: CNI DEL done, pause killed */
+  bool busy;                                           /* the store's: a stop or remove is running on it */
+  unsigned long long pause_start_time;                 /* /proc/<pid>/stat starttime: guards pid reuse */
+  char *hostname_path, *hosts_path, *resolv_conf_path; /* files containers bind-mount */
+  char *cgroup_parent;                                 /* from linux.cgroup_parent, or NULL */
+  char **ips;                                          /* pod IPs from CNI, IPv4 first; never NULL */
+  Runtime__V1__PodSandboxConfig *config;               /* unpacked, owned */
+};
+
+void sandbox_free (struct sandbox *sb);
+
+struct sandbox_store;
+
+/* ROOT and STATE as huskd's --root and --state. */
+int sandbox_store_open (const char *root, const char *state, struct sandbox_store **out,
+                        struct husk_error **err);
+void sandbox_store_free (struct sandbox_store *store);
+
+/* Finds a sandbox by id or unique id prefix; a copy the caller frees.
+ * Unknown: errnum ENOENT. */
+int sandbox_lookup (struct sandbox_store *store, const char *id, struct sandbox **out,
+                    struct husk_error **err);
+
+/* Every sandbox (copies). */
+int sandbox_list (struct sandbox_store *store, struct sandbox ***out, size_t *n, struct husk_error **err);
+void sandboxes_free (struct sandbox **list, size_t n);
+
+/* ---------------------------------------------------------------- lifecycle
+ * Runs of different pods, and stops and removes of different pods, go in
+ * parallel; two on the same pod wait for each other.  Lookups and lists
+ * never wait for them.  Errors carry errnum EINVAL (a bad field, named),
+ * EEXIST (a live sandbox with the same name, namespace and attempt),
+ * ENONET (no CNI network config) or another errno. */
+
+/* The CNI config dir and plugin dirs (NULL: cni.h's defaults); the CNI
+ * result cache lives in ROOT/cni-cache. */
+void sandbox_store_set_network (struct sandbox_store *store, const char *conf_dir, const char *bin_dirs);
+
+/* Creates the pod: namespaces, pause process, CNI network, files and the
+ * record, which is on disk before this returns.  CONFIG is copied.  On
+ * failure everything done is undone.  *ID: the new id, caller frees. */
+int sandbox_run (struct sandbox_store *store, const Runtime__V1__PodSandboxConfig *config,
+                 const char *runtime_handler, char **id, struct husk_error **err);
+
+/* CNI DEL, kills the pause process, marks it NOTREADY.  The namespace pins
+ * stay until remove (containers may still hold them, as with containerd).
+ * Unknown id: ENOENT.  Stopping a stopped pod succeeds. */
+int sandbox_stop (struct sandbox_store *store, const char *id, struct husk_error **err);
+
+/* Stops it if needed, unmounts the pins and removes its directories and
+ * record.  Unknown id: ENOENT. */
+int sandbox_remove (struct sandbox_store *store, const char *id, struct husk_error **err);
+
+#endif

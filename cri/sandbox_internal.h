@@ -1,0 +1,55 @@
+/* What sandbox.c, sandbox_ns.c and sandbox_files.c share and nobody else
+ * needs: namespace pinning, the pause process, the pod's files. */
+#ifndef HUSK_CRI_SANDBOX_INTERNAL_H
+#define HUSK_CRI_SANDBOX_INTERNAL_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "cri/sandbox.h"
+
+/* One sysctl to write inside the pod's namespaces. */
+struct sandbox_sysctl
+{
+  char *path; /* /proc/sys/net/ipv4/ip_forward */
+  char *value;
+};
+
+/* The namespaces to create and pin; a NULL pin is not created (host's). */
+struct sandbox_ns_setup
+{
+  const char *net_pin, *ipc_pin, *uts_pin;
+  const char *hostname; /* set in the new uts namespace; NULL: none */
+  const struct sandbox_sysctl *sysctls;
+  size_t n_sysctls;
+};
+
+/* Creates the namespaces in a forked child that bind-mounts them onto the
+ * pins (empty files made here), sets the hostname, brings lo up and writes
+ * the sysctls, then exits.  On failure nothing stays mounted. */
+int sandbox_ns_pin (const struct sandbox_ns_setup *setup, struct husk_error **err);
+/* Unmounts and unlinks a pin; a missing one is fine. */
+void sandbox_ns_unpin (const char *pin);
+/* True when PIN is a mounted namespace file (false after a reboot). */
+bool sandbox_ns_pinned (const char *pin);
+
+/* Starts the pause process, pid 1 of a new pid namespace, inside the
+ * pinned namespaces (NULL: the host's).  It is reparented away from huskd
+ * so it outlives huskd restarts.  *START_TIME guards against pid reuse. */
+int sandbox_pause_start (const char *net_pin, const char *ipc_pin, const char *uts_pin, pid_t *pid,
+                         unsigned long long *start_time, struct husk_error **err);
+/* Kills it (and with it the whole pid namespace) and waits until gone. */
+void sandbox_pause_kill (pid_t pid, unsigned long long start_time);
+/* /proc/PID/stat starttime, 0 when PID is gone or a zombie. */
+unsigned long long sandbox_proc_start_time (pid_t pid);
+
+/* Validates CONFIG's sysctls for the pod's namespaces (EINVAL naming the
+ * key otherwise) and returns them as /proc/sys paths. */
+int sandbox_sysctls (const Runtime__V1__PodSandboxConfig *config, bool pod_net, bool pod_ipc,
+                     struct sandbox_sysctl **out, size_t *n, struct husk_error **err);
+void sandbox_sysctls_free (struct sandbox_sysctl *list, size_t n);
+
+/* hostname, hosts and resolv.conf in SB->dir, from SB->config and SB->ips. */
+int sandbox_write_files (struct sandbox *sb, const char *hostname, struct husk_error **err);
+
+#endif

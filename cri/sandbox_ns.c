@@ -1,0 +1,376 @@
+/* A pod's namespaces without a process to hold them: a forked child
+ * unshares them and bind-mounts /proc/self/ns/X onto pin files (as
+ * `ip netns add` does), and the pause process huskd starts only for pods
+ * that share a pid namespace.  The children run async-signal-safe calls
+ * only, since huskd is multi-threaded; every string is built before fork. */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/magic.h>
+#include <net/if.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cri/sandbox_internal.h"
+#include "husk/cleanup.h"
+#include "husk/util.h"
+
+#ifndef NSFS_MAGIC
+#define NSFS_MAGIC 0x6e736673
+#endif
+
+/* The steps of the pinning child, named in errors. */
+enum pin_step
+{
+  PIN_UNSHARE,
+  PIN_MOUNT_NET,
+  PIN_MOUNT_IPC,
+  PIN_MOUNT_UTS,
+  PIN_HOSTNAME,
+  PIN_LOOPBACK,
+  PIN_SYSCTL, /* + index of the sysctl */
+};
+
+static const char *const pin_step_names[] = {
+  "unshare the pod namespaces", "pin the network namespace", "pin the ipc namespace",
+  "pin the uts namespace",      "set the hostname",          "bring up lo",
+};
+
+struct child_report
+{
+  int step;
+  int errnum;
+};
+
+static void
+child_fail (int fd, int step)
+{
+  struct child_report report = { step, errno };
+
+  (void) !write (fd, &report, sizeof report);
+  _exit (1);
+}
+
+static int
+loopback_up (void)
+{
+  struct ifreq ifr;
+  int fd = socket (AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+  if (fd < 0)
+    return -1;
+  memset (&ifr, 0, sizeof ifr);
+  strcpy (ifr.ifr_name, "lo");
+  if (ioctl (fd, SIOCGIFFLAGS, &ifr) < 0)
+    return close (fd), -1;
+  ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
+  if (ioctl (fd, SIOCSIFFLAGS, &ifr) < 0)
+    return close (fd), -1;
+  return close (fd);
+}
+
+static int
+write_sysctl (const struct sandbox_sysctl *sysctl)
+{
+  int fd = open (sysctl->path, O_WRONLY | O_CLOEXEC);
+  ssize_t len = (ssize_t) strlen (sysctl->value);
+
+  if (fd < 0)
+    return -1;
+  if (write (fd, sysctl->value, (size_t) len) != len)
+    return close (fd), -1;
+  return close (fd);
+}
+
+static void
+pin_child (const struct sandbox_ns_setup *setup, int report_fd)
+{
+  int flags = (setup->net_pin ? CLONE_NEWNET : 0) | (setup->ipc_pin ? CLONE_NEWIPC : 0)
+              | (setup->uts_pin ? CLONE_NEWUTS : 0);
+
+  if (unshare (flags) < 0)
+    child_fail (report_fd, PIN_UNSHARE);
+  if (setup->net_pin && mount ("/proc/self/ns/net", setup->net_pin, NULL, MS_BIND, NULL) < 0)
+    child_fail (report_fd, PIN_MOUNT_NET);
+  if (setup->ipc_pin && mount ("/proc/self/ns/ipc", setup->ipc_pin, NULL, MS_BIND, NULL) < 0)
+    child_fail (report_fd, PIN_MOUNT_IPC);
+  if (setup->uts_pin && mount ("/proc/self/ns/uts", setup->uts_pin, NULL, MS_BIND, NULL) < 0)
+    child_fail (report_fd, PIN_MOUNT_UTS);
+  if (setup->uts_pin && setup->hostname && sethostname (setup->hostname, strlen (setup->hostname)) < 0)
+    child_fail (report_fd, PIN_HOSTNAME);
+  if (setup->net_pin && loopback_up () < 0)
+    child_fail (report_fd, PIN_LOOPBACK);
+  for (size_t i = 0; i < setup->n_sysctls; i++)
+    if (write_sysctl (&setup->sysctls[i]) < 0)
+      child_fail (report_fd, PIN_SYSCTL + (int) i);
+  _exit (0);
+}
+
+static int
+make_pin_file (const char *pin, struct husk_error **err)
+{
+  int fd;
+
+  if (pin == NULL)
+    return 0;
+  fd = open (pin, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444);
+  if (fd < 0)
+    return husk_error_make (err, errno, "create namespace pin `%s`", pin);
+  close (fd);
+  return 0;
+}
+
+static void
+unpin_all (const struct sandbox_ns_setup *setup)
+{
+  const char *pins[] = { setup->net_pin, setup->ipc_pin, setup->uts_pin };
+
+  for (size_t i = 0; i < 3; i++)
+    if (pins[i])
+      sandbox_ns_unpin (pins[i]);
+}
+
+static int
+pin_failed (const struct sandbox_ns_setup *setup, const struct child_report *report, struct husk_error **err)
+{
+  unpin_all (setup);
+  if (report->step >= PIN_SYSCTL)
+    {
+      const struct sandbox_sysctl *sysctl = &setup->sysctls[report->step - PIN_SYSCTL];
+      husk_error_make (err, report->errnum, "write sysctl `%s` = `%s` in the pod", sysctl->path,
+                       sysctl->value);
+      /* A key the kernel does not have, or a value it refuses, is the caller's. */
+      if (report->errnum == ENOENT || report->errnum == EINVAL)
+        (*err)->errnum = EINVAL;
+      return -1;
+    }
+  return husk_error_make (err, report->errnum, "%s", pin_step_names[report->step]);
+}
+
+int
+sandbox_ns_pin (const struct sandbox_ns_setup *setup, struct husk_error **err)
+{
+  struct child_report report = { 0, 0 };
+  int pipe_fds[2], status = 0;
+  ssize_t got;
+  pid_t pid;
+
+  if (make_pin_file (setup->net_pin, err) < 0 || make_pin_file (setup->ipc_pin, err) < 0
+      || make_pin_file (setup->uts_pin, err) < 0)
+    return unpin_all (setup), -1;
+  if (pipe2 (pipe_fds, O_CLOEXEC) < 0)
+    return unpin_all (setup), husk_error_make (err, errno, "pipe");
+  pid = fork ();
+  if (pid < 0)
+    {
+      close (pipe_fds[0]);
+      close (pipe_fds[1]);
+      return unpin_all (setup), husk_error_make (err, errno, "fork to create the pod namespaces");
+    }
+  if (pid == 0)
+    {
+      close (pipe_fds[0]);
+      pin_child (setup, pipe_fds[1]);
+    }
+  close (pipe_fds[1]);
+  do
+    got = read (pipe_fds[0], &report, sizeof report);
+  while (got < 0 && errno == EINTR);
+  close (pipe_fds[0]);
+  while (waitpid (pid, &status, 0) < 0 && errno == EINTR)
+    ;
+  if (got == (ssize_t) sizeof report)
+    return pin_failed (setup, &report, err);
+  if (!WIFEXITED (status) || WEXITSTATUS (status) != 0)
+    {
+      unpin_all (setup);
+      return husk_error_make (err, 0, "the namespace child died (status %d)", status);
+    }
+  return 0;
+}
+
+void
+sandbox_ns_unpin (const char *pin)
+{
+  if (umount2 (pin, MNT_DETACH) < 0 && errno != EINVAL && errno != ENOENT)
+    husk_warn ("unmount namespace pin `%s`: %s", pin, strerror (errno));
+  if (unlink (pin) < 0 && errno != ENOENT)
+    husk_warn ("remove namespace pin `%s`: %s", pin, strerror (errno));
+}
+
+bool
+sandbox_ns_pinned (const char *pin)
+{
+  struct statfs fs;
+
+  return pin && statfs (pin, &fs) == 0 && fs.f_type == NSFS_MAGIC;
+}
+
+/* ---------------------------------------------------------------- pause */
+
+static volatile sig_atomic_t pause_child_exited;
+
+static void
+on_sigchld (int sig)
+{
+  pause_child_exited = 1;
+}
+
+/* pid 1 of the pod: reaps whatever the containers leave and otherwise
+ * sleeps.  Signals without a handler are ignored for a namespace's init,
+ * so only SIGKILL from outside ends it. */
+static void __attribute__ ((noreturn)) pause_main (void)
+{
+  struct sigaction sa;
+  sigset_t none;
+  int devnull = open ("/dev/null", O_RDWR);
+
+  if (devnull >= 0)
+    {
+      dup2 (devnull, 0);
+      dup2 (devnull, 1);
+      dup2 (devnull, 2);
+    }
+  close_range (3, ~0U, 0);
+  memset (&sa, 0, sizeof sa);
+  sa.sa_handler = on_sigchld;
+  sa.sa_flags = SA_NOCLDSTOP;
+  sigaction (SIGCHLD, &sa, NULL);
+  signal (SIGPIPE, SIG_IGN);
+  prctl (PR_SET_NAME, (unsigned long) "husk-pause", 0, 0, 0);
+  sigemptyset (&none);
+  sigprocmask (SIG_SETMASK, &none, NULL);
+  for (;;)
+    {
+      while (waitpid (-1, NULL, WNOHANG) > 0)
+        ;
+      pause ();
+    }
+}
+
+static void
+join (const char *pin, int nstype, int report_fd)
+{
+  int fd;
+
+  if (pin == NULL)
+    return;
+  fd = open (pin, O_RDONLY | O_CLOEXEC);
+  if (fd < 0 || setns (fd, nstype) < 0)
+    child_fail (report_fd, 0);
+  close (fd);
+}
+
+/* The intermediate child: joins the pod, makes the pid namespace, forks
+ * pid 1 into it, reports its pid and exits so init adopts it. */
+static void
+pause_launcher (const char *net_pin, const char *ipc_pin, const char *uts_pin, int report_fd)
+{
+  struct child_report report = { -1, 0 };
+  pid_t init_pid;
+
+  join (net_pin, CLONE_NEWNET, report_fd);
+  join (ipc_pin, CLONE_NEWIPC, report_fd);
+  join (uts_pin, CLONE_NEWUTS, report_fd);
+  if (setsid () < 0 || unshare (CLONE_NEWPID) < 0)
+    child_fail (report_fd, 0);
+  init_pid = fork ();
+  if (init_pid < 0)
+    child_fail (report_fd, 0);
+  if (init_pid == 0)
+    pause_main ();
+  report.errnum = init_pid;
+  (void) !write (report_fd, &report, sizeof report);
+  _exit (0);
+}
+
+int
+sandbox_pause_start (const char *net_pin, const char *ipc_pin, const char *uts_pin, pid_t *pid,
+                     unsigned long long *start_time, struct husk_error **err)
+{
+  struct child_report report = { 0, 0 };
+  int pipe_fds[2];
+  ssize_t got;
+  pid_t launcher;
+
+  if (pipe2 (pipe_fds, O_CLOEXEC) < 0)
+    return husk_error_make (err, errno, "pipe");
+  launcher = fork ();
+  if (launcher < 0)
+    {
+      close (pipe_fds[0]);
+      close (pipe_fds[1]);
+      return husk_error_make (err, errno, "fork the pause process");
+    }
+  if (launcher == 0)
+    {
+      close (pipe_fds[0]);
+      pause_launcher (net_pin, ipc_pin, uts_pin, pipe_fds[1]);
+    }
+  close (pipe_fds[1]);
+  do
+    got = read (pipe_fds[0], &report, sizeof report);
+  while (got < 0 && errno == EINTR);
+  close (pipe_fds[0]);
+  while (waitpid (launcher, NULL, 0) < 0 && errno == EINTR)
+    ;
+  if (got != (ssize_t) sizeof report)
+    return husk_error_make (err, 0, "start the pause process: the launcher died");
+  if (report.step != -1)
+    return husk_error_make (err, report.errnum, "start the pause process");
+  *pid = report.errnum;
+  *start_time = sandbox_proc_start_time (*pid);
+  if (*start_time == 0)
+    return husk_error_make (err, 0, "the pause process (pid %d) died at once", *pid);
+  return 0;
+}
+
+unsigned long long
+sandbox_proc_start_time (pid_t pid)
+{
+  cleanup_free char *path = xasprintf ("/proc/%d/stat", pid);
+  cleanup_free char *text = NULL;
+  struct husk_error *err = NULL;
+  unsigned long long start = 0;
+  char state;
+  char *p;
+
+  if (husk_read_file (path, &text, NULL, &err) < 0)
+    {
+      husk_error_free (&err);
+      return 0;
+    }
+  /* comm may hold spaces and parentheses: fields count from the last ')'. */
+  p = strrchr (text, ')');
+  if (p == NULL
+      || sscanf (p + 1, " %c %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %llu",
+                 &state, &start)
+             != 2)
+    return 0;
+  return state == 'Z' || state == 'X' ? 0 : start;
+}
+
+void
+sandbox_pause_kill (pid_t pid, unsigned long long start_time)
+{
+  struct timespec tick = { 0, 10 * 1000 * 1000 };
+
+  if (pid <= 0 || sandbox_proc_start_time (pid) != start_time)
+    return;
+  if (kill (pid, SIGKILL) < 0)
+    return;
+  /* Our own child only before the launcher exits; init reaps it. */
+  for (int i = 0; i < 500 && sandbox_proc_start_time (pid) == start_time; i++)
+    nanosleep (&tick, NULL);
+}

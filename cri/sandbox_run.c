@@ -1,0 +1,457 @@
+/* A pod sandbox's lifecycle: RunPodSandbox's steps (each with its undo),
+ * StopPodSandbox and RemovePodSandbox.  The record is written NOTREADY
+ * before the first namespace exists, so a crash mid-way leaves a record
+ * that Stop and Remove clean up, never an unlisted leak. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cri/cni.h"
+#include "cri/sandbox_internal.h"
+#include "cri/sandbox_store.h"
+#include "husk/cleanup.h"
+#include "husk/util.h"
+
+static int
+invalid (struct husk_error **err, const char *what)
+{
+  husk_error_make (err, 0, "%s", what);
+  (*err)->errnum = EINVAL;
+  return -1;
+}
+
+static bool
+empty (const char *s)
+{
+  return s == NULL || *s == '\0';
+}
+
+static int
+validate (const Runtime__V1__PodSandboxConfig *config, struct husk_error **err)
+{
+  const Runtime__V1__PodSandboxMetadata *md = config ? config->metadata : NULL;
+
+  if (config == NULL)
+    return invalid (err, "config is required");
+  if (md == NULL)
+    return invalid (err, "config.metadata is required");
+  if (empty (md->name))
+    return invalid (err, "config.metadata.name is required");
+  if (empty (md->namespace_))
+    return invalid (err, "config.metadata.namespace is required");
+  if (empty (md->uid))
+    return invalid (err, "config.metadata.uid is required");
+  if (!empty (config->log_directory) && config->log_directory[0] != '/')
+    return invalid (err, "config.log_directory must be an absolute path");
+  if (config->hostname && strlen (config->hostname) > 64)
+    return invalid (err, "config.hostname is longer than 64 characters");
+  return 0;
+}
+
+static const Runtime__V1__NamespaceOption *
+namespace_options (const Runtime__V1__PodSandboxConfig *config)
+{
+  static const Runtime__V1__NamespaceOption defaults = RUNTIME__V1__NAMESPACE_OPTION__INIT;
+
+  if (config->linux && config->linux->security_context && config->linux->security_context->namespace_options)
+    return config->linux->security_context->namespace_options;
+  return &defaults;
+}
+
+static char *
+random_id (void)
+{
+  unsigned char bytes[32];
+  char *id = xmalloc (65);
+
+  if (getrandom (bytes, sizeof bytes, 0) != (ssize_t) sizeof bytes)
+    for (size_t i = 0; i < sizeof bytes; i++)
+      bytes[i] = (unsigned char) random ();
+  for (size_t i = 0; i < sizeof bytes; i++)
+    snprintf (id + 2 * i, 3, "%02x", bytes[i]);
+  return id;
+}
+
+static int64_t
+now_ns (void)
+{
+  struct timespec ts;
+
+  clock_gettime (CLOCK_REALTIME, &ts);
+  return (int64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* ---------------------------------------------------------------- CNI */
+
+static struct cni_ctx
+cni_ctx_of (const struct sandbox_store *store)
+{
+  return (struct cni_ctx){ .bin_dirs = store->cni_bin_dirs, .cache_dir = store->cni_cache_dir };
+}
+
+static const char *
+protocol_name (Runtime__V1__Protocol protocol)
+{
+  return protocol == RUNTIME__V1__PROTOCOL__UDP    ? "udp"
+         : protocol == RUNTIME__V1__PROTOCOL__SCTP ? "sctp"
+                                                   : "tcp";
+}
+
+static int
+network_add (struct sandbox_store *store, struct sandbox *sb, struct husk_error **err)
+{
+  const Runtime__V1__PodSandboxConfig *config = sb->config;
+  cleanup_free struct cni_port_mapping *ports = xcalloc (config->n_port_mappings + 1, sizeof *ports);
+  struct cni_ctx ctx = cni_ctx_of (store);
+  struct cni_network *net = NULL;
+  struct cni_result *result = NULL;
+  const char *conf_dir = store->cni_conf_dir ? store->cni_conf_dir : CNI_DEFAULT_CONF_DIR;
+  int ret;
+
+  if (cni_config_load_dir (conf_dir, &net, err) < 0)
+    {
+      husk_error_wrap (err, "no CNI network config in %s", conf_dir);
+      (*err)->errnum = ENONET;
+      return -1;
+    }
+  for (size_t i = 0; i < config->n_port_mappings; i++)
+    ports[i] = (struct cni_port_mapping){ .host_port = config->port_mappings[i]->host_port,
+                                          .container_port = config->port_mappings[i]->container_port,
+                                          .protocol = protocol_name (config->port_mappings[i]->protocol),
+                                          .host_ip = config->port_mappings[i]->host_ip };
+  {
+    struct cni_pod pod = { .container_id = sb->id,
+                           .netns = sb->netns_path,
+                           .pod_namespace = sb->namespace_,
+                           .pod_name = sb->name,
+                           .pod_uid = sb->uid,
+                           .port_mappings = ports,
+                           .n_port_mappings = config->n_port_mappings };
+    ret = cni_add (&ctx, net, &pod, &result, err);
+  }
+  if (ret == 0)
+    {
+      husk_strvfreep (&sb->ips);
+      sb->ips = cni_result_pod_ips (result, NULL);
+      if (sb->ips == NULL)
+        sb->ips = xcalloc (1, sizeof *sb->ips);
+    }
+  cni_result_free (result);
+  cni_network_free (net);
+  return ret;
+}
+
+static int
+network_del (struct sandbox_store *store, const struct sandbox *sb, struct husk_error **err)
+{
+  struct cni_ctx ctx = cni_ctx_of (store);
+  struct cni_network *net = NULL;
+  struct husk_error *ignored = NULL;
+  struct cni_pod pod = { .container_id = sb->id,
+                         .netns = sb->netns_path,
+                         .pod_namespace = sb->namespace_,
+                         .pod_name = sb->name,
+                         .pod_uid = sb->uid };
+  int ret;
+
+  /* Without a config the cached ADD result is enough. */
+  if (cni_config_load_dir (store->cni_conf_dir, &net, &ignored) < 0)
+    husk_error_free (&ignored);
+  ret = cni_del (&ctx, net, &pod, err);
+  cni_network_free (net);
+  return ret < 0 ? husk_error_wrap (err, "CNI DEL of pod sandbox %s", sb->id) : 0;
+}
+
+/* ---------------------------------------------------------------- run */
+
+/* Undoes whatever of RUN exists; each step is safe on what was never done. */
+static void
+teardown (struct sandbox_store *store, struct sandbox *sb, bool network_added)
+{
+  struct husk_error *err = NULL;
+  const char *pins[] = { sb->netns_path, sb->ipcns_path, sb->utsns_path };
+
+  if (network_added && network_del (store, sb, &err) < 0)
+    {
+      husk_warn ("%s", err->msg);
+      husk_error_free (&err);
+    }
+  sandbox_pause_kill (sb->pause_pid, sb->pause_start_time);
+  for (size_t i = 0; i < 3; i++)
+    if (pins[i])
+      sandbox_ns_unpin (pins[i]);
+  if (husk_rm_rf (sb->state_dir, &err) < 0 || husk_rm_rf (sb->dir, &err) < 0)
+    {
+      husk_warn ("%s", err->msg);
+      husk_error_free (&err);
+    }
+}
+
+static struct sandbox *
+new_record (struct sandbox_store *store, const Runtime__V1__PodSandboxConfig *config,
+            const char *runtime_handler)
+{
+  struct sandbox *sb = xcalloc (1, sizeof *sb);
+  const Runtime__V1__NamespaceOption *ns = namespace_options (config);
+
+  sb->id = random_id ();
+  sb->config = sandbox_config_copy (config);
+  sb->name = xstrdup (config->metadata->name);
+  sb->namespace_ = xstrdup (config->metadata->namespace_);
+  sb->uid = xstrdup (config->metadata->uid);
+  sb->attempt = config->metadata->attempt;
+  sb->state = SANDBOX_NOTREADY;
+  sb->created_at = now_ns ();
+  sb->runtime_handler = xstrdup (runtime_handler ? runtime_handler : "");
+  sandbox_set_paths (store, sb);
+  if (ns->network != RUNTIME__V1__NAMESPACE_MODE__NODE)
+    {
+      sb->netns_path = xasprintf ("%s/net", sb->state_dir);
+      sb->utsns_path = xasprintf ("%s/uts", sb->state_dir);
+    }
+  if (ns->ipc != RUNTIME__V1__NAMESPACE_MODE__NODE)
+    sb->ipcns_path = xasprintf ("%s/ipc", sb->state_dir);
+  if (config->linux && !empty (config->linux->cgroup_parent))
+    sb->cgroup_parent = xstrdup (config->linux->cgroup_parent);
+  sb->ips = xcalloc (1, sizeof *sb->ips);
+  return sb;
+}
+
+static const char *
+hostname_of (const struct sandbox *sb)
+{
+  if (sb->utsns_path == NULL)
+    return NULL;
+  return empty (sb->config->hostname) ? sb->name : sb->config->hostname;
+}
+
+static int
+host_hostname (char *buf, size_t len)
+{
+  if (gethostname (buf, len) < 0)
+    return -1;
+  buf[len - 1] = '\0';
+  return 0;
+}
+
+/* The steps after the name is reserved; *NETWORK_ADDED says what to undo. */
+static int
+create (struct sandbox_store *store, struct sandbox *sb, const struct sandbox_sysctl *sysctls,
+        size_t n_sysctls, bool *network_added, struct husk_error **err)
+{
+  struct sandbox_ns_setup setup = { .net_pin = sb->netns_path,
+                                    .ipc_pin = sb->ipcns_path,
+                                    .uts_pin = sb->utsns_path,
+                                    .hostname = hostname_of (sb),
+                                    .sysctls = sysctls,
+                                    .n_sysctls = n_sysctls };
+  char host_name[256];
+
+  if (husk_mkdir_p (sb->dir, 0700, err) < 0 || husk_mkdir_p (sb->state_dir, 0700, err) < 0
+      || sandbox_save (sb, true, err) < 0)
+    return -1;
+  if ((setup.net_pin || setup.ipc_pin) && sandbox_ns_pin (&setup, err) < 0)
+    return -1;
+  if (namespace_options (sb->config)->pid == RUNTIME__V1__NAMESPACE_MODE__POD)
+    {
+      if (sandbox_pause_start (sb->netns_path, sb->ipcns_path, sb->utsns_path, &sb->pause_pid,
+                               &sb->pause_start_time, err)
+          < 0)
+        return -1;
+      sb->pidns_path = xasprintf ("/proc/%d/ns/pid", sb->pause_pid);
+    }
+  if (sb->netns_path)
+    {
+      if (network_add (store, sb, err) < 0)
+        return -1;
+      *network_added = true;
+    }
+  if (setup.hostname == NULL && host_hostname (host_name, sizeof host_name) < 0)
+    return husk_error_make (err, errno, "gethostname");
+  if (sandbox_write_files (sb, setup.hostname ? setup.hostname : host_name, err) < 0)
+    return -1;
+  sb->state = SANDBOX_READY;
+  return sandbox_save (sb, false, err);
+}
+
+static char *
+reservation_key (const struct sandbox *sb)
+{
+  return xasprintf ("%s/%s/%u", sb->namespace_, sb->name, sb->attempt);
+}
+
+/* Claims SB's name for the run, unless a READY pod or another run holds it. */
+static bool
+reserve (struct sandbox_store *store, const struct sandbox *sb)
+{
+  cleanup_free char *key = reservation_key (sb);
+  bool taken = false;
+
+  pthread_mutex_lock (&store->lock);
+  for (size_t i = 0; i < store->n && !taken; i++)
+    taken = store->items[i]->state == SANDBOX_READY && strcmp (store->items[i]->name, sb->name) == 0
+            && strcmp (store->items[i]->namespace_, sb->namespace_) == 0
+            && store->items[i]->attempt == sb->attempt;
+  for (size_t i = 0; store->reserved[i] && !taken; i++)
+    taken = strcmp (store->reserved[i], key) == 0;
+  if (!taken)
+    store->reserved = husk_strv_append (store->reserved, key);
+  pthread_mutex_unlock (&store->lock);
+  return !taken;
+}
+
+/* Ends the run: drops the reservation and, when it succeeded, lists SB. */
+static void
+finish_run (struct sandbox_store *store, const struct sandbox *reserved_for, struct sandbox *sb)
+{
+  cleanup_free char *key = reservation_key (reserved_for);
+  size_t n;
+
+  pthread_mutex_lock (&store->lock);
+  n = husk_strv_len (store->reserved);
+  for (size_t i = 0; i < n; i++)
+    if (strcmp (store->reserved[i], key) == 0)
+      {
+        free (store->reserved[i]);
+        store->reserved[i] = store->reserved[n - 1];
+        store->reserved[n - 1] = NULL;
+        break;
+      }
+  if (sb)
+    {
+      store->items = xrealloc (store->items, (store->n + 1) * sizeof *store->items);
+      store->items[store->n++] = sb;
+    }
+  pthread_mutex_unlock (&store->lock);
+}
+
+int
+sandbox_run (struct sandbox_store *store, const Runtime__V1__PodSandboxConfig *config,
+             const char *runtime_handler, char **id, struct husk_error **err)
+{
+  const Runtime__V1__NamespaceOption *ns;
+  struct sandbox_sysctl *sysctls = NULL;
+  size_t n_sysctls = 0;
+  bool network_added = false;
+  struct sandbox *sb;
+  int ret;
+
+  if (validate (config, err) < 0)
+    return -1;
+  ns = namespace_options (config);
+  if (sandbox_sysctls (config, ns->network != RUNTIME__V1__NAMESPACE_MODE__NODE,
+                       ns->ipc != RUNTIME__V1__NAMESPACE_MODE__NODE, &sysctls, &n_sysctls, err)
+      < 0)
+    return -1;
+  sb = new_record (store, config, runtime_handler);
+  if (!reserve (store, sb))
+    {
+      husk_error_make (err, 0, "pod sandbox %s/%s (attempt %u) already exists", sb->namespace_, sb->name,
+                       sb->attempt);
+      (*err)->errnum = EEXIST;
+      ret = -1;
+    }
+  else if ((ret = create (store, sb, sysctls, n_sysctls, &network_added, err)) < 0)
+    {
+      teardown (store, sb, network_added);
+      finish_run (store, sb, NULL);
+    }
+  else
+    {
+      *id = xstrdup (sb->id);
+      finish_run (store, sb, sb);
+      sb = NULL;
+    }
+  sandbox_free (sb);
+  sandbox_sysctls_free (sysctls, n_sysctls);
+  return ret;
+}
+
+/* ---------------------------------------------------------------- stop, remove */
+
+/* The record of ID (owned by the store), marked busy once no other stop
+ * or remove runs on it; NULL with *ERR when unknown (or removed while
+ * waiting). */
+static struct sandbox *
+acquire (struct sandbox_store *store, const char *id, struct husk_error **err)
+{
+  struct sandbox *sb = NULL;
+  ssize_t i;
+
+  pthread_mutex_lock (&store->lock);
+  while ((i = sandbox_store_find (store, id, err)) >= 0 && store->items[i]->busy)
+    pthread_cond_wait (&store->idle, &store->lock);
+  if (i >= 0)
+    {
+      sb = store->items[i];
+      sb->busy = true;
+    }
+  pthread_mutex_unlock (&store->lock);
+  return sb;
+}
+
+/* Ends a stop or remove; REMOVED: take SB out of the store and free it. */
+static void
+release (struct sandbox_store *store, struct sandbox *sb, bool removed)
+{
+  pthread_mutex_lock (&store->lock);
+  sb->busy = false;
+  for (size_t i = 0; removed && i < store->n; i++)
+    if (store->items[i] == sb)
+      {
+        store->items[i] = store->items[--store->n];
+        break;
+      }
+  pthread_cond_broadcast (&store->idle);
+  pthread_mutex_unlock (&store->lock);
+  if (removed)
+    sandbox_free (sb);
+}
+
+static int
+stop_locked (struct sandbox_store *store, struct sandbox *sb, struct husk_error **err)
+{
+  if (sb->network_down)
+    return 0;
+  if (sb->netns_path && network_del (store, sb, err) < 0)
+    return -1;
+  sandbox_pause_kill (sb->pause_pid, sb->pause_start_time);
+  pthread_mutex_lock (&store->lock);
+  sb->state = SANDBOX_NOTREADY;
+  sb->network_down = true;
+  pthread_mutex_unlock (&store->lock);
+  return sandbox_save (sb, false, err);
+}
+
+int
+sandbox_stop (struct sandbox_store *store, const char *id, struct husk_error **err)
+{
+  struct sandbox *sb = acquire (store, id, err);
+  int ret;
+
+  if (sb == NULL)
+    return -1;
+  ret = stop_locked (store, sb, err);
+  release (store, sb, false);
+  return ret;
+}
+
+int
+sandbox_remove (struct sandbox_store *store, const char *id, struct husk_error **err)
+{
+  struct sandbox *sb = acquire (store, id, err);
+
+  if (sb == NULL)
+    return -1;
+  if (stop_locked (store, sb, err) < 0)
+    {
+      release (store, sb, false);
+      return -1;
+    }
+  teardown (store, sb, false);
+  release (store, sb, true);
+  return 0;
+}

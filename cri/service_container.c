@@ -1,0 +1,1138 @@
+/* The container RPCs of runtime.v1: create (rootfs snapshot + OCI bundle
+ * from cri_spec), start (husk-monitor runs `RUNTIME create`, then huskd
+ * runs `RUNTIME start`), stop, remove, status, list, ExecSync and log
+ * reopening; and the hooks that stop or remove a pod's containers. */
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cri/container_store.h"
+#include "cri/containers.h"
+#include "cri/cri_spec.h"
+#include "cri/sandbox.h"
+#include "cri/service.h"
+#include "husk/cleanup.h"
+#include "husk/util.h"
+#include "image/images.h"
+#include "image/snapshot.h"
+#include "runtime/container.h"
+
+#define EXEC_OUTPUT_MAX (16 * 1024 * 1024)
+#define MONITOR_REPORT_TIMEOUT_MS 60000
+/* After SIGKILL the monitor needs a moment to reap and write the exit file. */
+#define KILL_GRACE_MS 10000
+
+static int64_t
+now_ns (void)
+{
+  struct timespec ts;
+
+  clock_gettime (CLOCK_REALTIME, &ts);
+  return (int64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int64_t
+monotonic_ms (void)
+{
+  struct timespec ts;
+
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void
+fail_with (struct rpc_call *call, struct husk_error **err)
+{
+  rpc_fail (call, cri_status_of (*err), "%s", (*err)->msg);
+  husk_error_free (err);
+}
+
+static bool
+nonempty (const char *s)
+{
+  return s && s[0];
+}
+
+/* ------------------------------------------------------------------ */
+/* the store, opened once                                               */
+
+static int pod_stop_hook (struct cri_service *svc, const char *sandbox_id, struct husk_error **err);
+static int pod_remove_hook (struct cri_service *svc, const char *sandbox_id, struct husk_error **err);
+
+int
+cri_containers_init (struct cri_service *svc, struct husk_error **err)
+{
+  int ret = 0;
+
+  pthread_mutex_lock (&svc->lock);
+  if (svc->containers == NULL)
+    ret = container_store_open (svc->cfg->root, svc->cfg->state, &svc->containers, err);
+  if (ret == 0)
+    {
+      svc->stop_pod_containers = pod_stop_hook;
+      svc->remove_pod_containers = pod_remove_hook;
+    }
+  pthread_mutex_unlock (&svc->lock);
+  return ret;
+}
+
+void
+cri_containers_clear (struct cri_service *svc)
+{
+  container_store_free (svc->containers);
+  svc->containers = NULL;
+}
+
+static struct container_store *
+store_of (struct rpc_call *call, struct cri_service *svc)
+{
+  struct husk_error *err = NULL;
+
+  if (svc->containers == NULL && cri_containers_init (svc, &err) < 0)
+    {
+      fail_with (call, &err);
+      return NULL;
+    }
+  return svc->containers;
+}
+
+/* ------------------------------------------------------------------ */
+/* child processes: the runtime, the monitor                            */
+
+struct child_output
+{
+  char *data;
+  size_t len;
+  bool truncated;
+};
+
+struct child_run
+{
+  char *const *argv;
+  int64_t timeout_ms; /* 0: none */
+  size_t output_max;
+  struct child_output out[2]; /* stdout, stderr */
+  int wait_status;
+  bool timed_out;
+};
+
+static void
+child_exec (char *const *argv, int out_fd, int err_fd)
+{
+  sigset_t none;
+  int null_fd = open ("/dev/null", O_RDWR | O_CLOEXEC);
+
+  /* huskd blocks SIGINT/SIGTERM for gRPC's threads; the child must not. */
+  sigemptyset (&none);
+  sigprocmask (SIG_SETMASK, &none, NULL);
+  setpgid (0, 0);
+  dup2 (null_fd, 0);
+  dup2 (out_fd >= 0 ? out_fd : null_fd, 1);
+  dup2 (err_fd >= 0 ? err_fd : null_fd, 2);
+  execv (argv[0], argv);
+  _exit (127);
+}
+
+static void
+child_read (int fd, struct child_output *out, size_t max, bool *open_flag)
+{
+  char buf[65536];
+  ssize_t n = read (fd, buf, sizeof buf);
+
+  if (n <= 0)
+    {
+      if (n == 0 || (errno != EINTR && errno != EAGAIN))
+        *open_flag = false;
+      return;
+    }
+  if (out->len + (size_t) n > max)
+    {
+      out->truncated = true;
+      n = (ssize_t) (max - out->len);
+    }
+  out->data = xrealloc (out->data, out->len + (size_t) n + 1);
+  memcpy (out->data + out->len, buf, (size_t) n);
+  out->len += (size_t) n;
+  out->data[out->len] = '\0';
+}
+
+/* Runs RUN->argv with stdout and stderr captured, killing its process
+ * group at the deadline. */
+static int
+child_run (struct child_run *run, struct husk_error **err)
+{
+  int pipes[2][2];
+  int64_t deadline = run->timeout_ms > 0 ? monotonic_ms () + run->timeout_ms : 0;
+  bool open_flags[2] = { true, true };
+  pid_t pid;
+
+  if (pipe2 (pipes[0], O_CLOEXEC) < 0)
+    return husk_error_make (err, errno, "pipe");
+  if (pipe2 (pipes[1], O_CLOEXEC) < 0)
+    {
+      close (pipes[0][0]), close (pipes[0][1]);
+      return husk_error_make (err, errno, "pipe");
+    }
+  pid = fork ();
+  if (pid < 0)
+    return husk_error_make (err, errno, "fork `%s`", run->argv[0]);
+  if (pid == 0)
+    child_exec (run->argv, pipes[0][1], pipes[1][1]);
+  close (pipes[0][1]);
+  close (pipes[1][1]);
+  while (open_flags[0] || open_flags[1])
+    {
+      struct pollfd fds[2] = { { open_flags[0] ? pipes[0][0] : -1, POLLIN, 0 },
+                               { open_flags[1] ? pipes[1][0] : -1, POLLIN, 0 } };
+      int64_t left = deadline ? deadline - monotonic_ms () : -1;
+
+      if (deadline && left <= 0)
+        {
+          run->timed_out = true;
+          kill (-pid, SIGKILL);
+          kill (pid, SIGKILL);
+          break;
+        }
+      if (poll (fds, 2, (int) (deadline ? left : -1)) < 0 && errno != EINTR)
+        break;
+      for (int i = 0; i < 2; i++)
+        if (fds[i].revents)
+          child_read (fds[i].fd, &run->out[i], run->output_max, &open_flags[i]);
+    }
+  close (pipes[0][0]);
+  close (pipes[1][0]);
+  while (waitpid (pid, &run->wait_status, 0) < 0 && errno == EINTR)
+    ;
+  return 0;
+}
+
+static void
+child_run_clear (struct child_run *run)
+{
+  free (run->out[0].data);
+  free (run->out[1].data);
+}
+
+static int
+child_exit_code (int wait_status)
+{
+  return WIFEXITED (wait_status) ? WEXITSTATUS (wait_status) : 128 + WTERMSIG (wait_status);
+}
+
+/* `RUNTIME --root ROOT ARGS...`; a failure carries the runtime's stderr. */
+static int
+run_runtime (const struct huskd_runtime *rt, const char *const *args, struct husk_error **err)
+{
+  const char *argv[16] = { rt->path, "--root", rt->root };
+  size_t n = 3;
+  struct child_run run = { .argv = (char *const *) argv, .timeout_ms = 60000, .output_max = 65536 };
+  int ret;
+
+  for (; *args && n < 15; args++)
+    argv[n++] = *args;
+  if (child_run (&run, err) < 0)
+    return -1;
+  ret = 0;
+  if (run.timed_out || !WIFEXITED (run.wait_status) || WEXITSTATUS (run.wait_status) != 0)
+    {
+      char *msg = run.out[1].data ?: run.out[0].data ?: "";
+      size_t len = strlen (msg);
+      while (len && msg[len - 1] == '\n')
+        msg[--len] = '\0';
+      ret = husk_error_make (err, 0, "%s %s %s: %s", rt->path, argv[3], argv[n - 1],
+                             run.timed_out ? "timed out"
+                             : len         ? msg
+                                           : "failed");
+    }
+  child_run_clear (&run);
+  return ret;
+}
+
+static const struct huskd_runtime *
+runtime_for (struct cri_service *svc, const struct cri_container *c, struct husk_error **err)
+{
+  const struct huskd_runtime *rt = huskd_config_runtime (svc->cfg, c->runtime_handler);
+
+  if (rt == NULL)
+    husk_error_make (err, EINVAL, "runtime handler `%s` is not configured", c->runtime_handler ?: "");
+  return rt;
+}
+
+/* ------------------------------------------------------------------ */
+/* CreateContainer                                                      */
+
+static Runtime__V1__ContainerConfig *
+config_copy (const Runtime__V1__ContainerConfig *config)
+{
+  size_t size = protobuf_c_message_get_packed_size (&config->base);
+  cleanup_free uint8_t *buf = xmalloc (size ? size : 1);
+
+  protobuf_c_message_pack (&config->base, buf);
+  return runtime__v1__container_config__unpack (NULL, size, buf);
+}
+
+static void
+spec_sandbox_of (const struct sandbox *sb, struct cri_spec_sandbox *out)
+{
+  const Runtime__V1__PodSandboxConfig *config = sb->config;
+  const Runtime__V1__LinuxPodSandboxConfig *lc = config ? config->linux : NULL;
+  const Runtime__V1__LinuxSandboxSecurityContext *sc = lc ? lc->security_context : NULL;
+
+  *out = (struct cri_spec_sandbox){
+    .id = sb->id,
+    .hostname = config && nonempty (config->hostname) ? config->hostname : NULL,
+    .netns_path = sb->netns_path,
+    .ipcns_path = sb->ipcns_path,
+    .utsns_path = sb->utsns_path,
+    .pidns_path = sb->pidns_path,
+    .host_pid
+    = sc && sc->namespace_options && sc->namespace_options->pid == RUNTIME__V1__NAMESPACE_MODE__NODE,
+    .hostname_path = sb->hostname_path,
+    .hosts_path = sb->hosts_path,
+    .resolv_conf_path = sb->resolv_conf_path,
+    .cgroup_parent = sb->cgroup_parent,
+  };
+}
+
+static int
+check_create_request (const Runtime__V1__CreateContainerRequest *req, struct husk_error **err)
+{
+  const Runtime__V1__ContainerConfig *config = req->config;
+
+  if (!nonempty (req->pod_sandbox_id))
+    return husk_error_make (err, EINVAL, "pod_sandbox_id: required");
+  if (config == NULL)
+    return husk_error_make (err, EINVAL, "config: required");
+  if (config->metadata == NULL || !nonempty (config->metadata->name))
+    return husk_error_make (err, EINVAL, "config.metadata.name: required");
+  if (config->image == NULL || !nonempty (config->image->image))
+    return husk_error_make (err, EINVAL, "config.image.image: required");
+  if (nonempty (config->log_path) && config->log_path[0] == '/')
+    return husk_error_make (err, EINVAL, "config.log_path `%s`: must be relative to the log directory",
+                            config->log_path);
+  return 0;
+}
+
+static int
+check_name_free (struct container_store *store, const char *sandbox_id,
+                 const Runtime__V1__ContainerMetadata *meta, struct husk_error **err)
+{
+  struct cri_container **list = NULL;
+  size_t n = 0;
+  int ret = 0;
+
+  if (container_list (store, &list, &n, err) < 0)
+    return -1;
+  for (size_t i = 0; i < n && ret == 0; i++)
+    if (strcmp (list[i]->sandbox_id, sandbox_id) == 0 && strcmp (list[i]->name, meta->name) == 0
+        && list[i]->attempt == meta->attempt)
+      ret = husk_error_make (err, EEXIST, "container `%s` attempt %u exists already in pod %s as %s",
+                             meta->name, meta->attempt, sandbox_id, list[i]->id);
+  cri_containers_free (list, n);
+  return ret;
+}
+
+static char *
+log_path_of (const struct sandbox *sb, const Runtime__V1__ContainerConfig *config)
+{
+  const char *dir = sb->config ? sb->config->log_directory : NULL;
+
+  if (!nonempty (dir) || !nonempty (config->log_path))
+    return xstrdup ("");
+  return xasprintf ("%s/%s", dir, config->log_path);
+}
+
+/* TARGET mode: the pid namespace of another container of the pod. */
+static char *
+target_pidns (struct container_store *store, const Runtime__V1__ContainerConfig *config)
+{
+  const Runtime__V1__LinuxContainerSecurityContext *sc
+      = config->linux ? config->linux->security_context : NULL;
+  struct cri_container *target = NULL;
+  struct husk_error *ignored = NULL;
+  char *path = NULL;
+
+  if (sc == NULL || sc->namespace_options == NULL
+      || sc->namespace_options->pid != RUNTIME__V1__NAMESPACE_MODE__TARGET)
+    return NULL;
+  if (container_lookup (store, sc->namespace_options->target_id, &target, &ignored) == 0
+      && target->state == CRI_CONTAINER_RUNNING && target->pid > 0)
+    path = xasprintf ("/proc/%d/ns/pid", (int) target->pid);
+  husk_error_free (&ignored);
+  cri_container_free (target);
+  return path;
+}
+
+struct create_job
+{
+  struct cri_service *svc;
+  const Runtime__V1__CreateContainerRequest *req;
+  struct sandbox *sb;
+  struct image *image;
+  struct cri_container *c;
+};
+
+static int
+build_bundle (struct create_job *job, struct husk_error **err)
+{
+  struct container_store *store = job->svc->containers;
+  const char *root = job->svc->cfg->root;
+  cleanup_free char *rootfs = NULL, *bundle = containers_bundle_dir (root, job->c->id);
+  cleanup_free char *target = target_pidns (store, job->req->config);
+  struct cri_spec_input in = {
+    .container_id = job->c->id,
+    .config = job->req->config,
+    .image = &job->image->config,
+    .image_name = job->req->config->image->image,
+    .target_pidns_path = target,
+  };
+  json_t *config = NULL;
+  int ret;
+
+  spec_sandbox_of (job->sb, &in.sandbox);
+  if (containers_prepare_rootfs (root, job->c->id, job->image, false, &rootfs, err) < 0)
+    return -1;
+  in.rootfs = rootfs;
+  if (cri_spec_build (&in, &config, err) < 0)
+    return -1;
+  ret = containers_write_config (bundle, config, err);
+  json_decref (config);
+  if (ret < 0)
+    return -1;
+  return container_save (store, job->c, true, err);
+}
+
+static struct cri_container *
+new_record (const struct create_job *job)
+{
+  const Runtime__V1__ContainerConfig *config = job->req->config;
+  struct cri_container *c = xcalloc (1, sizeof *c);
+
+  c->id = containers_new_id ();
+  c->sandbox_id = xstrdup (job->sb->id);
+  c->name = xstrdup (config->metadata->name);
+  c->attempt = config->metadata->attempt;
+  c->image = xstrdup (config->image->image);
+  c->image_id = xstrdup (job->image->id);
+  c->image_ref = xstrdup (job->image->repo_digests[0] ?: job->image->id);
+  c->runtime_handler = xstrdup (job->sb->runtime_handler ?: "");
+  c->log_path = log_path_of (job->sb, config);
+  c->stop_signal = job->image->config.stop_signal ? xstrdup (job->image->config.stop_signal) : NULL;
+  c->state = CRI_CONTAINER_CREATED;
+  c->created_at = now_ns ();
+  c->config = config_copy (config);
+  return c;
+}
+
+static void
+undo_create (struct cri_service *svc, const char *id)
+{
+  cleanup_free char *bundle = containers_bundle_dir (svc->cfg->root, id);
+  struct husk_error *ignored = NULL;
+
+  husk_rm_rf (bundle, &ignored);
+  husk_error_free (&ignored);
+  snapshot_remove_container (svc->cfg->root, id, &ignored);
+  husk_error_free (&ignored);
+  container_forget (svc->containers, id, &ignored);
+  husk_error_free (&ignored);
+}
+
+static int
+create_container (struct create_job *job, char **id, struct husk_error **err)
+{
+  const Runtime__V1__CreateContainerRequest *req = job->req;
+
+  if (check_create_request (req, err) < 0)
+    return -1;
+  if (sandbox_lookup (job->svc->sandboxes, req->pod_sandbox_id, &job->sb, err) < 0)
+    return -1;
+  if (job->sb->state != SANDBOX_READY)
+    return husk_error_make (err, EAGAIN, "pod sandbox %s is not ready", job->sb->id);
+  if (images_lookup (job->svc->cfg->root, req->config->image->image, &job->image, err) < 0)
+    return husk_error_wrap (err, "config.image.image `%s`", req->config->image->image);
+  if (check_name_free (job->svc->containers, job->sb->id, req->config->metadata, err) < 0)
+    return -1;
+  job->c = new_record (job);
+  if (build_bundle (job, err) < 0)
+    {
+      undo_create (job->svc, job->c->id);
+      return -1;
+    }
+  *id = xstrdup (job->c->id);
+  return 0;
+}
+
+void
+cri_create_container (struct rpc_call *call, const void *req_bytes, size_t len, void *user)
+{
+  struct cri_service *svc = user;
+  struct container_store *store = store_of (call, svc);
+  Runtime__V1__CreateContainerRequest *req
+      = store ? cri_unpack (call, &runtime__v1__create_container_request__descriptor, req_bytes, len) : NULL;
+  struct create_job job = { .svc = svc, .req = req };
+  Runtime__V1__CreateContainerResponse resp = RUNTIME__V1__CREATE_CONTAINER_RESPONSE__INIT;
+  struct husk_error *err = NULL;
+  char *id = NULL;
+  int ret;
+
+  if (req == NULL)
+    return;
+  pthread_mutex_lock (&store->lock);
+  ret = create_container (&job, &id, &err);
+  pthread_mutex_unlock (&store->lock);
+  if (ret < 0)
+    {
+      if (err->errnum == EAGAIN)
+        {
+          rpc_fail (call, GRPC_STATUS_FAILED_PRECONDITION, "%s", err->msg);
+          husk_error_free (&err);
+        }
+      else
+        fail_with (call, &err);
+    }
+  else
+    {
+      resp.container_id = id;
+      cri_reply (call, &resp.base);
+    }
+  free (id);
+  sandbox_free (job.sb);
+  image_free (job.image);
+  cri_container_free (job.c);
+  runtime__v1__create_container_request__free_unpacked (req, NULL);
+}
+
+/* ------------------------------------------------------------------ */
+/* StartContainer                                                       */
+
+static char *
+monitor_path (void)
+{
+  char self[4096];
+  ssize_t n = readlink ("/proc/self/exe", self, sizeof self - 1);
+
+  if (n <= 0)
+    return xstrdup ("husk-monitor");
+  self[n] = '\0';
+  return xasprintf ("%s/husk-monitor", dirname (self));
+}
+
+/* The monitor's one report line: {"pid", "monitor_pid"} or {"error"}. */
+static int
+parse_monitor_report (const char *line, struct cri_container *c, struct husk_error **err)
+{
+  json_t *doc = line ? json_loads (line, JSON_DISABLE_EOF_CHECK, NULL) : NULL;
+  const char *error = json_string_value (json_object_get (doc, "error"));
+  int ret = 0;
+
+  if (doc == NULL)
+    ret = husk_error_make (err, 0, "husk-monitor for %s: no report", c->id);
+  else if (error)
+    ret = husk_error_make (err, 0, "create container %s: %s", c->id, error);
+  else
+    {
+      c->pid = (pid_t) json_integer_value (json_object_get (doc, "pid"));
+      c->monitor_pid = (pid_t) json_integer_value (json_object_get (doc, "monitor_pid"));
+    }
+  json_decref (doc);
+  return ret;
+}
+
+static int
+start_monitor (struct cri_service *svc, struct cri_container *c, const struct huskd_runtime *rt,
+               struct husk_error **err)
+{
+  cleanup_free char *monitor = monitor_path ();
+  cleanup_free char *bundle = containers_bundle_dir (svc->cfg->root, c->id);
+  cleanup_free char *dir = container_store_dir (svc->containers, c->id);
+  cleanup_free char *internal_log = xasprintf ("%s/container.log", dir);
+  cleanup_free char *monitor_log = xasprintf ("%s/monitor.log", dir);
+  const char *log_path = nonempty (c->log_path) ? c->log_path : internal_log;
+  cleanup_free char *log_dir = xstrdup (log_path);
+  const char *argv[] = { monitor,     "--id",          c->id,
+                         "--bundle",  bundle,          "--log-path",
+                         log_path,    "--exit-dir",    svc->containers->exit_dir,
+                         "--runtime", rt->path,        "--runtime-root",
+                         rt->root,    "--monitor-log", monitor_log,
+                         NULL };
+  struct child_run run
+      = { .argv = (char *const *) argv, .timeout_ms = MONITOR_REPORT_TIMEOUT_MS, .output_max = 65536 };
+  int ret;
+
+  if (husk_mkdir_p (dirname (log_dir), 0755, err) < 0)
+    return -1;
+  if (child_run (&run, err) < 0)
+    return -1;
+  ret = run.timed_out ? husk_error_make (err, 0, "husk-monitor for %s: no report in time", c->id)
+                      : parse_monitor_report (run.out[0].data, c, err);
+  if (ret < 0 && run.out[1].data)
+    husk_error_wrap (err, "%s", run.out[1].data);
+  child_run_clear (&run);
+  return ret;
+}
+
+static int
+start_container (struct cri_service *svc, const char *id, struct husk_error **err)
+{
+  struct cri_container *c = NULL;
+  struct husk_error *ignored = NULL;
+  const struct huskd_runtime *rt;
+  int ret = -1;
+
+  if (container_lookup (svc->containers, id, &c, err) < 0)
+    return -1;
+  if (c->state != CRI_CONTAINER_CREATED)
+    ret = husk_error_make (err, EAGAIN, "container %s is not in state created", c->id);
+  else if ((rt = runtime_for (svc, c, err)) != NULL && start_monitor (svc, c, rt, err) == 0)
+    {
+      /* Before: a short-lived container may be gone when start returns. */
+      c->started_at = now_ns ();
+      if (run_runtime (rt, (const char *[]){ "start", c->id, NULL }, err) < 0)
+        {
+          run_runtime (rt, (const char *[]){ "delete", "--force", c->id, NULL }, &ignored);
+          husk_error_free (&ignored);
+          c->state = CRI_CONTAINER_EXITED;
+          c->exit_code = 128;
+          c->finished_at = now_ns ();
+          c->reason = xstrdup ("StartError");
+          c->message = xstrdup ((*err)->msg);
+        }
+      else
+        {
+          c->state = CRI_CONTAINER_RUNNING;
+          ret = 0;
+        }
+      /* After a failed start the start error is the one to report. */
+      if (ret == 0)
+        ret = container_save (svc->containers, c, false, err);
+      else if (container_save (svc->containers, c, false, &ignored) < 0)
+        husk_error_free (&ignored);
+    }
+  cri_container_free (c);
+  return ret;
+}
+
+void
+cri_start_container (struct rpc_call *call, const void *req_bytes, size_t len, void *user)
+{
+  struct cri_service *svc = user;
+  struct container_store *store = store_of (call, svc);
+  Runtime__V1__StartContainerRequest *req
+      = store ? cri_unpack (call, &runtime__v1__start_container_request__descriptor, req_bytes, len) : NULL;
+  Runtime__V1__StartContainerResponse resp = RUNTIME__V1__START_CONTAINER_RESPONSE__INIT;
+  struct husk_error *err = NULL;
+  int ret;
+
+  if (req == NULL)
+    return;
+  pthread_mutex_lock (&store->lock);
+  ret = start_container (svc, req->container_id, &err);
+  pthread_mutex_unlock (&store->lock);
+  if (ret < 0 && err->errnum == EAGAIN)
+    {
+      rpc_fail (call, GRPC_STATUS_FAILED_PRECONDITION, "%s", err->msg);
+      husk_error_free (&err);
+    }
+  else if (ret < 0)
+    fail_with (call, &err);
+  else
+    cri_reply (call, &resp.base);
+  runtime__v1__start_container_request__free_unpacked (req, NULL);
+}
+
+/* ------------------------------------------------------------------ */
+/* StopContainer, RemoveContainer and the pod hooks                     */
+
+static bool
+wait_exit_file (struct container_store *store, const char *id, int64_t timeout_ms)
+{
+  cleanup_free char *path = container_store_exit_path (store, id);
+  int64_t deadline = monotonic_ms () + timeout_ms;
+
+  for (;;)
+    {
+      if (access (path, F_OK) == 0)
+        return true;
+      if (monotonic_ms () >= deadline)
+        return false;
+      poll (NULL, 0, 20);
+    }
+}
+
+static int
+stop_signal_of (const struct cri_container *c)
+{
+  struct husk_error *ignored = NULL;
+  int sig = SIGTERM;
+
+  if (c->stop_signal && container_parse_signal (c->stop_signal, &sig, &ignored) < 0)
+    sig = SIGTERM;
+  husk_error_free (&ignored);
+  return sig;
+}
+
+/* The stop signal, TIMEOUT seconds for the exit file, then SIGKILL to
+ * every process of the container.  Stopping a stopped one is a no-op. */
+static int
+stop_container (struct cri_service *svc, const char *id, int64_t timeout, struct husk_error **err)
+{
+  struct cri_container *c = NULL;
+  const struct huskd_runtime *rt;
+  struct husk_error *ignored = NULL;
+  char signal_arg[16];
+  int ret = 0;
+
+  if (container_lookup (svc->containers, id, &c, err) < 0)
+    {
+      if ((*err)->errnum != ENOENT)
+        return -1;
+      husk_error_free (err);
+      return 0;
+    }
+  if (c->state != CRI_CONTAINER_RUNNING || (rt = runtime_for (svc, c, err)) == NULL)
+    {
+      ret = c->state == CRI_CONTAINER_RUNNING ? -1 : 0;
+      cri_container_free (c);
+      return ret;
+    }
+  snprintf (signal_arg, sizeof signal_arg, "%d", stop_signal_of (c));
+  /* A kill that fails because the process is gone already is fine. */
+  if (run_runtime (rt, (const char *[]){ "kill", c->id, signal_arg, NULL }, &ignored) < 0)
+    husk_error_free (&ignored);
+  if (!wait_exit_file (svc->containers, c->id, timeout > 0 ? timeout * 1000 : 0))
+    {
+      if (run_runtime (rt, (const char *[]){ "kill", "--all", c->id, "KILL", NULL }, &ignored) < 0)
+        husk_error_free (&ignored);
+      if (!wait_exit_file (svc->containers, c->id, KILL_GRACE_MS))
+        ret = husk_error_make (err, ETIMEDOUT, "container %s did not exit after SIGKILL", c->id);
+    }
+  cri_container_free (c);
+  if (ret == 0)
+    {
+      /* Folds the exit file into the record. */
+      if (container_lookup (svc->containers, id, &c, &ignored) == 0)
+        cri_container_free (c);
+      husk_error_free (&ignored);
+    }
+  return ret;
+}
+
+static int
+remove_container (struct cri_service *svc, const char *id, struct husk_error **err)
+{
+  struct cri_container *c = NULL;
+  const struct huskd_runtime *rt;
+  struct husk_error *ignored = NULL;
+  cleanup_free char *bundle = NULL, *dir = NULL;
+  int ret = 0;
+
+  if (stop_container (svc, id, 0, err) < 0)
+    return -1;
+  if (container_lookup (svc->containers, id, &c, err) < 0)
+    {
+      if ((*err)->errnum != ENOENT)
+        return -1;
+      husk_error_free (err);
+      return 0;
+    }
+  rt = runtime_for (svc, c, &ignored);
+  husk_error_free (&ignored);
+  /* Never created by the runtime (never started): nothing to delete. */
+  if (rt && c->state != CRI_CONTAINER_CREATED
+      && run_runtime (rt, (const char *[]){ "delete", "--force", c->id, NULL }, &ignored) < 0)
+    {
+      husk_debug ("%s", ignored->msg);
+      husk_error_free (&ignored);
+    }
+  bundle = containers_bundle_dir (svc->cfg->root, c->id);
+  dir = container_store_dir (svc->containers, c->id);
+  if (snapshot_remove_container (svc->cfg->root, c->id, err) < 0 || husk_rm_rf (bundle, err) < 0)
+    ret = -1;
+  else
+    {
+      const char *leftovers[] = { "container.log", "monitor.log" };
+      for (size_t i = 0; i < 2; i++)
+        {
+          cleanup_free char *path = xasprintf ("%s/%s", dir, leftovers[i]);
+          unlink (path);
+        }
+      ret = container_forget (svc->containers, c->id, err);
+    }
+  cri_container_free (c);
+  return ret;
+}
+
+static int
+for_pod (struct cri_service *svc, const char *sandbox_id, bool remove, struct husk_error **err)
+{
+  struct cri_container **list = NULL;
+  size_t n = 0;
+  int ret = 0;
+
+  if (svc->containers == NULL && cri_containers_init (svc, err) < 0)
+    return -1;
+  pthread_mutex_lock (&svc->containers->lock);
+  if (container_list (svc->containers, &list, &n, err) < 0)
+    ret = -1;
+  for (size_t i = 0; i < n && ret == 0; i++)
+    if (strcmp (list[i]->sandbox_id, sandbox_id) == 0)
+      ret = remove ? remove_container (svc, list[i]->id, err) : stop_container (svc, list[i]->id, 0, err);
+  pthread_mutex_unlock (&svc->containers->lock);
+  cri_containers_free (list, n);
+  return ret;
+}
+
+static int
+pod_stop_hook (struct cri_service *svc, const char *sandbox_id, struct husk_error **err)
+{
+  return for_pod (svc, sandbox_id, false, err);
+}
+
+static int
+pod_remove_hook (struct cri_service *svc, const char *sandbox_id, struct husk_error **err)
+{
+  return for_pod (svc, sandbox_id, true, err);
+}
+
+void
+cri_stop_container (struct rpc_call *call, const void *req_bytes, size_t len, void *user)
+{
+  struct cri_service *svc = user;
+  struct container_store *store = store_of (call, svc);
+  Runtime__V1__StopContainerRequest *req
+      = store ? cri_unpack (call, &runtime__v1__stop_container_request__descriptor, req_bytes, len) : NULL;
+  Runtime__V1__StopContainerResponse resp = RUNTIME__V1__STOP_CONTAINER_RESPONSE__INIT;
+  struct husk_error *err = NULL;
+  int ret;
+
+  if (req == NULL)
+    return;
+  /* Not under the store lock: a graceful stop may take the whole timeout,
+   * and stopping is idempotent. */
+  ret = stop_container (svc, req->container_id, req->timeout, &err);
+  if (ret < 0)
+    fail_with (call, &err);
+  else
+    cri_reply (call, &resp.base);
+  runtime__v1__stop_container_request__free_unpacked (req, NULL);
+}
+
+void
+cri_remove_container (struct rpc_call *call, const void *req_bytes, size_t len, void *user)
+{
+  struct cri_service *svc = user;
+  struct container_store *store = store_of (call, svc);
+  Runtime__V1__RemoveContainerRequest *req
+      = store ? cri_unpack (call, &runtime__v1__remove_container_request__descriptor, req_bytes, len) : NULL;
+  Runtime__V1__RemoveContainerResponse resp = RUNTIME__V1__REMOVE_CONTAINER_RESPONSE__INIT;
+  struct husk_error *err = NULL;
+  int ret;
+
+  if (req == NULL)
+    return;
+  pthread_mutex_lock (&store->lock);
+  ret = remove_container (svc, req->container_id, &err);
+  pthread_mutex_unlock (&store->lock);
+  if (ret < 0)
+    fail_with (call, &err);
+  else
+    cri_reply (call, &resp.base);
+  runtime__v1__remove_container_request__free_unpacked (req, NULL);
+}
+
+/* ------------------------------------------------------------------ */
+/* ContainerStatus, ListContainers                                      */
+
+static Runtime__V1__ContainerState
+state_value (enum cri_container_state state)
+{
+  switch (state)
+    {
+    case CRI_CONTAINER_CREATED:
+      return RUNTIME__V1__CONTAINER_STATE__CONTAINER_CREATED;
+    case CRI_CONTAINER_RUNNING:
+      return RUNTIME__V1__CONTAINER_STATE__CONTAINER_RUNNING;
+    case CRI_CONTAINER_EXITED:
+      return RUNTIME__V1__CONTAINER_STATE__CONTAINER_EXITED;
+    }
+  return RUNTIME__V1__CONTAINER_STATE__CONTAINER_UNKNOWN;
+}
+
+/* The reply messages point into the record's ContainerConfig: the map
+ * entries of ContainerConfig and of the replies have the same fields and
+ * numbers, so they pack to the same bytes. */
+void
+cri_container_status (struct rpc_call *call, const void *req_bytes, size_t len, void *user)
+{
+  struct cri_service *svc = user;
+  struct container_store *store = store_of (call, svc);
+  Runtime__V1__ContainerStatusRequest *req
+      = store ? cri_unpack (call, &runtime__v1__container_status_request__descriptor, req_bytes, len) : NULL;
+  Runtime__V1__ContainerStatusResponse resp = RUNTIME__V1__CONTAINER_STATUS_RESPONSE__INIT;
+  Runtime__V1__ContainerStatus status = RUNTIME__V1__CONTAINER_STATUS__INIT;
+  Runtime__V1__ImageSpec image = RUNTIME__V1__IMAGE_SPEC__INIT;
+  struct cri_container *c = NULL;
+  struct husk_error *err = NULL;
+
+  if (req == NULL)
+    return;
+  if (container_lookup (store, req->container_id, &c, &err) < 0)
+    fail_with (call, &err);
+  else
+    {
+      image.image = c->image;
+      status.id = c->id;
+      status.metadata = c->config->metadata;
+      status.state = state_value (c->state);
+      status.created_at = c->created_at;
+      status.started_at = c->started_at;
+      status.finished_at = c->finished_at;
+      status.exit_code = c->exit_code;
+      status.image = &image;
+      status.image_ref = c->image_ref;
+      status.image_id = c->image_id;
+      status.reason = c->reason ?: "";
+      status.message = c->message ?: "";
+      status.n_labels = c->config->n_labels;
+      status.labels = (Runtime__V1__ContainerStatus__LabelsEntry **) c->config->labels;
+      status.n_annotations = c->config->n_annotations;
+      status.annotations = (Runtime__V1__ContainerStatus__AnnotationsEntry **) c->config->annotations;
+      status.n_mounts = c->config->n_mounts;
+      status.mounts = c->config->mounts;
+      status.log_path = c->log_path ?: "";
+      resp.status = &status;
+      cri_reply (call, &resp.base);
+    }
+  cri_container_free (c);
+  runtime__v1__container_status_request__free_unpacked (req, NULL);
+}
+
+static const char *
+label_of (const Runtime__V1__ContainerConfig *config, const char *key)
+{
+  const char *value = NULL;
+
+  /* Duplicate keys: the last one wins. */
+  for (size_t i = 0; i < config->n_labels; i++)
+    if (strcmp (config->labels[i]->key, key) == 0)
+      value = config->labels[i]->value;
+  return value;
+}
+
+static bool
+matches_filter (const struct cri_container *c, const Runtime__V1__ContainerFilter *filter)
+{
+  if (filter == NULL)
+    return true;
+  if (nonempty (filter->id) && !husk_str_has_prefix (c->id, filter->id))
+    return false;
+  if (filter->state && filter->state->state != state_value (c->state))
+    return false;
+  if (nonempty (filter->pod_sandbox_id) && !husk_str_has_prefix (c->sandbox_id, filter->pod_sandbox_id))
+    return false;
+  for (size_t i = 0; i < filter->n_label_selector; i++)
+    {
+      const char *value = label_of (c->config, filter->label_selector[i]->key);
+      if (value == NULL || strcmp (value, filter->label_selector[i]->value) != 0)
+        return false;
+    }
+  return true;
+}
+
+void
+cri_list_containers (struct rpc_call *call, const void *req_bytes, size_t len, void *user)
+{
+  struct cri_service *svc = user;
+  struct container_store *store = store_of (call, svc);
+  Runtime__V1__ListContainersRequest *req
+      = store ? cri_unpack (call, &runtime__v1__list_containers_request__descriptor, req_bytes, len) : NULL;
+  Runtime__V1__ListContainersResponse resp = RUNTIME__V1__LIST_CONTAINERS_RESPONSE__INIT;
+  struct cri_container **list = NULL;
+  struct husk_error *err = NULL;
+  size_t n = 0;
+
+  if (req == NULL)
+    return;
+  if (container_list (store, &list, &n, &err) < 0)
+    fail_with (call, &err);
+  else
+    {
+      Runtime__V1__Container *items = xcalloc (n + 1, sizeof *items);
+      Runtime__V1__ImageSpec *images = xcalloc (n + 1, sizeof *images);
+      Runtime__V1__Container **ptrs = xcalloc (n + 1, sizeof *ptrs);
+
+      for (size_t i = 0; i < n; i++)
+        {
+          const struct cri_container *c = list[i];
+          Runtime__V1__Container *item = &items[resp.n_containers];
+
+          if (!matches_filter (c, req->filter))
+            continue;
+          runtime__v1__container__init (item);
+          runtime__v1__image_spec__init (&images[resp.n_containers]);
+          images[resp.n_containers].image = c->image;
+          item->id = c->id;
+          item->pod_sandbox_id = c->sandbox_id;
+          item->metadata = c->config->metadata;
+          item->image = &images[resp.n_containers];
+          item->image_ref = c->image_ref;
+          item->image_id = c->image_id;
+          item->state = state_value (c->state);
+          item->created_at = c->created_at;
+          item->n_labels = c->config->n_labels;
+          item->labels = (Runtime__V1__Container__LabelsEntry **) c->config->labels;
+          item->n_annotations = c->config->n_annotations;
+          item->annotations = (Runtime__V1__Container__AnnotationsEntry **) c->config->annotations;
+          ptrs[resp.n_containers++] = item;
+        }
+      resp.containers = ptrs;
+      cri_reply (call, &resp.base);
+      free (items);
+      free (images);
+      free (ptrs);
+    }
+  cri_containers_free (list, n);
+  runtime__v1__list_containers_request__free_unpacked (req, NULL);
+}
+
+/* ------------------------------------------------------------------ */
+/* ExecSync                                                             */
+
+static int
+exec_sync (struct cri_service *svc, const Runtime__V1__ExecSyncRequest *req, struct child_run *run,
+           struct husk_error **err)
+{
+  struct cri_container *c = NULL;
+  const struct huskd_runtime *rt;
+  const char **argv;
+  size_t n = 0;
+  int ret = 0;
+
+  if (req->n_cmd == 0)
+    return husk_error_make (err, EINVAL, "cmd: required");
+  if (container_lookup (svc->containers, req->container_id, &c, err) < 0)
+    return -1;
+  if (c->state != CRI_CONTAINER_RUNNING)
+    ret = husk_error_make (err, EAGAIN, "container %s is not running", c->id);
+  else if ((rt = runtime_for (svc, c, err)) == NULL)
+    ret = -1;
+  else
+    {
+      argv = xcalloc (req->n_cmd + 6, sizeof *argv);
+      argv[n++] = rt->path, argv[n++] = "--root", argv[n++] = rt->root;
+      argv[n++] = "exec", argv[n++] = c->id;
+      for (size_t i = 0; i < req->n_cmd; i++)
+        argv[n++] = req->cmd[i];
+      run->argv = (char *const *) argv;
+      run->timeout_ms = req->timeout > 0 ? req->timeout * 1000 : 0;
+      run->output_max = EXEC_OUTPUT_MAX;
+      ret = child_run (run, err);
+      free (argv);
+    }
+  cri_container_free (c);
+  return ret;
+}
+
+void
+cri_exec_sync (struct rpc_call *call, const void *req_bytes, size_t len, void *user)
+{
+  struct cri_service *svc = user;
+  struct container_store *store = store_of (call, svc);
+  Runtime__V1__ExecSyncRequest *req
+      = store ? cri_unpack (call, &runtime__v1__exec_sync_request__descriptor, req_bytes, len) : NULL;
+  Runtime__V1__ExecSyncResponse resp = RUNTIME__V1__EXEC_SYNC_RESPONSE__INIT;
+  struct child_run run = { 0 };
+  struct husk_error *err = NULL;
+
+  if (req == NULL)
+    return;
+  if (exec_sync (svc, req, &run, &err) < 0)
+    {
+      if (err->errnum == EAGAIN)
+        {
+          rpc_fail (call, GRPC_STATUS_FAILED_PRECONDITION, "%s", err->msg);
+          husk_error_free (&err);
+        }
+      else
+        fail_with (call, &err);
+    }
+  else if (run.timed_out)
+    rpc_fail (call, GRPC_STATUS_DEADLINE_EXCEEDED, "ExecSync in %s: timeout %llds exceeded",
+              req->container_id, (long long) req->timeout);
+  else
+    {
+      resp.stdout.data = (uint8_t *) run.out[0].data;
+      resp.stdout.len = run.out[0].len;
+      resp.stderr.data = (uint8_t *) run.out[1].data;
+      resp.stderr.len = run.out[1].len;
+      resp.exit_code = child_exit_code (run.wait_status);
+      cri_reply (call, &resp.base);
+    }
+  child_run_clear (&run);
+  runtime__v1__exec_sync_request__free_unpacked (req, NULL);
+}
+
+/* ------------------------------------------------------------------ */
+/* ReopenContainerLog                                                   */
+
+static int
+reopen_log (struct cri_service *svc, const char *id, struct husk_error **err)
+{
+  struct cri_container *c = NULL;
+  int ret = 0;
+
+  if (container_lookup (svc->containers, id, &c, err) < 0)
+    return -1;
+  if (c->state != CRI_CONTAINER_RUNNING || c->monitor_pid <= 0)
+    ret = husk_error_make (err, EAGAIN, "container %s is not running", c->id);
+  else if (kill (c->monitor_pid, SIGUSR1) < 0)
+    ret = husk_error_make (err, errno, "signal the monitor of %s (pid %d)", c->id, (int) c->monitor_pid);
+  else if (nonempty (c->log_path))
+    {
+      int64_t deadline = monotonic_ms () + 5000;
+      while (access (c->log_path, F_OK) < 0 && monotonic_ms () < deadline)
+        poll (NULL, 0, 10);
+      if (access (c->log_path, F_OK) < 0)
+        ret = husk_error_make (err, ETIMEDOUT, "container %s: log `%s` was not reopened", c->id, c->log_path);
+    }
+  cri_container_free (c);
+  return ret;
+}
+
+void
+cri_reopen_container_log (struct rpc_call *call, const void *req_bytes, size_t len, void *user)
+{
+  struct cri_service *svc = user;
+  struct container_store *store = store_of (call, svc);
+  Runtime__V1__ReopenContainerLogRequest *req
+      = store ? cri_unpack (call, &runtime__v1__reopen_container_log_request__descriptor, req_bytes, len)
+              : NULL;
+  Runtime__V1__ReopenContainerLogResponse resp = RUNTIME__V1__REOPEN_CONTAINER_LOG_RESPONSE__INIT;
+  struct husk_error *err = NULL;
+
+  if (req == NULL)
+    return;
+  if (reopen_log (svc, req->container_id, &err) < 0)
+    {
+      if (err->errnum == EAGAIN)
+        {
+          rpc_fail (call, GRPC_STATUS_FAILED_PRECONDITION, "%s", err->msg);
+          husk_error_free (&err);
+        }
+      else
+        fail_with (call, &err);
+    }
+  else
+    cri_reply (call, &resp.base);
+  runtime__v1__reopen_container_log_request__free_unpacked (req, NULL);
+}

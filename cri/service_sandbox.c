@@ -1,0 +1,407 @@
+/* The pod sandbox RPCs of runtime.v1.RuntimeService over cri/sandbox.h:
+ * RunPodSandbox, StopPodSandbox, RemovePodSandbox, PodSandboxStatus and
+ * ListPodSandbox.  Stop and Remove of an unknown pod succeed (CRI). */
+#include <errno.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cri/sandbox.h"
+#include "cri/service.h"
+#include "husk/cleanup.h"
+#include "husk/util.h"
+
+static grpc_status_code
+sandbox_status_code (const struct husk_error *err)
+{
+  return err->errnum == ENONET ? GRPC_STATUS_FAILED_PRECONDITION : cri_status_of (err);
+}
+
+static void
+fail (struct rpc_call *call, const char *rpc, struct husk_error **err)
+{
+  rpc_fail (call, sandbox_status_code (*err), "%s: %s", rpc, (*err)->msg);
+  husk_error_free (err);
+}
+
+static int64_t
+now_ns (void)
+{
+  struct timespec ts;
+
+  clock_gettime (CLOCK_REALTIME, &ts);
+  return (int64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+#define FREE_REQUEST(request) protobuf_c_message_free_unpacked (&(request)->base, NULL)
+
+void
+cri_run_pod_sandbox (struct rpc_call *call, const void *req, size_t len, void *user)
+{
+  struct cri_service *svc = user;
+  Runtime__V1__RunPodSandboxRequest *request
+      = cri_unpack (call, &runtime__v1__run_pod_sandbox_request__descriptor, req, len);
+  Runtime__V1__RunPodSandboxResponse reply = RUNTIME__V1__RUN_POD_SANDBOX_RESPONSE__INIT;
+  struct husk_error *err = NULL;
+  cleanup_free char *id = NULL;
+
+  if (request == NULL)
+    return;
+  if (huskd_config_runtime (svc->cfg, request->runtime_handler) == NULL)
+    rpc_fail (call, GRPC_STATUS_INVALID_ARGUMENT, "RunPodSandbox: runtime_handler `%s` is not configured",
+              request->runtime_handler);
+  else if (sandbox_run (svc->sandboxes, request->config, request->runtime_handler, &id, &err) < 0)
+    fail (call, "RunPodSandbox", &err);
+  else
+    {
+      reply.pod_sandbox_id = id;
+      cri_reply (call, &reply.base);
+    }
+  FREE_REQUEST (request);
+}
+
+/* Runs a container hook for the pod (set by the container RPCs). */
+static int
+run_hook (struct cri_service *svc, cri_pod_hook hook, const char *sandbox_id, struct husk_error **err)
+{
+  return hook ? hook (svc, sandbox_id, err) : 0;
+}
+
+/* Resolves a (prefix) id; *ID NULL and 0 when unknown, as Stop and Remove
+ * treat that as done. */
+static int
+resolve (struct cri_service *svc, const char *given, char **id, struct husk_error **err)
+{
+  struct sandbox *sb = NULL;
+
+  *id = NULL;
+  if (given == NULL || *given == '\0')
+    {
+      husk_error_make (err, 0, "pod_sandbox_id is required");
+      (*err)->errnum = EINVAL;
+      return -1;
+    }
+  if (sandbox_lookup (svc->sandboxes, given, &sb, err) < 0)
+    {
+      if ((*err)->errnum != ENOENT)
+        return -1;
+      husk_error_free (err);
+      return 0;
+    }
+  *id = xstrdup (sb->id);
+  sandbox_free (sb);
+  return 0;
+}
+
+static int
+stop (struct cri_service *svc, const char *id, struct husk_error **err)
+{
+  if (run_hook (svc, svc->stop_pod_containers, id, err) < 0)
+    return husk_error_wrap (err, "stop the containers of pod sandbox %s", id);
+  /* Removed meanwhile by another call: stopped is what was asked. */
+  if (sandbox_stop (svc->sandboxes, id, err) < 0 && (*err)->errnum != ENOENT)
+    return -1;
+  husk_error_free (err);
+  return 0;
+}
+
+void
+cri_stop_pod_sandbox (struct rpc_call *call, const void *req, size_t len, void *user)
+{
+  struct cri_service *svc = user;
+  Runtime__V1__StopPodSandboxRequest *request
+      = cri_unpack (call, &runtime__v1__stop_pod_sandbox_request__descriptor, req, len);
+  Runtime__V1__StopPodSandboxResponse reply = RUNTIME__V1__STOP_POD_SANDBOX_RESPONSE__INIT;
+  struct husk_error *err = NULL;
+  cleanup_free char *id = NULL;
+
+  if (request == NULL)
+    return;
+  if (resolve (svc, request->pod_sandbox_id, &id, &err) < 0 || (id && stop (svc, id, &err) < 0))
+    fail (call, "StopPodSandbox", &err);
+  else
+    cri_reply (call, &reply.base);
+  FREE_REQUEST (request);
+}
+
+static int
+remove_pod (struct cri_service *svc, const char *id, struct husk_error **err)
+{
+  if (stop (svc, id, err) < 0)
+    return -1;
+  if (run_hook (svc, svc->remove_pod_containers, id, err) < 0)
+    return husk_error_wrap (err, "remove the containers of pod sandbox %s", id);
+  if (sandbox_remove (svc->sandboxes, id, err) < 0 && (*err)->errnum != ENOENT)
+    return -1;
+  husk_error_free (err);
+  return 0;
+}
+
+void
+cri_remove_pod_sandbox (struct rpc_call *call, const void *req, size_t len, void *user)
+{
+  struct cri_service *svc = user;
+  Runtime__V1__RemovePodSandboxRequest *request
+      = cri_unpack (call, &runtime__v1__remove_pod_sandbox_request__descriptor, req, len);
+  Runtime__V1__RemovePodSandboxResponse reply = RUNTIME__V1__REMOVE_POD_SANDBOX_RESPONSE__INIT;
+  struct husk_error *err = NULL;
+  cleanup_free char *id = NULL;
+
+  if (request == NULL)
+    return;
+  if (resolve (svc, request->pod_sandbox_id, &id, &err) < 0 || (id && remove_pod (svc, id, &err) < 0))
+    fail (call, "RemovePodSandbox", &err);
+  else
+    cri_reply (call, &reply.base);
+  FREE_REQUEST (request);
+}
+
+/* ---------------------------------------------------------------- views */
+
+/* CRI's map entries share one layout {key, value}: copies of the config's
+ * labels or annotations as another message's entry type. */
+#define COPY_MAP(entry_type, entry_init, src, n, dst)                                                        \
+  do                                                                                                         \
+    {                                                                                                        \
+      entry_type *copies = xcalloc ((n) + 1, sizeof *copies);                                                \
+      (dst) = xcalloc ((n) + 1, sizeof *(dst));                                                              \
+      for (size_t i_ = 0; i_ < (n); i_++)                                                                    \
+        {                                                                                                    \
+          entry_type init_ = entry_init;                                                                     \
+          copies[i_] = init_;                                                                                \
+          copies[i_].key = (src)[i_]->key;                                                                   \
+          copies[i_].value = (src)[i_]->value;                                                               \
+          (dst)[i_] = &copies[i_];                                                                           \
+        }                                                                                                    \
+    }                                                                                                        \
+  while (0)
+
+static void
+free_map (void *entries)
+{
+  void **list = entries;
+
+  if (list)
+    free (list[0]);
+  free (list);
+}
+
+/* PodSandboxStatus: the reply and what it points into. */
+struct status_view
+{
+  Runtime__V1__PodSandboxStatus status;
+  Runtime__V1__PodSandboxNetworkStatus network;
+  Runtime__V1__LinuxPodSandboxStatus linux_status;
+  Runtime__V1__Namespace namespaces;
+  Runtime__V1__NamespaceOption options;
+  Runtime__V1__PodIP *ip_storage;
+  Runtime__V1__PodIP **additional_ips;
+};
+
+static void
+status_view_init (struct status_view *view, const struct sandbox *sb)
+{
+  const Runtime__V1__PodSandboxConfig *config = sb->config;
+  const Runtime__V1__LinuxSandboxSecurityContext *sec
+      = config->linux ? config->linux->security_context : NULL;
+  size_t n_ips = husk_strv_len (sb->ips);
+
+  memset (view, 0, sizeof *view);
+  runtime__v1__pod_sandbox_status__init (&view->status);
+  runtime__v1__pod_sandbox_network_status__init (&view->network);
+  runtime__v1__linux_pod_sandbox_status__init (&view->linux_status);
+  runtime__v1__namespace__init (&view->namespaces);
+  runtime__v1__namespace_option__init (&view->options);
+  if (sec && sec->namespace_options)
+    {
+      view->options.network = sec->namespace_options->network;
+      view->options.pid = sec->namespace_options->pid;
+      view->options.ipc = sec->namespace_options->ipc;
+      view->options.target_id = sec->namespace_options->target_id;
+    }
+  view->status.id = sb->id;
+  view->status.metadata = config->metadata;
+  view->status.state = sb->state == SANDBOX_READY ? RUNTIME__V1__POD_SANDBOX_STATE__SANDBOX_READY
+                                                  : RUNTIME__V1__POD_SANDBOX_STATE__SANDBOX_NOTREADY;
+  view->status.created_at = sb->created_at;
+  view->ip_storage = xcalloc (n_ips + 1, sizeof *view->ip_storage);
+  view->additional_ips = xcalloc (n_ips + 1, sizeof *view->additional_ips);
+  for (size_t i = 1; i < n_ips; i++)
+    {
+      runtime__v1__pod_ip__init (&view->ip_storage[i]);
+      view->ip_storage[i].ip = sb->ips[i];
+      view->additional_ips[i - 1] = &view->ip_storage[i];
+    }
+  view->network.ip = n_ips ? sb->ips[0] : "";
+  view->network.n_additional_ips = n_ips ? n_ips - 1 : 0;
+  view->network.additional_ips = view->additional_ips;
+  view->status.network = &view->network;
+  view->namespaces.options = &view->options;
+  view->linux_status.namespaces = &view->namespaces;
+  view->status.linux = &view->linux_status;
+  view->status.runtime_handler = sb->runtime_handler;
+  COPY_MAP (Runtime__V1__PodSandboxStatus__LabelsEntry, RUNTIME__V1__POD_SANDBOX_STATUS__LABELS_ENTRY__INIT,
+            config->labels, config->n_labels, view->status.labels);
+  view->status.n_labels = config->n_labels;
+  COPY_MAP (Runtime__V1__PodSandboxStatus__AnnotationsEntry,
+            RUNTIME__V1__POD_SANDBOX_STATUS__ANNOTATIONS_ENTRY__INIT, config->annotations,
+            config->n_annotations, view->status.annotations);
+  view->status.n_annotations = config->n_annotations;
+}
+
+static void
+status_view_clear (struct status_view *view)
+{
+  free (view->ip_storage);
+  free (view->additional_ips);
+  free_map (view->status.labels);
+  free_map (view->status.annotations);
+}
+
+/* verbose: where the pod's namespaces and files are, as JSON "info". */
+static char *
+status_info_json (const struct sandbox *sb)
+{
+  json_t *doc = json_pack ("{s:i, s:s?, s:s?, s:s?, s:s?, s:s, s:s, s:s, s:s?}", "pid", (int) sb->pause_pid,
+                           "netns", sb->netns_path, "ipcns", sb->ipcns_path, "utsns", sb->utsns_path, "pidns",
+                           sb->pidns_path, "hostname", sb->hostname_path, "hosts", sb->hosts_path,
+                           "resolv_conf", sb->resolv_conf_path, "cgroup_parent", sb->cgroup_parent);
+  char *text = json_dumps (doc, JSON_COMPACT);
+
+  json_decref (doc);
+  return text;
+}
+
+void
+cri_pod_sandbox_status (struct rpc_call *call, const void *req, size_t len, void *user)
+{
+  struct cri_service *svc = user;
+  Runtime__V1__PodSandboxStatusRequest *request
+      = cri_unpack (call, &runtime__v1__pod_sandbox_status_request__descriptor, req, len);
+  Runtime__V1__PodSandboxStatusResponse reply = RUNTIME__V1__POD_SANDBOX_STATUS_RESPONSE__INIT;
+  Runtime__V1__PodSandboxStatusResponse__InfoEntry entry
+      = RUNTIME__V1__POD_SANDBOX_STATUS_RESPONSE__INFO_ENTRY__INIT;
+  Runtime__V1__PodSandboxStatusResponse__InfoEntry *entries[] = { &entry };
+  cleanup_free char *info = NULL;
+  struct husk_error *err = NULL;
+  struct status_view view;
+  struct sandbox *sb = NULL;
+
+  if (request == NULL)
+    return;
+  if (sandbox_lookup (svc->sandboxes, request->pod_sandbox_id, &sb, &err) < 0)
+    {
+      fail (call, "PodSandboxStatus", &err);
+      FREE_REQUEST (request);
+      return;
+    }
+  status_view_init (&view, sb);
+  reply.status = &view.status;
+  reply.timestamp = now_ns ();
+  if (request->verbose)
+    {
+      info = status_info_json (sb);
+      entry.key = "info";
+      entry.value = info;
+      reply.n_info = 1;
+      reply.info = entries;
+    }
+  cri_reply (call, &reply.base);
+  status_view_clear (&view);
+  sandbox_free (sb);
+  FREE_REQUEST (request);
+}
+
+/* The value of label KEY (the last one wins, as with a map), or NULL. */
+static const char *
+label (const Runtime__V1__PodSandboxConfig *config, const char *key)
+{
+  for (size_t i = config->n_labels; i > 0; i--)
+    if (strcmp (config->labels[i - 1]->key, key) == 0)
+      return config->labels[i - 1]->value;
+  return NULL;
+}
+
+static bool
+matches (const struct sandbox *sb, const Runtime__V1__PodSandboxFilter *filter)
+{
+  if (filter == NULL)
+    return true;
+  if (filter->id && *filter->id && !husk_str_has_prefix (sb->id, filter->id))
+    return false;
+  if (filter->state
+      && (filter->state->state == RUNTIME__V1__POD_SANDBOX_STATE__SANDBOX_READY)
+             != (sb->state == SANDBOX_READY))
+    return false;
+  for (size_t i = 0; i < filter->n_label_selector; i++)
+    {
+      const char *value = label (sb->config, filter->label_selector[i]->key);
+      if (value == NULL || strcmp (value, filter->label_selector[i]->value) != 0)
+        return false;
+    }
+  return true;
+}
+
+static void
+list_item_init (Runtime__V1__PodSandbox *item, const struct sandbox *sb)
+{
+  const Runtime__V1__PodSandboxConfig *config = sb->config;
+
+  runtime__v1__pod_sandbox__init (item);
+  item->id = sb->id;
+  item->metadata = config->metadata;
+  item->state = sb->state == SANDBOX_READY ? RUNTIME__V1__POD_SANDBOX_STATE__SANDBOX_READY
+                                           : RUNTIME__V1__POD_SANDBOX_STATE__SANDBOX_NOTREADY;
+  item->created_at = sb->created_at;
+  item->runtime_handler = sb->runtime_handler;
+  COPY_MAP (Runtime__V1__PodSandbox__LabelsEntry, RUNTIME__V1__POD_SANDBOX__LABELS_ENTRY__INIT,
+            config->labels, config->n_labels, item->labels);
+  item->n_labels = config->n_labels;
+  COPY_MAP (Runtime__V1__PodSandbox__AnnotationsEntry, RUNTIME__V1__POD_SANDBOX__ANNOTATIONS_ENTRY__INIT,
+            config->annotations, config->n_annotations, item->annotations);
+  item->n_annotations = config->n_annotations;
+}
+
+void
+cri_list_pod_sandbox (struct rpc_call *call, const void *req, size_t len, void *user)
+{
+  struct cri_service *svc = user;
+  Runtime__V1__ListPodSandboxRequest *request
+      = cri_unpack (call, &runtime__v1__list_pod_sandbox_request__descriptor, req, len);
+  Runtime__V1__ListPodSandboxResponse reply = RUNTIME__V1__LIST_POD_SANDBOX_RESPONSE__INIT;
+  struct husk_error *err = NULL;
+  struct sandbox **list = NULL;
+  size_t n = 0, kept = 0;
+
+  if (request == NULL)
+    return;
+  if (sandbox_list (svc->sandboxes, &list, &n, &err) < 0)
+    {
+      fail (call, "ListPodSandbox", &err);
+      FREE_REQUEST (request);
+      return;
+    }
+  {
+    cleanup_free Runtime__V1__PodSandbox *items = xcalloc (n + 1, sizeof *items);
+    cleanup_free Runtime__V1__PodSandbox **ptrs = xcalloc (n + 1, sizeof *ptrs);
+
+    for (size_t i = 0; i < n; i++)
+      if (matches (list[i], request->filter))
+        {
+          list_item_init (&items[kept], list[i]);
+          ptrs[kept] = &items[kept];
+          kept++;
+        }
+    reply.n_items = kept;
+    reply.items = ptrs;
+    cri_reply (call, &reply.base);
+    for (size_t i = 0; i < kept; i++)
+      {
+        free_map (items[i].labels);
+        free_map (items[i].annotations);
+      }
+  }
+  sandboxes_free (list, n);
+  FREE_REQUEST (request);
+}

@@ -1,0 +1,927 @@
+/* Unit tests for cri_spec: each CRI ContainerConfig area mapped to OCI
+ * config JSON, and each bad input refused with a message naming the CRI
+ * field; and for the container store that keeps the records of what it
+ * built.  Needs no root: temp dirs only. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+/* The Makefile builds this with -I$(BUILD)/gen -Ulinux (the generated
+ * header has fields named `linux`, which GNU C predefines). */
+#include "cri/proto/api.pb-c.h"
+
+#include "husk/cleanup.h"
+#include "husk/util.h"
+#include "cri/container_store.h"
+#include "cri/cri_spec.h"
+#include "runtime/spec.h"
+
+#define ID "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+struct fixture
+{
+  char dir[64]; /* rootfs and host files */
+  char *rootfs;
+  char *host_dir;
+  struct image_config image;
+  Runtime__V1__ContainerConfig config;
+  Runtime__V1__LinuxContainerConfig linux_config;
+  Runtime__V1__LinuxContainerSecurityContext sc;
+  struct cri_spec_input in;
+  json_t *spec;
+  struct husk_error *err;
+};
+
+static char *image_env[] = { "PATH=/bin", "A=1", "B=2", NULL };
+static char *image_entrypoint[] = { "/ep", NULL };
+static char *image_cmd[] = { "c1", "c2", NULL };
+
+static int
+write_text (const char *path, const char *text)
+{
+  struct husk_error *err = NULL;
+  int ret = husk_write_file_replace (path, text, strlen (text), 0644, &err);
+
+  husk_error_free (&err);
+  return ret;
+}
+
+static int
+setup (void **state)
+{
+  struct fixture *f = xcalloc (1, sizeof *f);
+  struct husk_error *err = NULL;
+  cleanup_free char *etc = NULL, *passwd = NULL, *group = NULL;
+
+  strcpy (f->dir, "/tmp/test_cri_spec.XXXXXX");
+  assert_non_null (mkdtemp (f->dir));
+  f->rootfs = xasprintf ("%s/rootfs", f->dir);
+  f->host_dir = xasprintf ("%s/host", f->dir);
+  etc = xasprintf ("%s/etc", f->rootfs);
+  assert_int_equal (husk_mkdir_p (etc, 0755, &err), 0);
+  assert_int_equal (husk_mkdir_p (f->host_dir, 0755, &err), 0);
+  passwd = xasprintf ("%s/passwd", etc);
+  group = xasprintf ("%s/group", etc);
+  assert_int_equal (
+      write_text (passwd, "root:x:0:0::/root:/bin/sh\nalice:x:1001:1002::/home/alice:/bin/sh\n"), 0);
+  assert_int_equal (write_text (group, "root:x:0:\nstaff:x:50:alice\n"), 0);
+
+  f->image.env = image_env;
+  f->image.entrypoint = image_entrypoint;
+  f->image.cmd = image_cmd;
+  f->image.working_dir = "/image-wd";
+  runtime__v1__container_config__init (&f->config);
+  runtime__v1__linux_container_config__init (&f->linux_config);
+  runtime__v1__linux_container_security_context__init (&f->sc);
+  f->linux_config.security_context = &f->sc;
+  f->config.linux = &f->linux_config;
+  f->in = (struct cri_spec_input){
+    .container_id = ID,
+    .config = &f->config,
+    .sandbox = {
+      .id = "sandbox1",
+      .hostname = "pod-host",
+      .netns_path = "/run/husk/sb/net",
+      .ipcns_path = "/run/husk/sb/ipc",
+      .utsns_path = "/run/husk/sb/uts",
+      .hosts_path = "/sb/hosts",
+      .hostname_path = "/sb/hostname",
+      .resolv_conf_path = "/sb/resolv.conf",
+    },
+    .image = &f->image,
+    .image_name = "docker.io/library/busybox:latest",
+    .rootfs = f->rootfs,
+  };
+  *state = f;
+  return 0;
+}
+
+static int
+teardown (void **state)
+{
+  struct fixture *f = *state;
+  struct husk_error *err = NULL;
+
+  husk_rm_rf (f->dir, &err);
+  husk_error_free (&err);
+  husk_error_free (&f->err);
+  json_decref (f->spec);
+  free (f->rootfs);
+  free (f->host_dir);
+  free (f);
+  return 0;
+}
+
+static json_t *
+build_ok (struct fixture *f)
+{
+  json_decref (f->spec);
+  f->spec = NULL;
+  if (cri_spec_build (&f->in, &f->spec, &f->err) < 0)
+    fail_msg ("cri_spec_build: %s", f->err->msg);
+  return f->spec;
+}
+
+/* Expects a failure with ERRNUM whose message contains FIELD. */
+static void
+build_fails (struct fixture *f, int errnum, const char *field)
+{
+  json_t *spec = NULL;
+
+  husk_error_free (&f->err);
+  assert_int_equal (cri_spec_build (&f->in, &spec, &f->err), -1);
+  assert_null (spec);
+  assert_non_null (f->err);
+  if (strstr (f->err->msg, field) == NULL)
+    fail_msg ("`%s` does not name `%s`", f->err->msg, field);
+  assert_int_equal (f->err->errnum, errnum);
+}
+
+static json_t *
+at (json_t *root, const char *path)
+{
+  cleanup_free char *copy = xstrdup (path);
+  char *save = NULL;
+
+  for (char *key = strtok_r (copy, ".", &save); key && root; key = strtok_r (NULL, ".", &save))
+    root
+        = json_is_array (root) ? json_array_get (root, strtoul (key, NULL, 10)) : json_object_get (root, key);
+  return root;
+}
+
+static const char *
+str_at (json_t *root, const char *path)
+{
+  return json_string_value (at (root, path));
+}
+
+static bool
+array_has (json_t *array, const char *value)
+{
+  size_t i;
+  json_t *item;
+
+  json_array_foreach (array, i, item) if (strcmp (json_string_value (item) ?: "", value) == 0) return true;
+  return false;
+}
+
+static json_t *
+mount_at (json_t *spec, const char *destination)
+{
+  size_t i;
+  json_t *m;
+
+  json_array_foreach (json_object_get (spec, "mounts"), i,
+                      m) if (strcmp (str_at (m, "destination"), destination) == 0) return m;
+  return NULL;
+}
+
+static json_t *
+namespace_of (json_t *spec, const char *type)
+{
+  size_t i;
+  json_t *ns;
+
+  json_array_foreach (at (spec, "linux.namespaces"), i,
+                      ns) if (strcmp (str_at (ns, "type"), type) == 0) return ns;
+  return NULL;
+}
+
+static void
+assert_args (json_t *spec, const char *const *expected)
+{
+  json_t *args = at (spec, "process.args");
+  size_t n = 0;
+
+  for (; expected[n]; n++)
+    assert_string_equal (json_string_value (json_array_get (args, n)), expected[n]);
+  assert_int_equal (json_array_size (args), n);
+}
+
+static void
+test_command_and_args (void **state)
+{
+  struct fixture *f = *state;
+  char *command[] = { "/bin/x" }, *args[] = { "a1" };
+
+  assert_args (build_ok (f), (const char *[]){ "/ep", "c1", "c2", NULL });
+  f->config.n_args = 1, f->config.args = args;
+  assert_args (build_ok (f), (const char *[]){ "/ep", "a1", NULL });
+  f->config.n_command = 1, f->config.command = command;
+  assert_args (build_ok (f), (const char *[]){ "/bin/x", "a1", NULL });
+  f->config.n_args = 0, f->config.args = NULL;
+  /* kubelet: a command alone drops the image's Cmd. */
+  assert_args (build_ok (f), (const char *[]){ "/bin/x", NULL });
+
+  f->config.n_command = 0, f->image.entrypoint = NULL, f->image.cmd = NULL;
+  build_fails (f, EINVAL, "no command");
+}
+
+static void
+test_working_dir_and_env (void **state)
+{
+  struct fixture *f = *state;
+  Runtime__V1__KeyValue b = RUNTIME__V1__KEY_VALUE__INIT, c = RUNTIME__V1__KEY_VALUE__INIT;
+  Runtime__V1__KeyValue *envs[] = { &b, &c };
+  json_t *env;
+
+  assert_string_equal (str_at (build_ok (f), "process.cwd"), "/image-wd");
+  f->config.working_dir = "/work";
+  b.key = "B", b.value = "3", c.key = "C", c.value = "x=y";
+  f->config.n_envs = 2, f->config.envs = envs;
+  build_ok (f);
+  assert_string_equal (str_at (f->spec, "process.cwd"), "/work");
+  env = at (f->spec, "process.env");
+  assert_true (array_has (env, "A=1"));
+  assert_true (array_has (env, "B=3"));
+  assert_false (array_has (env, "B=2"));
+  assert_true (array_has (env, "C=x=y"));
+  assert_true (array_has (env, "HOSTNAME=pod-host"));
+  assert_true (array_has (env, "PATH=/bin"));
+}
+
+static void
+test_mounts (void **state)
+{
+  struct fixture *f = *state;
+  Runtime__V1__Mount data = RUNTIME__V1__MOUNT__INIT, sub = RUNTIME__V1__MOUNT__INIT,
+                     hosts = RUNTIME__V1__MOUNT__INIT;
+  Runtime__V1__Mount *mounts[] = { &sub, &data, &hosts };
+  cleanup_free char *sub_dir = xasprintf ("%s/sub", f->host_dir);
+  struct husk_error *err = NULL;
+  json_t *m, *list;
+  size_t i_data = 0, i_sub = 0, i;
+
+  assert_int_equal (husk_mkdir_p (sub_dir, 0755, &err), 0);
+  data.host_path = f->host_dir, data.container_path = "/data", data.readonly = true;
+  data.propagation = RUNTIME__V1__MOUNT_PROPAGATION__PROPAGATION_HOST_TO_CONTAINER;
+  sub.host_path = sub_dir, sub.container_path = "/data/sub";
+  sub.propagation = RUNTIME__V1__MOUNT_PROPAGATION__PROPAGATION_BIDIRECTIONAL;
+  hosts.host_path = f->host_dir, hosts.container_path = "/etc/hosts";
+  f->config.n_mounts = 3, f->config.mounts = mounts;
+  build_ok (f);
+
+  m = mount_at (f->spec, "/data");
+  assert_non_null (m);
+  assert_string_equal (str_at (m, "type"), "bind");
+  assert_string_equal (str_at (m, "source"), f->host_dir);
+  assert_true (array_has (at (m, "options"), "rbind"));
+  assert_true (array_has (at (m, "options"), "rslave"));
+  assert_true (array_has (at (m, "options"), "ro"));
+  m = mount_at (f->spec, "/data/sub");
+  assert_true (array_has (at (m, "options"), "rshared"));
+  assert_true (array_has (at (m, "options"), "rw"));
+  assert_string_equal (str_at (f->spec, "linux.rootfsPropagation"), "rshared");
+  /* Parents first, whatever the order of the request. */
+  list = json_object_get (f->spec, "mounts");
+  json_array_foreach (list, i, m)
+  {
+    if (strcmp (str_at (m, "destination"), "/data") == 0)
+      i_data = i;
+    if (strcmp (str_at (m, "destination"), "/data/sub") == 0)
+      i_sub = i;
+  }
+  assert_true (i_data < i_sub);
+  /* The user's /etc/hosts replaces the sandbox's. */
+  assert_string_equal (str_at (mount_at (f->spec, "/etc/hosts"), "source"), f->host_dir);
+  assert_string_equal (str_at (mount_at (f->spec, "/etc/resolv.conf"), "source"), "/sb/resolv.conf");
+  assert_string_equal (str_at (mount_at (f->spec, "/etc/hostname"), "source"), "/sb/hostname");
+
+  sub.host_path = "/nonexistent/husk-test";
+  build_fails (f, ENOENT, "mounts[0].host_path");
+  sub.host_path = sub_dir, data.container_path = "relative";
+  build_fails (f, EINVAL, "mounts[1].container_path");
+}
+
+static void
+test_sandbox_files_readonly_rootfs (void **state)
+{
+  struct fixture *f = *state;
+
+  build_ok (f);
+  assert_false (json_is_true (at (f->spec, "root.readonly")));
+  assert_true (array_has (at (mount_at (f->spec, "/etc/hosts"), "options"), "rw"));
+  f->sc.readonly_rootfs = true;
+  build_ok (f);
+  assert_true (json_is_true (at (f->spec, "root.readonly")));
+  assert_string_equal (str_at (f->spec, "root.path"), f->rootfs);
+  assert_true (array_has (at (mount_at (f->spec, "/etc/hosts"), "options"), "ro"));
+  assert_non_null (mount_at (f->spec, "/dev/shm"));
+}
+
+static void
+test_devices (void **state)
+{
+  struct fixture *f = *state;
+  Runtime__V1__Device dev = RUNTIME__V1__DEVICE__INIT;
+  Runtime__V1__Device *devices[] = { &dev };
+  json_t *d, *rules, *rule;
+
+  dev.host_path = "/dev/null", dev.container_path = "/dev/xnull", dev.permissions = "rw";
+  f->config.n_devices = 1, f->config.devices = devices;
+  build_ok (f);
+  d = at (f->spec, "linux.devices.0");
+  assert_string_equal (str_at (d, "path"), "/dev/xnull");
+  assert_string_equal (str_at (d, "type"), "c");
+  assert_int_equal (json_integer_value (at (d, "major")), 1);
+  assert_int_equal (json_integer_value (at (d, "minor")), 3);
+  rules = at (f->spec, "linux.resources.devices");
+  assert_false (json_is_true (at (rules, "0.allow"))); /* the default deny stays first */
+  rule = json_array_get (rules, json_array_size (rules) - 1);
+  assert_true (json_is_true (at (rule, "allow")));
+  assert_string_equal (str_at (rule, "access"), "rw");
+  assert_int_equal (json_integer_value (at (rule, "minor")), 3);
+
+  dev.permissions = "rwx";
+  build_fails (f, EINVAL, "devices[0].permissions");
+  dev.permissions = "", dev.host_path = f->host_dir;
+  build_fails (f, EINVAL, "devices[0].host_path");
+  dev.host_path = "/dev/husk-nonexistent";
+  build_fails (f, ENOENT, "devices[0].host_path");
+  dev.host_path = "/dev/null", dev.container_path = "xnull";
+  build_fails (f, EINVAL, "devices[0].container_path");
+}
+
+static void
+test_privileged (void **state)
+{
+  struct fixture *f = *state;
+  Runtime__V1__SecurityProfile seccomp = RUNTIME__V1__SECURITY_PROFILE__INIT;
+  json_t *rules;
+
+  seccomp.profile_type = RUNTIME__V1__SECURITY_PROFILE__PROFILE_TYPE__RuntimeDefault;
+  f->sc.seccomp = &seccomp;
+  f->sc.privileged = true;
+  build_ok (f);
+  assert_true (array_has (at (f->spec, "process.capabilities.bounding"), "CAP_SYS_ADMIN"));
+  assert_true (array_has (at (f->spec, "process.capabilities.effective"), "CAP_SYS_MODULE"));
+  assert_int_equal (json_array_size (at (f->spec, "linux.maskedPaths")), 0);
+  assert_int_equal (json_array_size (at (f->spec, "linux.readonlyPaths")), 0);
+  assert_null (at (f->spec, "linux.seccomp"));
+  rules = at (f->spec, "linux.resources.devices");
+  assert_int_equal (json_array_size (rules), 1);
+  assert_true (json_is_true (at (rules, "0.allow")));
+  assert_null (at (rules, "0.type"));
+  assert_true (array_has (at (mount_at (f->spec, "/sys"), "options"), "rw"));
+  assert_false (array_has (at (mount_at (f->spec, "/sys"), "options"), "ro"));
+}
+
+static void
+test_capabilities (void **state)
+{
+  struct fixture *f = *state;
+  Runtime__V1__Capability caps = RUNTIME__V1__CAPABILITY__INIT;
+  char *add[] = { "NET_ADMIN", "cap_sys_time" }, *drop[] = { "chown" }, *all[] = { "ALL" },
+       *bind[] = { "CAP_NET_BIND_SERVICE" }, *bogus[] = { "CAP_FLY" };
+  json_t *eff;
+
+  eff = at (build_ok (f), "process.capabilities.effective");
+  assert_true (array_has (eff, "CAP_CHOWN"));
+  assert_false (array_has (eff, "CAP_NET_ADMIN"));
+
+  f->sc.capabilities = &caps;
+  caps.n_add_capabilities = 2, caps.add_capabilities = add;
+  caps.n_drop_capabilities = 1, caps.drop_capabilities = drop;
+  eff = at (build_ok (f), "process.capabilities.effective");
+  assert_true (array_has (eff, "CAP_NET_ADMIN"));
+  assert_true (array_has (eff, "CAP_SYS_TIME"));
+  assert_true (array_has (eff, "CAP_KILL"));
+  assert_false (array_has (eff, "CAP_CHOWN"));
+  assert_true (array_has (at (f->spec, "process.capabilities.bounding"), "CAP_NET_ADMIN"));
+
+  caps.n_add_capabilities = 1, caps.add_capabilities = bind;
+  caps.n_drop_capabilities = 1, caps.drop_capabilities = all;
+  eff = at (build_ok (f), "process.capabilities.effective");
+  assert_int_equal (json_array_size (eff), 1);
+  assert_true (array_has (eff, "CAP_NET_BIND_SERVICE"));
+
+  caps.n_add_capabilities = 0;
+  assert_int_equal (json_array_size (at (build_ok (f), "process.capabilities.bounding")), 0);
+
+  caps.n_add_capabilities = 1, caps.add_capabilities = all;
+  caps.n_drop_capabilities = 1, caps.drop_capabilities = drop;
+  eff = at (build_ok (f), "process.capabilities.effective");
+  assert_true (array_has (eff, "CAP_SYS_ADMIN"));
+  assert_false (array_has (eff, "CAP_CHOWN"));
+
+  caps.n_add_capabilities = 1, caps.add_capabilities = bogus;
+  build_fails (f, EINVAL, "capabilities.add_capabilities[0]");
+  caps.n_add_capabilities = 0, caps.n_drop_capabilities = 1, caps.drop_capabilities = bogus;
+  build_fails (f, EINVAL, "capabilities.drop_capabilities[0]");
+}
+
+static void
+test_users (void **state)
+{
+  struct fixture *f = *state;
+  Runtime__V1__Int64Value uid = RUNTIME__V1__INT64_VALUE__INIT, gid = RUNTIME__V1__INT64_VALUE__INIT;
+  int64_t groups[] = { 7, 50, 7 };
+
+  assert_int_equal (json_integer_value (at (build_ok (f), "process.user.uid")), 0);
+  uid.value = 1000;
+  f->sc.run_as_user = &uid;
+  build_ok (f);
+  assert_int_equal (json_integer_value (at (f->spec, "process.user.uid")), 1000);
+  assert_int_equal (json_integer_value (at (f->spec, "process.user.gid")), 0);
+  gid.value = 2000;
+  f->sc.run_as_group = &gid;
+  f->sc.n_supplemental_groups = 3, f->sc.supplemental_groups = groups;
+  build_ok (f);
+  assert_int_equal (json_integer_value (at (f->spec, "process.user.gid")), 2000);
+  assert_int_equal (json_array_size (at (f->spec, "process.user.additionalGids")), 2);
+  assert_int_equal (json_integer_value (at (f->spec, "process.user.additionalGids.0")), 7);
+
+  f->sc.run_as_user = NULL, f->sc.run_as_group = NULL, f->sc.n_supplemental_groups = 0;
+  f->sc.run_as_username = "alice";
+  build_ok (f);
+  assert_int_equal (json_integer_value (at (f->spec, "process.user.uid")), 1001);
+  assert_int_equal (json_integer_value (at (f->spec, "process.user.gid")), 1002);
+  assert_int_equal (json_integer_value (at (f->spec, "process.user.additionalGids.0")), 50);
+
+  f->sc.run_as_username = "bob";
+  build_fails (f, EINVAL, "run_as_username");
+  f->sc.run_as_username = "";
+  f->sc.run_as_group = &gid;
+  build_fails (f, EINVAL, "linux.security_context.run_as_group");
+  uid.value = -1;
+  f->sc.run_as_user = &uid;
+  build_fails (f, EINVAL, "linux.security_context.run_as_user");
+}
+
+static void
+test_paths_and_no_new_privs (void **state)
+{
+  struct fixture *f = *state;
+  char *masked[] = { "/proc/x" }, *readonly[] = { "/proc/y", "rel" };
+
+  build_ok (f);
+  assert_true (array_has (at (f->spec, "linux.maskedPaths"), "/proc/kcore"));
+  assert_true (array_has (at (f->spec, "linux.readonlyPaths"), "/proc/sys"));
+  assert_false (json_is_true (at (f->spec, "process.noNewPrivileges")));
+  f->sc.no_new_privs = true;
+  f->sc.n_masked_paths = 1, f->sc.masked_paths = masked;
+  f->sc.n_readonly_paths = 1, f->sc.readonly_paths = readonly;
+  build_ok (f);
+  assert_true (json_is_true (at (f->spec, "process.noNewPrivileges")));
+  assert_int_equal (json_array_size (at (f->spec, "linux.maskedPaths")), 1);
+  assert_string_equal (str_at (f->spec, "linux.maskedPaths.0"), "/proc/x");
+  assert_string_equal (str_at (f->spec, "linux.readonlyPaths.0"), "/proc/y");
+  f->sc.n_readonly_paths = 2;
+  build_fails (f, EINVAL, "readonly_paths[1]");
+}
+
+static void
+test_namespaces (void **state)
+{
+  struct fixture *f = *state;
+  Runtime__V1__NamespaceOption ns = RUNTIME__V1__NAMESPACE_OPTION__INIT;
+
+  build_ok (f);
+  assert_string_equal (str_at (namespace_of (f->spec, "network"), "path"), "/run/husk/sb/net");
+  assert_string_equal (str_at (namespace_of (f->spec, "ipc"), "path"), "/run/husk/sb/ipc");
+  assert_string_equal (str_at (namespace_of (f->spec, "uts"), "path"), "/run/husk/sb/uts");
+  assert_string_equal (str_at (f->spec, "hostname"), "pod-host");
+  assert_non_null (namespace_of (f->spec, "pid"));
+  assert_null (at (namespace_of (f->spec, "pid"), "path"));
+  assert_non_null (namespace_of (f->spec, "mount"));
+
+  f->sc.namespace_options = &ns;
+  ns.pid = RUNTIME__V1__NAMESPACE_MODE__POD;
+  f->in.sandbox.pidns_path = "/proc/42/ns/pid";
+  assert_string_equal (str_at (namespace_of (build_ok (f), "pid"), "path"), "/proc/42/ns/pid");
+  ns.pid = RUNTIME__V1__NAMESPACE_MODE__CONTAINER;
+  assert_null (at (namespace_of (build_ok (f), "pid"), "path"));
+  ns.pid = RUNTIME__V1__NAMESPACE_MODE__NODE;
+  assert_null (namespace_of (build_ok (f), "pid"));
+  ns.pid = RUNTIME__V1__NAMESPACE_MODE__TARGET;
+  ns.target_id = "other";
+  build_fails (f, EINVAL, "namespace_options.target_id");
+  f->in.target_pidns_path = "/proc/43/ns/pid";
+  assert_string_equal (str_at (namespace_of (build_ok (f), "pid"), "path"), "/proc/43/ns/pid");
+
+  /* A host-network pod: no namespace of its own, and no hostname that
+   * would rename the node. */
+  f->in.sandbox.netns_path = f->in.sandbox.utsns_path = f->in.sandbox.ipcns_path = NULL;
+  build_ok (f);
+  assert_null (namespace_of (f->spec, "network"));
+  assert_null (namespace_of (f->spec, "uts"));
+  assert_null (namespace_of (f->spec, "ipc"));
+  assert_null (at (f->spec, "hostname"));
+  assert_false (array_has (at (f->spec, "process.env"), "HOSTNAME=pod-host"));
+}
+
+static bool
+profile_denies (json_t *spec, const char *syscall)
+{
+  return array_has (at (spec, "linux.seccomp.syscalls.0.names"), syscall);
+}
+
+static void
+test_seccomp (void **state)
+{
+  struct fixture *f = *state;
+  Runtime__V1__SecurityProfile seccomp = RUNTIME__V1__SECURITY_PROFILE__INIT;
+  Runtime__V1__Capability caps = RUNTIME__V1__CAPABILITY__INIT;
+  char *sys_admin[] = { "SYS_ADMIN" };
+  cleanup_free char *profile = xasprintf ("%s/profile.json", f->host_dir);
+  const char *text = "{\"defaultAction\": \"SCMP_ACT_ERRNO\", \"syscalls\": []}";
+
+  assert_null (at (build_ok (f), "linux.seccomp"));
+  f->sc.seccomp = &seccomp;
+  seccomp.profile_type = RUNTIME__V1__SECURITY_PROFILE__PROFILE_TYPE__Unconfined;
+  assert_null (at (build_ok (f), "linux.seccomp"));
+
+  seccomp.profile_type = RUNTIME__V1__SECURITY_PROFILE__PROFILE_TYPE__RuntimeDefault;
+  build_ok (f);
+  assert_string_equal (str_at (f->spec, "linux.seccomp.defaultAction"), "SCMP_ACT_ALLOW");
+  assert_string_equal (str_at (f->spec, "linux.seccomp.syscalls.0.action"), "SCMP_ACT_ERRNO");
+  assert_int_equal (json_integer_value (at (f->spec, "linux.seccomp.syscalls.0.errnoRet")), EPERM);
+  assert_true (profile_denies (f->spec, "mount"));
+  assert_true (profile_denies (f->spec, "kexec_load"));
+  assert_false (profile_denies (f->spec, "read"));
+  /* CAP_SYS_ADMIN makes mount legitimate again, keyctl stays denied. */
+  caps.n_add_capabilities = 1, caps.add_capabilities = sys_admin;
+  f->sc.capabilities = &caps;
+  build_ok (f);
+  assert_false (profile_denies (f->spec, "mount"));
+  assert_true (profile_denies (f->spec, "keyctl"));
+
+  seccomp.profile_type = RUNTIME__V1__SECURITY_PROFILE__PROFILE_TYPE__Localhost;
+  seccomp.localhost_ref = profile;
+  build_fails (f, ENOENT, "seccomp.localhost_ref");
+  assert_int_equal (write_text (profile, text), 0);
+  assert_string_equal (str_at (build_ok (f), "linux.seccomp.defaultAction"), "SCMP_ACT_ERRNO");
+  assert_int_equal (write_text (profile, "{nope"), 0);
+  build_fails (f, EINVAL, "seccomp.localhost_ref");
+  seccomp.localhost_ref = "";
+  build_fails (f, EINVAL, "seccomp.localhost_ref");
+}
+
+static void
+test_resources_and_cgroups (void **state)
+{
+  struct fixture *f = *state;
+  Runtime__V1__LinuxContainerResources res = RUNTIME__V1__LINUX_CONTAINER_RESOURCES__INIT;
+  cleanup_free char *systemd = NULL, *plain = NULL;
+
+  build_ok (f);
+  assert_null (at (f->spec, "linux.resources.cpu"));
+  assert_null (at (f->spec, "linux.cgroupsPath"));
+  res.cpu_shares = 512, res.cpu_quota = 50000, res.cpu_period = 100000;
+  res.memory_limit_in_bytes = 64 << 20, res.cpuset_cpus = "0-1", res.cpuset_mems = "0";
+  res.oom_score_adj = -997;
+  f->linux_config.resources = &res;
+  f->in.sandbox.cgroup_parent = "/kubepods/burstable/pod1";
+  build_ok (f);
+  assert_int_equal (json_integer_value (at (f->spec, "linux.resources.cpu.shares")), 512);
+  assert_int_equal (json_integer_value (at (f->spec, "linux.resources.cpu.quota")), 50000);
+  assert_int_equal (json_integer_value (at (f->spec, "linux.resources.cpu.period")), 100000);
+  assert_string_equal (str_at (f->spec, "linux.resources.cpu.cpus"), "0-1");
+  assert_string_equal (str_at (f->spec, "linux.resources.cpu.mems"), "0");
+  assert_int_equal (json_integer_value (at (f->spec, "linux.resources.memory.limit")), 64 << 20);
+  assert_null (at (f->spec, "process.oomScoreAdj")); /* never lowered */
+  assert_string_equal (str_at (f->spec, "linux.cgroupsPath"), "/kubepods/burstable/pod1/" ID);
+
+  systemd = cri_spec_cgroups_path ("/kubepods.slice/kubepods-pod1.slice", "c1");
+  assert_string_equal (systemd, "kubepods-pod1.slice:husk:c1");
+  plain = cri_spec_cgroups_path ("/kubepods/", "c1");
+  assert_string_equal (plain, "/kubepods/c1");
+  assert_null (cri_spec_cgroups_path (NULL, "c1"));
+}
+
+static void
+test_annotations_and_tty (void **state)
+{
+  struct fixture *f = *state;
+  Runtime__V1__ContainerConfig__AnnotationsEntry a1 = RUNTIME__V1__CONTAINER_CONFIG__ANNOTATIONS_ENTRY__INIT,
+                                                 a2 = RUNTIME__V1__CONTAINER_CONFIG__ANNOTATIONS_ENTRY__INIT;
+  Runtime__V1__ContainerConfig__AnnotationsEntry *annotations[] = { &a1, &a2 };
+  Runtime__V1__ContainerMetadata meta = RUNTIME__V1__CONTAINER_METADATA__INIT;
+
+  a1.key = a2.key = "k", a1.value = "first", a2.value = "last";
+  meta.name = "web";
+  f->config.n_annotations = 2, f->config.annotations = annotations;
+  f->config.metadata = &meta;
+  f->config.tty = true;
+  build_ok (f);
+  assert_string_equal (str_at (f->spec, "annotations.k"), "last");
+  assert_string_equal (
+      json_string_value (json_object_get (at (f->spec, "annotations"), "io.kubernetes.cri.container-name")),
+      "web");
+  assert_string_equal (
+      json_string_value (json_object_get (at (f->spec, "annotations"), "io.kubernetes.cri.sandbox-id")),
+      "sandbox1");
+  assert_true (json_is_true (at (f->spec, "process.terminal")));
+}
+
+/* What cri_spec writes, husk's runtime reads: every area at once. */
+static void
+test_runtime_accepts (void **state)
+{
+  struct fixture *f = *state;
+  Runtime__V1__Mount data = RUNTIME__V1__MOUNT__INIT;
+  Runtime__V1__Mount *mounts[] = { &data };
+  Runtime__V1__Device dev = RUNTIME__V1__DEVICE__INIT;
+  Runtime__V1__Device *devices[] = { &dev };
+  Runtime__V1__SecurityProfile seccomp = RUNTIME__V1__SECURITY_PROFILE__INIT;
+  Runtime__V1__Capability caps = RUNTIME__V1__CAPABILITY__INIT;
+  Runtime__V1__Int64Value uid = RUNTIME__V1__INT64_VALUE__INIT;
+  Runtime__V1__LinuxContainerResources res = RUNTIME__V1__LINUX_CONTAINER_RESOURCES__INIT;
+  char *add[] = { "NET_ADMIN" }, *ambient[] = { "NET_BIND_SERVICE" };
+  int64_t groups[] = { 5 };
+  struct spec *parsed = NULL;
+  cleanup_free char *text = NULL;
+
+  data.host_path = f->host_dir, data.container_path = "/data";
+  data.propagation = RUNTIME__V1__MOUNT_PROPAGATION__PROPAGATION_HOST_TO_CONTAINER;
+  dev.host_path = "/dev/null", dev.container_path = "/dev/xnull", dev.permissions = "rwm";
+  seccomp.profile_type = RUNTIME__V1__SECURITY_PROFILE__PROFILE_TYPE__RuntimeDefault;
+  caps.n_add_capabilities = 1, caps.add_capabilities = add;
+  caps.n_add_ambient_capabilities = 1, caps.add_ambient_capabilities = ambient;
+  uid.value = 1000;
+  res.cpu_shares = 256, res.memory_limit_in_bytes = 1 << 26, res.oom_score_adj = 500;
+  f->config.n_mounts = 1, f->config.mounts = mounts;
+  f->config.n_devices = 1, f->config.devices = devices;
+  f->sc.seccomp = &seccomp, f->sc.capabilities = &caps, f->sc.run_as_user = &uid;
+  f->sc.n_supplemental_groups = 1, f->sc.supplemental_groups = groups;
+  f->sc.readonly_rootfs = f->sc.no_new_privs = true;
+  f->linux_config.resources = &res;
+  f->in.sandbox.cgroup_parent = "/kubepods/pod1";
+  text = json_dumps (build_ok (f), JSON_COMPACT);
+  if (spec_parse (text, strlen (text), "config.json", f->dir, &parsed, &f->err) < 0)
+    fail_msg ("runtime refuses the spec: %s", f->err->msg);
+  assert_true (parsed->root_readonly);
+  spec_free (parsed);
+
+  f->sc.privileged = true;
+  free (text);
+  text = json_dumps (build_ok (f), JSON_COMPACT);
+  if (spec_parse (text, strlen (text), "config.json", f->dir, &parsed, &f->err) < 0)
+    fail_msg ("runtime refuses the privileged spec: %s", f->err->msg);
+  spec_free (parsed);
+}
+
+static void
+test_capability_names (void **state)
+{
+  cleanup_free char *a = cri_spec_capability_name ("net_admin");
+  cleanup_free char *b = cri_spec_capability_name ("CAP_KILL");
+  cleanup_free char *c = cri_spec_capability_name ("FLY");
+
+  (void) state;
+  assert_string_equal (a, "CAP_NET_ADMIN");
+  assert_string_equal (b, "CAP_KILL");
+  assert_null (c);
+}
+
+/* ------------------------------------------------------------------ */
+/* the container store                                                  */
+
+#define ID_A "aaaa000000000000000000000000000000000000000000000000000000000001"
+#define ID_B "aaaa000000000000000000000000000000000000000000000000000000000002"
+#define ID_C "cccc000000000000000000000000000000000000000000000000000000000003"
+
+struct store_fixture
+{
+  char dir[64];
+  char *root, *state;
+  struct container_store *store;
+};
+
+static int
+store_setup (void **state)
+{
+  struct store_fixture *f = xcalloc (1, sizeof *f);
+  struct husk_error *err = NULL;
+
+  strcpy (f->dir, "/tmp/test_container_store.XXXXXX");
+  assert_non_null (mkdtemp (f->dir));
+  f->root = xasprintf ("%s/root", f->dir);
+  f->state = xasprintf ("%s/state", f->dir);
+  assert_int_equal (container_store_open (f->root, f->state, &f->store, &err), 0);
+  *state = f;
+  return 0;
+}
+
+static int
+store_teardown (void **state)
+{
+  struct store_fixture *f = *state;
+  struct husk_error *err = NULL;
+
+  container_store_free (f->store);
+  husk_rm_rf (f->dir, &err);
+  husk_error_free (&err);
+  free (f->root);
+  free (f->state);
+  free (f);
+  return 0;
+}
+
+static void
+store_save (struct store_fixture *f, const char *id, const char *name, const char *label_value)
+{
+  Runtime__V1__ContainerConfig config = RUNTIME__V1__CONTAINER_CONFIG__INIT;
+  Runtime__V1__ContainerMetadata meta = RUNTIME__V1__CONTAINER_METADATA__INIT;
+  Runtime__V1__ContainerConfig__LabelsEntry label = RUNTIME__V1__CONTAINER_CONFIG__LABELS_ENTRY__INIT;
+  Runtime__V1__ContainerConfig__LabelsEntry *labels[] = { &label };
+  struct cri_container c = {
+    .id = (char *) id,
+    .sandbox_id = "pod1",
+    .name = (char *) name,
+    .attempt = 2,
+    .image = "busybox",
+    .image_id = "sha256:1234",
+    .image_ref = "busybox@sha256:5678",
+    .runtime_handler = "",
+    .log_path = "/logs/x.log",
+    .stop_signal = "SIGQUIT",
+    .state = CRI_CONTAINER_RUNNING,
+    .created_at = 11,
+    .started_at = 22,
+    .pid = 1234,
+    .monitor_pid = 1233,
+    .config = &config,
+  };
+  struct husk_error *err = NULL;
+
+  meta.name = (char *) name;
+  label.key = "app", label.value = (char *) label_value;
+  config.metadata = &meta;
+  config.n_labels = 1, config.labels = labels;
+  if (container_save (f->store, &c, true, &err) < 0)
+    fail_msg ("container_save: %s", err->msg);
+}
+
+static void
+test_save_and_lookup (void **state)
+{
+  struct store_fixture *f = *state;
+  struct container_store *reopened = NULL;
+  struct cri_container *c = NULL;
+  struct husk_error *err = NULL;
+
+  store_save (f, ID_A, "web", "x");
+  assert_int_equal (container_store_open (f->root, f->state, &reopened, &err), 0);
+  assert_int_equal (container_lookup (reopened, ID_A, &c, &err), 0);
+  assert_string_equal (c->id, ID_A);
+  assert_string_equal (c->sandbox_id, "pod1");
+  assert_string_equal (c->name, "web");
+  assert_int_equal (c->attempt, 2);
+  assert_string_equal (c->image_ref, "busybox@sha256:5678");
+  assert_string_equal (c->stop_signal, "SIGQUIT");
+  assert_int_equal (c->state, CRI_CONTAINER_RUNNING);
+  assert_int_equal (c->created_at, 11);
+  assert_int_equal (c->started_at, 22);
+  assert_int_equal (c->pid, 1234);
+  assert_int_equal (c->monitor_pid, 1233);
+  assert_null (c->reason);
+  assert_string_equal (c->config->metadata->name, "web");
+  assert_string_equal (c->config->labels[0]->value, "x");
+  cri_container_free (c);
+  container_store_free (reopened);
+}
+
+static void
+test_prefixes (void **state)
+{
+  struct store_fixture *f = *state;
+  struct cri_container *c = NULL, **list = NULL;
+  struct husk_error *err = NULL;
+  cleanup_free char *cli_dir = xasprintf ("%s/containers/%s", f->root, "dddd");
+  size_t n = 0;
+
+  store_save (f, ID_A, "a", "1");
+  store_save (f, ID_B, "b", "2");
+  store_save (f, ID_C, "c", "3");
+  /* A debug-CLI container (no cri.json) is not listed. */
+  assert_int_equal (husk_mkdir_p (cli_dir, 0700, &err), 0);
+  assert_int_equal (container_list (f->store, &list, &n, &err), 0);
+  assert_int_equal (n, 3);
+  cri_containers_free (list, n);
+
+  assert_int_equal (container_lookup (f->store, "cccc", &c, &err), 0);
+  assert_string_equal (c->id, ID_C);
+  cri_container_free (c);
+  assert_int_equal (container_lookup (f->store, "aaaa", &c, &err), -1);
+  assert_int_equal (err->errnum, EINVAL);
+  assert_non_null (strstr (err->msg, "ambiguous"));
+  husk_error_free (&err);
+  assert_int_equal (container_lookup (f->store, ID_B, &c, &err), 0);
+  assert_string_equal (c->name, "b");
+  cri_container_free (c);
+  assert_int_equal (container_lookup (f->store, "ffff", &c, &err), -1);
+  assert_int_equal (err->errnum, ENOENT);
+  husk_error_free (&err);
+  assert_int_equal (container_lookup (f->store, "", &c, &err), -1);
+  assert_int_equal (err->errnum, EINVAL);
+  husk_error_free (&err);
+}
+
+static void
+exit_with (struct store_fixture *f, const char *id, const char *json)
+{
+  cleanup_free char *path = container_store_exit_path (f->store, id);
+  struct husk_error *err = NULL;
+
+  assert_int_equal (husk_write_file_replace (path, json, strlen (json), 0644, &err), 0);
+}
+
+static void
+test_exit_file (void **state)
+{
+  struct store_fixture *f = *state;
+  struct cri_container *c = NULL;
+  struct husk_error *err = NULL;
+  const struct
+  {
+    const char *id, *json, *reason;
+    int exit_code;
+  } cases[] = {
+    { ID_A, "{\"exit_code\": 0, \"signal\": 0, \"oom_killed\": false}", "Completed", 0 },
+    { ID_B,
+      "{\"exit_code\": 3, \"signal\": 0, \"oom_killed\": false, \"finished_at\": "
+      "\"2016-10-06T00:17:09.669794202Z\"}",
+      "Error", 3 },
+    { ID_C, "{\"exit_code\": 137, \"signal\": 9, \"oom_killed\": true}", "OOMKilled", 137 },
+  };
+
+  for (size_t i = 0; i < 3; i++)
+    {
+      store_save (f, cases[i].id, "x", "y");
+      exit_with (f, cases[i].id, cases[i].json);
+      assert_int_equal (container_lookup (f->store, cases[i].id, &c, &err), 0);
+      assert_int_equal (c->state, CRI_CONTAINER_EXITED);
+      assert_int_equal (c->exit_code, cases[i].exit_code);
+      assert_string_equal (c->reason, cases[i].reason);
+      assert_true (c->finished_at > 0);
+      if (i == 1)
+        assert_int_equal (c->finished_at, INT64_C (1475713029669794202));
+      cri_container_free (c);
+    }
+  /* Folded into the record: still EXITED without the exit file. */
+  {
+    cleanup_free char *path = container_store_exit_path (f->store, ID_B);
+    unlink (path);
+  }
+  assert_int_equal (container_lookup (f->store, ID_B, &c, &err), 0);
+  assert_int_equal (c->state, CRI_CONTAINER_EXITED);
+  assert_int_equal (c->exit_code, 3);
+  cri_container_free (c);
+}
+
+static void
+test_forget (void **state)
+{
+  struct store_fixture *f = *state;
+  struct cri_container *c = NULL;
+  struct husk_error *err = NULL;
+  cleanup_free char *dir = container_store_dir (f->store, ID_A);
+  struct stat st;
+
+  store_save (f, ID_A, "x", "y");
+  exit_with (f, ID_A, "{\"exit_code\": 1}");
+  assert_int_equal (container_forget (f->store, ID_A, &err), 0);
+  assert_int_equal (container_lookup (f->store, ID_A, &c, &err), -1);
+  assert_int_equal (err->errnum, ENOENT);
+  husk_error_free (&err);
+  assert_int_equal (stat (dir, &st), -1);
+  assert_int_equal (container_forget (f->store, ID_A, &err), 0);
+}
+
+int
+main (void)
+{
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test_setup_teardown (test_command_and_args, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_working_dir_and_env, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_mounts, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_sandbox_files_readonly_rootfs, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_devices, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_privileged, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_capabilities, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_users, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_paths_and_no_new_privs, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_namespaces, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_seccomp, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_resources_and_cgroups, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_annotations_and_tty, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_runtime_accepts, setup, teardown),
+    cmocka_unit_test (test_capability_names),
+    cmocka_unit_test_setup_teardown (test_save_and_lookup, store_setup, store_teardown),
+    cmocka_unit_test_setup_teardown (test_prefixes, store_setup, store_teardown),
+    cmocka_unit_test_setup_teardown (test_exit_file, store_setup, store_teardown),
+    cmocka_unit_test_setup_teardown (test_forget, store_setup, store_teardown),
+  };
+  return cmocka_run_group_tests (tests, NULL, NULL);
+}
