@@ -165,6 +165,7 @@ bench: deps
 	$(MAKE) --no-print-directory build
 	./hack/bench.sh $(BUILD)
 	./hack/bench-pull.sh $(BUILD)
+	./hack/bench-cri.sh
 	./hack/vm-test.sh --bench $(BUILD)
 
 # The cgroup v2 tests, in a qemu VM (also part of `make test`).

@@ -1,0 +1,266 @@
+#!/usr/bin/env bash
+# The CRI benchmark of issue #5: the same gRPC client (test/e2e/bench_cri.py)
+# against huskd and against Debian's containerd (CRI plugin), each on its own
+# temp socket, root, state and CNI bridge.  Measures RunPodSandbox +
+# CreateContainer + StartContainer (median of N pods), StopPodSandbox +
+# RemovePodSandbox, the daemons' RSS, and monitor vs shim RSS per container,
+# then prints a markdown table.  Target: husk <= 0.5x containerd on each.
+#
+#   hack/bench-cri.sh [N]        (root; build huskd and husk-monitor first)
+#
+# A trap removes pods, daemons, shims, bridges, iptables rules, temp dirs
+# and the registry, even when it fails.
+set -uo pipefail
+
+REPO_DIR=$(cd "$(dirname "$0")/.." && pwd)
+BUILD_DIR=${BUILD_DIR:-$REPO_DIR/build}
+HUSKD=${HUSKD:-$BUILD_DIR/huskd}
+CONTAINERD=${CONTAINERD:-/usr/bin/containerd}
+CACHE_DIR=${HUSK_TEST_CACHE:-/tmp/husk-test-cache}
+PY=/usr/bin/python3
+PODS=${1:-20}
+IPAM_DIR=/var/lib/cni/networks
+FORWARD_BEFORE=$(cat /proc/sys/net/ipv4/ip_forward)
+VAR_LIB_CNI_BEFORE=$([ -d /var/lib/cni ] && echo yes)
+# name bridge subnet, per runtime
+NET_HUSK=(husk-bench-husk-$$ hkbh$(($$ % 100000)) 10.88.90)
+NET_CTRD=(husk-bench-ctrd-$$ hkbc$(($$ % 100000)) 10.88.91)
+
+die() {
+	echo "bench-cri: $*" >&2
+	exit 1
+}
+
+if [ ! -x "$HUSKD" ] || [ ! -x "$BUILD_DIR/husk-monitor" ]; then
+	die "build huskd and husk-monitor first ($HUSKD)"
+fi
+[ -x "$CONTAINERD" ] || die "$CONTAINERD not found (apt-get install containerd)"
+for tool in bridge host-local portmap loopback; do
+	[ -x "/usr/lib/cni/$tool" ] || die "CNI plugin /usr/lib/cni/$tool is missing (containernetworking-plugins)"
+done
+
+W=$(mktemp -d /tmp/husk-bench-cri.XXXXXX)
+
+purge_rules() { # NETNAME
+	local table rule target chains
+	for table in nat filter; do
+		chains=
+		while read -r rule; do
+			target=$(printf '%s\n' "$rule" | sed -n 's/.* -j \([^ ]*\).*/\1/p')
+			eval "iptables -w -t $table -D ${rule#-A }" 2>/dev/null
+			case $target in
+			CNI-HOSTPORT-*) ;;
+			CNI-*) chains="$chains $target" ;;
+			esac
+		done < <(iptables-save -t "$table" 2>/dev/null | grep '^-A ' | grep -F -e "\"$1\\\"")
+		for target in $chains; do
+			iptables -w -t "$table" -F "$target" 2>/dev/null
+			iptables -w -t "$table" -X "$target" 2>/dev/null
+		done
+	done
+}
+
+# Daemons, monitors and shims name $W in their command line or
+# environment; the containers have their root under $W.
+kill_ours() {
+	local pid root f
+	for f in /proc/[0-9]*/cmdline /proc/[0-9]*/environ; do
+		pid=${f#/proc/}
+		pid=${pid%%/*}
+		[ "$pid" != $$ ] && [ "$pid" != "$BASHPID" ] && grep -q -s -F "$W" "$f" && kill -KILL "$pid" 2>/dev/null
+	done
+	for root in /proc/[0-9]*/root; do
+		case $(readlink "$root" 2>/dev/null) in
+		"$W"/*) pid=${root#/proc/}; kill -KILL "${pid%/root}" 2>/dev/null ;;
+		esac
+	done
+}
+
+umount_under() { # DIR: deepest first
+	local m
+	for _pass in 1 2 3; do
+		awk -v d="$1" 'index($5, d) == 1 { print $5 }' /proc/self/mountinfo | sort -r |
+			while read -r m; do umount -l "$m" 2>/dev/null; done
+	done
+}
+
+remove_net() { # NAME BRIDGE SUBNET_PREFIX
+	ip link del "$2" 2>/dev/null
+	purge_rules "$1"
+	rm -rf "${IPAM_DIR:?}/$1"
+}
+
+cleanup() {
+	kill_ours
+	sleep 0.3
+	umount_under "$W"
+	"$REPO_DIR/hack/registry.sh" stop "$W/registry" >/dev/null 2>&1
+	remove_net "${NET_HUSK[@]}"
+	remove_net "${NET_CTRD[@]}"
+	[ -z "$VAR_LIB_CNI_BEFORE" ] && rmdir "$IPAM_DIR" /var/lib/cni 2>/dev/null
+	[ "$FORWARD_BEFORE" = 0 ] && echo 0 >/proc/sys/net/ipv4/ip_forward
+	rm -rf --one-file-system "$W"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+write_conflist() { # DIR NAME BRIDGE SUBNET_PREFIX
+	mkdir -p "$1"
+	cat >"$1/10-$2.conflist" <<EOJ
+{
+  "cniVersion": "1.0.0",
+  "name": "$2",
+  "plugins": [
+    {
+      "type": "bridge",
+      "bridge": "$3",
+      "isGateway": true,
+      "ipMasq": true,
+      "ipam": {
+        "type": "host-local",
+        "ranges": [[{ "subnet": "$4.0/24" }]],
+        "routes": [{ "dst": "0.0.0.0/0" }]
+      }
+    },
+    { "type": "portmap", "capabilities": { "portMappings": true } },
+    { "type": "loopback" }
+  ]
+}
+EOJ
+}
+
+# containerd's CRI wants a sandbox image: busybox as /bin/sleep, which
+# sleeps forever as the pod's pid 1 (the role of pause).
+build_pause_image() { # OUTDIR
+	"$PY" - "$1" /bin/busybox <<'EOP'
+import hashlib, io, json, os, sys, tarfile
+out, busybox = sys.argv[1], sys.argv[2]
+os.makedirs(os.path.join(out, "blobs", "sha256"), exist_ok=True)
+def blob(data, media):
+    digest = hashlib.sha256(data).hexdigest()
+    with open(os.path.join(out, "blobs", "sha256", digest), "wb") as f:
+        f.write(data)
+    return {"mediaType": media, "digest": "sha256:" + digest, "size": len(data)}
+buf = io.BytesIO()
+with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
+    d = tarfile.TarInfo("bin"); d.type = tarfile.DIRTYPE; d.mode = 0o755; tar.addfile(d)
+    with open(busybox, "rb") as f:
+        data = f.read()
+    t = tarfile.TarInfo("bin/sleep"); t.mode = 0o755; t.size = len(data)
+    tar.addfile(t, io.BytesIO(data))
+layer = buf.getvalue()
+diff_id = "sha256:" + hashlib.sha256(layer).hexdigest()
+config = {"architecture": "amd64", "os": "linux",
+          "config": {"Entrypoint": ["/bin/sleep"], "Cmd": ["2147483647"], "StopSignal": "SIGKILL"},
+          "rootfs": {"type": "layers", "diff_ids": [diff_id]}}
+manifest = {"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
+            "config": blob(json.dumps(config).encode(), "application/vnd.oci.image.config.v1+json"),
+            "layers": [blob(layer, "application/vnd.oci.image.layer.v1.tar")]}
+m = blob(json.dumps(manifest).encode(), manifest["mediaType"])
+m["annotations"] = {"org.opencontainers.image.ref.name": "latest"}
+with open(os.path.join(out, "index.json"), "w") as f:
+    json.dump({"schemaVersion": 2, "manifests": [m]}, f)
+with open(os.path.join(out, "oci-layout"), "w") as f:
+    json.dump({"imageLayoutVersion": "1.0.0"}, f)
+EOP
+}
+
+write_containerd_config() { # FILE REGISTRY_ADDR
+	cat >"$1" <<EOT
+version = 2
+root = "$W/ctrd/root"
+state = "$W/ctrd/state"
+
+[grpc]
+  address = "$W/ctrd.sock"
+
+[ttrpc]
+  address = "$W/ctrd.sock.ttrpc"
+
+[plugins."io.containerd.grpc.v1.cri"]
+  restrict_oom_score_adj = true
+  disable_apparmor = true
+  # pod netns under $W, not /run/netns: the trap's umount finds them
+  netns_mounts_under_state_dir = true
+  sandbox_image = "$2/test/pause:latest"
+  stream_server_address = "127.0.0.1"
+  stream_server_port = "0"
+
+[plugins."io.containerd.grpc.v1.cri".cni]
+  bin_dir = "/usr/lib/cni"
+  conf_dir = "$W/ctrd-net.d"
+  max_conf_num = 1
+
+[plugins."io.containerd.grpc.v1.cri".registry.mirrors."$2"]
+  endpoint = ["http://$2"]
+EOT
+}
+
+wait_socket() { # PATH PID
+	local _i
+	for _i in $(seq 1 200); do
+		[ -S "$1" ] && return 0
+		kill -0 "$2" 2>/dev/null || return 1
+		sleep 0.05
+	done
+	return 1
+}
+
+mkdir -p "$W/gen" "$W/logs-husk" "$W/logs-ctrd"
+protoc --python_out="$W/gen" -I "$REPO_DIR/cri/proto" "$REPO_DIR/cri/proto/api.proto" ||
+	die "protoc could not generate the Python CRI messages"
+ADDR=$("$REPO_DIR/hack/registry.sh" start "$W/registry") || die "the test registry did not start"
+"$REPO_DIR/hack/test-images.sh" "$CACHE_DIR/test-images" --push "$ADDR" busybox >"$W/images.log" 2>&1 ||
+	die "pushing the busybox test image failed: $(tail -3 "$W/images.log")"
+build_pause_image "$W/pause" || die "building the pause image failed"
+skopeo --insecure-policy copy --quiet --dest-tls-verify=false "oci:$W/pause:latest" \
+	"docker://$ADDR/test/pause:latest" || die "pushing the pause image failed"
+IMAGE=$ADDR/test/busybox:latest
+
+# ---- huskd
+write_conflist "$W/husk-net.d" "${NET_HUSK[@]}"
+echo "{\"cni_conf_dir\": \"$W/husk-net.d\"}" >"$W/husk-config.json"
+"$HUSKD" --listen "unix://$W/husk.sock" --root "$W/husk/root" --state "$W/husk/state" \
+	--config "$W/husk-config.json" >"$W/huskd.log" 2>&1 &
+HUSKD_PID=$!
+wait_socket "$W/husk.sock" "$HUSKD_PID" || die "huskd did not start: $(tail -3 "$W/huskd.log")"
+HUSK_JSON=$(timeout -k 5 600 "$PY" "$REPO_DIR/test/e2e/bench_cri.py" "$W/gen" "$W/husk.sock" "$IMAGE" \
+	"$HUSKD_PID" husk-monitor "$W" "$W/logs-husk" "$PODS") ||
+	die "the husk run failed: $(tail -5 "$W/huskd.log")"
+kill -TERM "$HUSKD_PID"
+wait "$HUSKD_PID" 2>/dev/null
+
+# ---- containerd
+write_conflist "$W/ctrd-net.d" "${NET_CTRD[@]}"
+write_containerd_config "$W/containerd.toml" "$ADDR"
+"$CONTAINERD" --config "$W/containerd.toml" >"$W/containerd.log" 2>&1 &
+CTRD_PID=$!
+wait_socket "$W/ctrd.sock" "$CTRD_PID" || die "containerd did not start: $(tail -3 "$W/containerd.log")"
+CTRD_JSON=$(timeout -k 5 600 "$PY" "$REPO_DIR/test/e2e/bench_cri.py" "$W/gen" "$W/ctrd.sock" "$IMAGE" \
+	"$CTRD_PID" containerd-shim-runc-v2 "$W" "$W/logs-ctrd" "$PODS") ||
+	die "the containerd run failed: $(grep -i 'level=error' "$W/containerd.log" | tail -5)"
+kill -TERM "$CTRD_PID"
+wait "$CTRD_PID" 2>/dev/null
+
+"$PY" - "$HUSK_JSON" "$CTRD_JSON" <<'EOR'
+import json, sys
+h, c = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+rows = [("RunPodSandbox+CreateContainer+StartContainer, median (ms)", "start_median_ms", 1),
+        ("StopPodSandbox+RemovePodSandbox, median (ms)", "stop_median_ms", 1),
+        ("daemon idle RSS (MiB)", "daemon_idle_rss_kib", 1024),
+        ("daemon RSS with the pods running (MiB)", "daemon_loaded_rss_kib", 1024),
+        ("monitor / shim RSS per container (MiB)", "shim_rss_per_container_kib", 1024)]
+print(f"{h['pods']} pods of one `sleep 3600` container each "
+      f"(running: husk {h['running']}, containerd {c['running']}; "
+      f"husk-monitor processes {h['shims']}, containerd-shim-runc-v2 processes {c['shims']})\n")
+print("| measure | husk | containerd 1.6 | husk / containerd | target <= 0.5 |")
+print("|---|---:|---:|---:|:---:|")
+for name, key, div in rows:
+    hv, cv = h[key] / div, c[key] / div
+    ratio = hv / cv if cv else float("nan")
+    print(f"| {name} | {hv:.1f} | {cv:.1f} | {ratio:.2f} | {'yes' if ratio <= 0.5 else 'no'} |")
+print(f"\nmax start: husk {h['start_max_ms']:.1f} ms, containerd {c['start_max_ms']:.1f} ms; "
+      f"max tear-down: husk {h['stop_max_ms']:.1f} ms, containerd {c['stop_max_ms']:.1f} ms; "
+      f"StopPodSandbox alone, median: husk {h['stop_only_median_ms']:.1f} ms, "
+      f"containerd {c['stop_only_median_ms']:.1f} ms")
+EOR
