@@ -13,6 +13,8 @@
 set -uo pipefail
 
 REPO_DIR=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=hack/cni-rules.sh
+. "$REPO_DIR/hack/cni-rules.sh"
 BUILD_DIR=${BUILD_DIR:-$REPO_DIR/build}
 HUSKD=${HUSKD:-$BUILD_DIR/huskd}
 CONTAINERD=${CONTAINERD:-/usr/bin/containerd}
@@ -41,25 +43,6 @@ done
 
 W=$(mktemp -d /tmp/husk-bench-cri.XXXXXX)
 
-purge_rules() { # NETNAME
-	local table rule target chains
-	for table in nat filter; do
-		chains=
-		while read -r rule; do
-			target=$(printf '%s\n' "$rule" | sed -n 's/.* -j \([^ ]*\).*/\1/p')
-			eval "iptables -w -t $table -D ${rule#-A }" 2>/dev/null
-			case $target in
-			CNI-HOSTPORT-*) ;;
-			CNI-*) chains="$chains $target" ;;
-			esac
-		done < <(iptables-save -t "$table" 2>/dev/null | grep '^-A ' | grep -F -e "\"$1\\\"")
-		for target in $chains; do
-			iptables -w -t "$table" -F "$target" 2>/dev/null
-			iptables -w -t "$table" -X "$target" 2>/dev/null
-		done
-	done
-}
-
 # Daemons, monitors and shims name $W in their command line or
 # environment; the containers have their root under $W.
 kill_ours() {
@@ -86,7 +69,7 @@ umount_under() { # DIR: deepest first
 
 remove_net() { # NAME BRIDGE SUBNET_PREFIX
 	ip link del "$2" 2>/dev/null
-	purge_rules "$1"
+	cni_purge_rules "$1"
 	rm -rf "${IPAM_DIR:?}/$1"
 }
 

@@ -14,6 +14,9 @@ set -u
 
 LIB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO_DIR=$(cd "$LIB_DIR/../.." && pwd)
+# cni_purge_rules, for the tests that run CNI plugins.
+# shellcheck source=hack/cni-rules.sh
+. "$REPO_DIR/hack/cni-rules.sh"
 BUILD_DIR=${BUILD_DIR:-$REPO_DIR/build}
 RUNTIME=${RUNTIME:-$BUILD_DIR/husk}
 CACHE_DIR=${HUSK_TEST_CACHE:-/tmp/husk-test-cache}

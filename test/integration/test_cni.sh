@@ -30,27 +30,6 @@ VAR_LIB_CNI_BEFORE=$([ -d /var/lib/cni ] && echo yes)
 
 # ---------------------------------------------------------------- cleanup
 
-# Deletes every iptables rule that names one of our networks in its
-# comment (iptables-save writes it as name: \"NET\"), then the per-pod
-# chains those rules jumped to.
-purge_our_rules() {
-	local table rule target chains
-	for table in nat filter; do
-		chains=
-		while read -r rule; do
-			target=$(printf '%s\n' "$rule" | sed -n 's/.* -j \([^ ]*\).*/\1/p')
-			eval "iptables -w -t $table -D ${rule#-A }" 2>/dev/null
-			case $target in
-			CNI-HOSTPORT-*) ;;
-			CNI-*) chains="$chains $target" ;;
-			esac
-		done < <(iptables-save -t "$table" 2>/dev/null | grep '^-A ' | grep -F -e "\"$NET\\\"" -e "\"$CHK_NET\\\"")
-		for target in $chains; do
-			iptables -w -t "$table" -F "$target" 2>/dev/null
-			iptables -w -t "$table" -X "$target" 2>/dev/null
-		done
-	done
-}
 
 # portmap's shared chains stay after DEL by design; they go here only if
 # this test made them and nobody else has rules in them.
@@ -76,7 +55,7 @@ cni_cleanup() {
 		done <"$WORK/netns"
 	fi
 	ip link del "$BRIDGE" 2>/dev/null
-	purge_our_rules
+	cni_purge_rules "$NET" "$CHK_NET"
 	purge_shared_chains
 	rm -rf "${IPAM_DIR:?}/$NET" "${IPAM_DIR:?}/$CHK_NET"
 	[ -z "$VAR_LIB_CNI_BEFORE" ] && rmdir "$IPAM_DIR" /var/lib/cni 2>/dev/null

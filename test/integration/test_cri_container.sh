@@ -31,24 +31,6 @@ done
 
 E2E=$(mktemp -d /tmp/husk-it-container.XXXXXX)
 
-purge_our_rules() {
-	local table rule target chains
-	for table in nat filter; do
-		chains=
-		while read -r rule; do
-			target=$(printf '%s\n' "$rule" | sed -n 's/.* -j \([^ ]*\).*/\1/p')
-			eval "iptables -w -t $table -D ${rule#-A }" 2>/dev/null
-			case $target in
-			CNI-HOSTPORT-*) ;;
-			CNI-*) chains="$chains $target" ;;
-			esac
-		done < <(iptables-save -t "$table" 2>/dev/null | grep '^-A ' | grep -F -e "\"$NET\\\"")
-		for target in $chains; do
-			iptables -w -t "$table" -F "$target" 2>/dev/null
-			iptables -w -t "$table" -X "$target" 2>/dev/null
-		done
-	done
-}
 
 # Every process whose command line names our work dir (huskd, monitors)
 # or whose root is in it (the containers' processes).
@@ -70,7 +52,7 @@ stop_all() {
 	umount_under "$E2E"
 	"$REPO_DIR/hack/registry.sh" stop "$E2E/registry" >/dev/null 2>&1
 	ip link del "$BRIDGE" 2>/dev/null
-	purge_our_rules
+	cni_purge_rules "$NET"
 	rm -rf "${IPAM_DIR:?}/$NET"
 	[ -z "$VAR_LIB_CNI_BEFORE" ] && rmdir "$IPAM_DIR" /var/lib/cni 2>/dev/null
 	[ "$FORWARD_BEFORE" = 0 ] && echo 0 >/proc/sys/net/ipv4/ip_forward

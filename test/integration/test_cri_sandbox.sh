@@ -31,26 +31,6 @@ done
 
 E2E=$(mktemp -d /tmp/husk-it-sandbox.XXXXXX)
 
-# Rules whose comment names our network, then the per-pod chains they
-# jumped to (portmap's shared CNI-HOSTPORT-* chains are left: others use them).
-purge_our_rules() {
-	local table rule target chains
-	for table in nat filter; do
-		chains=
-		while read -r rule; do
-			target=$(printf '%s\n' "$rule" | sed -n 's/.* -j \([^ ]*\).*/\1/p')
-			eval "iptables -w -t $table -D ${rule#-A }" 2>/dev/null
-			case $target in
-			CNI-HOSTPORT-*) ;;
-			CNI-*) chains="$chains $target" ;;
-			esac
-		done < <(iptables-save -t "$table" 2>/dev/null | grep '^-A ' | grep -F -e "\"$NET\\\"")
-		for target in $chains; do
-			iptables -w -t "$table" -F "$target" 2>/dev/null
-			iptables -w -t "$table" -X "$target" 2>/dev/null
-		done
-	done
-}
 
 stop_all() {
 	local pid
@@ -59,7 +39,7 @@ stop_all() {
 	done
 	umount_under "$E2E"
 	ip link del "$BRIDGE" 2>/dev/null
-	purge_our_rules
+	cni_purge_rules "$NET"
 	rm -rf "${IPAM_DIR:?}/$NET"
 	[ -z "$VAR_LIB_CNI_BEFORE" ] && rmdir "$IPAM_DIR" /var/lib/cni 2>/dev/null
 	[ "$FORWARD_BEFORE" = 0 ] && echo 0 >/proc/sys/net/ipv4/ip_forward
