@@ -138,6 +138,28 @@ cri_unpack (struct rpc_call *call, const ProtobufCMessageDescriptor *desc, const
   return msg;
 }
 
+static const char *
+label_value (struct cri_string_entry *const *labels, size_t n, const char *key)
+{
+  for (size_t i = n; i > 0; i--)
+    if (strcmp (labels[i - 1]->key, key) == 0)
+      return labels[i - 1]->value;
+  return NULL;
+}
+
+bool
+cri_labels_match (struct cri_string_entry *const *labels, size_t n_labels,
+                  struct cri_string_entry *const *selector, size_t n_selector)
+{
+  for (size_t i = 0; i < n_selector; i++)
+    {
+      const char *value = label_value (labels, n_labels, selector[i]->key);
+      if (value == NULL || strcmp (value, selector[i]->value) != 0)
+        return false;
+    }
+  return true;
+}
+
 grpc_status_code
 cri_status_of (const struct husk_error *err)
 {

@@ -7,6 +7,7 @@
 
 #include <protobuf-c/protobuf-c.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "cri/config.h"
@@ -46,6 +47,21 @@ void cri_reply (struct rpc_call *call, const ProtobufCMessage *msg);
 /* Unpacks the request of a handler, or fails the call with
  * INVALID_ARGUMENT and returns NULL. */
 void *cri_unpack (struct rpc_call *call, const ProtobufCMessageDescriptor *desc, const void *req, size_t len);
+
+/* Every string-to-string map entry protobuf-c generates (labels,
+ * annotations, label selectors) has this layout. */
+struct cri_string_entry
+{
+  ProtobufCMessage base;
+  char *key;
+  char *value;
+};
+
+/* True when every SELECTOR entry is in LABELS (for a key given twice in
+ * LABELS, the last one counts, as in a map).  Pass the generated entry
+ * arrays cast to struct cri_string_entry *const *. */
+bool cri_labels_match (struct cri_string_entry *const *labels, size_t n_labels,
+                       struct cri_string_entry *const *selector, size_t n_selector);
 
 /* grpc status for a husk error: ENOENT -> NOT_FOUND, EEXIST ->
  * ALREADY_EXISTS, EINVAL -> INVALID_ARGUMENT, otherwise UNKNOWN. */

@@ -917,18 +917,6 @@ cri_container_status (struct rpc_call *call, const void *req_bytes, size_t len, 
   runtime__v1__container_status_request__free_unpacked (req, NULL);
 }
 
-static const char *
-label_of (const Runtime__V1__ContainerConfig *config, const char *key)
-{
-  const char *value = NULL;
-
-  /* Duplicate keys: the last one wins. */
-  for (size_t i = 0; i < config->n_labels; i++)
-    if (strcmp (config->labels[i]->key, key) == 0)
-      value = config->labels[i]->value;
-  return value;
-}
-
 static bool
 matches_filter (const struct cri_container *c, const Runtime__V1__ContainerFilter *filter)
 {
@@ -940,13 +928,9 @@ matches_filter (const struct cri_container *c, const Runtime__V1__ContainerFilte
     return false;
   if (nonempty (filter->pod_sandbox_id) && !husk_str_has_prefix (c->sandbox_id, filter->pod_sandbox_id))
     return false;
-  for (size_t i = 0; i < filter->n_label_selector; i++)
-    {
-      const char *value = label_of (c->config, filter->label_selector[i]->key);
-      if (value == NULL || strcmp (value, filter->label_selector[i]->value) != 0)
-        return false;
-    }
-  return true;
+  return cri_labels_match ((struct cri_string_entry *const *) c->config->labels, c->config->n_labels,
+                           (struct cri_string_entry *const *) filter->label_selector,
+                           filter->n_label_selector);
 }
 
 void

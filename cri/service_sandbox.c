@@ -313,16 +313,6 @@ cri_pod_sandbox_status (struct rpc_call *call, const void *req, size_t len, void
   FREE_REQUEST (request);
 }
 
-/* The value of label KEY (the last one wins, as with a map), or NULL. */
-static const char *
-label (const Runtime__V1__PodSandboxConfig *config, const char *key)
-{
-  for (size_t i = config->n_labels; i > 0; i--)
-    if (strcmp (config->labels[i - 1]->key, key) == 0)
-      return config->labels[i - 1]->value;
-  return NULL;
-}
-
 static bool
 matches (const struct sandbox *sb, const Runtime__V1__PodSandboxFilter *filter)
 {
@@ -334,13 +324,9 @@ matches (const struct sandbox *sb, const Runtime__V1__PodSandboxFilter *filter)
       && (filter->state->state == RUNTIME__V1__POD_SANDBOX_STATE__SANDBOX_READY)
              != (sb->state == SANDBOX_READY))
     return false;
-  for (size_t i = 0; i < filter->n_label_selector; i++)
-    {
-      const char *value = label (sb->config, filter->label_selector[i]->key);
-      if (value == NULL || strcmp (value, filter->label_selector[i]->value) != 0)
-        return false;
-    }
-  return true;
+  return cri_labels_match ((struct cri_string_entry *const *) sb->config->labels, sb->config->n_labels,
+                           (struct cri_string_entry *const *) filter->label_selector,
+                           filter->n_label_selector);
 }
 
 static void
