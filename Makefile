@@ -95,8 +95,10 @@ $(PROTO_O): $(PROTO_C)
 	@echo "  CC      $<"
 	@$(CC) $(filter-out -std=gnu11 -D_GNU_SOURCE,$(CFLAGS)) -std=c11 -I$(BUILD)/gen -c -o $@ $<
 
-$(call objs,$(CRI_SRCS) $(HUSKD_SRCS)) $(BUILD)/test/unit/test_cri_spec.o: CFLAGS += -I$(BUILD)/gen -Ulinux
-$(call objs,$(CRI_SRCS) $(HUSKD_SRCS)) $(BUILD)/test/unit/test_cri_spec.o: $(PROTO_C)
+# Unit tests of CRI code (test/unit/test_cri_*.c) see the generated messages.
+CRI_UNIT_OBJS := $(call objs,$(wildcard test/unit/test_cri_*.c))
+$(call objs,$(CRI_SRCS) $(HUSKD_SRCS)) $(CRI_UNIT_OBJS): CFLAGS += -I$(BUILD)/gen -Ulinux
+$(call objs,$(CRI_SRCS) $(HUSKD_SRCS)) $(CRI_UNIT_OBJS): $(PROTO_C)
 
 $(CRI_LIB): $(call objs,$(CRI_SRCS)) $(PROTO_O)
 	@mkdir -p $(dir $@)

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cri/cni.h"
+#include "cri/runtime_exec.h"
 #include "cri/sandbox_internal.h"
 #include "cri/sandbox_store.h"
 #include "husk/cleanup.h"
@@ -73,15 +74,6 @@ random_id (void)
   for (size_t i = 0; i < sizeof bytes; i++)
     snprintf (id + 2 * i, 3, "%02x", bytes[i]);
   return id;
-}
-
-static int64_t
-now_ns (void)
-{
-  struct timespec ts;
-
-  clock_gettime (CLOCK_REALTIME, &ts);
-  return (int64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 /* ---------------------------------------------------------------- CNI */
@@ -204,7 +196,7 @@ new_record (struct sandbox_store *store, const Runtime__V1__PodSandboxConfig *co
   sb->uid = xstrdup (config->metadata->uid);
   sb->attempt = config->metadata->attempt;
   sb->state = SANDBOX_NOTREADY;
-  sb->created_at = now_ns ();
+  sb->created_at = cri_now_ns ();
   sb->runtime_handler = xstrdup (runtime_handler ? runtime_handler : "");
   sandbox_set_paths (store, sb);
   if (ns->network != RUNTIME__V1__NAMESPACE_MODE__NODE)

@@ -18,6 +18,7 @@
 #include "cri/container_store.h"
 #include "cri/containers.h"
 #include "cri/cri_spec.h"
+#include "cri/runtime_exec.h"
 #include "cri/sandbox.h"
 #include "cri/service.h"
 #include "husk/cleanup.h"
@@ -30,24 +31,6 @@
 #define MONITOR_REPORT_TIMEOUT_MS 60000
 /* After SIGKILL the monitor needs a moment to reap and write the exit file. */
 #define KILL_GRACE_MS 10000
-
-static int64_t
-now_ns (void)
-{
-  struct timespec ts;
-
-  clock_gettime (CLOCK_REALTIME, &ts);
-  return (int64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static int64_t
-monotonic_ms (void)
-{
-  struct timespec ts;
-
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void
 fail_with (struct rpc_call *call, struct husk_error **err)
@@ -103,168 +86,6 @@ store_of (struct rpc_call *call, struct cri_service *svc)
       return NULL;
     }
   return svc->containers;
-}
-
-/* ------------------------------------------------------------------ */
-/* child processes: the runtime, the monitor                            */
-
-struct child_output
-{
-  char *data;
-  size_t len;
-  bool truncated;
-};
-
-struct child_run
-{
-  char *const *argv;
-  int64_t timeout_ms; /* 0: none */
-  size_t output_max;
-  struct child_output out[2]; /* stdout, stderr */
-  int wait_status;
-  bool timed_out;
-};
-
-static void
-child_exec (char *const *argv, int out_fd, int err_fd)
-{
-  sigset_t none;
-  int null_fd = open ("/dev/null", O_RDWR | O_CLOEXEC);
-
-  /* huskd blocks SIGINT/SIGTERM for gRPC's threads; the child must not. */
-  sigemptyset (&none);
-  sigprocmask (SIG_SETMASK, &none, NULL);
-  setpgid (0, 0);
-  dup2 (null_fd, 0);
-  dup2 (out_fd >= 0 ? out_fd : null_fd, 1);
-  dup2 (err_fd >= 0 ? err_fd : null_fd, 2);
-  execv (argv[0], argv);
-  _exit (127);
-}
-
-static void
-child_read (int fd, struct child_output *out, size_t max, bool *open_flag)
-{
-  char buf[65536];
-  ssize_t n = read (fd, buf, sizeof buf);
-
-  if (n <= 0)
-    {
-      if (n == 0 || (errno != EINTR && errno != EAGAIN))
-        *open_flag = false;
-      return;
-    }
-  if (out->len + (size_t) n > max)
-    {
-      out->truncated = true;
-      n = (ssize_t) (max - out->len);
-    }
-  out->data = xrealloc (out->data, out->len + (size_t) n + 1);
-  memcpy (out->data + out->len, buf, (size_t) n);
-  out->len += (size_t) n;
-  out->data[out->len] = '\0';
-}
-
-/* Runs RUN->argv with stdout and stderr captured, killing its process
- * group at the deadline. */
-static int
-child_run (struct child_run *run, struct husk_error **err)
-{
-  int pipes[2][2];
-  int64_t deadline = run->timeout_ms > 0 ? monotonic_ms () + run->timeout_ms : 0;
-  bool open_flags[2] = { true, true };
-  pid_t pid;
-
-  if (pipe2 (pipes[0], O_CLOEXEC) < 0)
-    return husk_error_make (err, errno, "pipe");
-  if (pipe2 (pipes[1], O_CLOEXEC) < 0)
-    {
-      close (pipes[0][0]), close (pipes[0][1]);
-      return husk_error_make (err, errno, "pipe");
-    }
-  pid = fork ();
-  if (pid < 0)
-    return husk_error_make (err, errno, "fork `%s`", run->argv[0]);
-  if (pid == 0)
-    child_exec (run->argv, pipes[0][1], pipes[1][1]);
-  close (pipes[0][1]);
-  close (pipes[1][1]);
-  while (open_flags[0] || open_flags[1])
-    {
-      struct pollfd fds[2] = { { open_flags[0] ? pipes[0][0] : -1, POLLIN, 0 },
-                               { open_flags[1] ? pipes[1][0] : -1, POLLIN, 0 } };
-      int64_t left = deadline ? deadline - monotonic_ms () : -1;
-
-      if (deadline && left <= 0)
-        {
-          run->timed_out = true;
-          kill (-pid, SIGKILL);
-          kill (pid, SIGKILL);
-          break;
-        }
-      if (poll (fds, 2, (int) (deadline ? left : -1)) < 0 && errno != EINTR)
-        break;
-      for (int i = 0; i < 2; i++)
-        if (fds[i].revents)
-          child_read (fds[i].fd, &run->out[i], run->output_max, &open_flags[i]);
-    }
-  close (pipes[0][0]);
-  close (pipes[1][0]);
-  while (waitpid (pid, &run->wait_status, 0) < 0 && errno == EINTR)
-    ;
-  return 0;
-}
-
-static void
-child_run_clear (struct child_run *run)
-{
-  free (run->out[0].data);
-  free (run->out[1].data);
-}
-
-static int
-child_exit_code (int wait_status)
-{
-  return WIFEXITED (wait_status) ? WEXITSTATUS (wait_status) : 128 + WTERMSIG (wait_status);
-}
-
-/* `RUNTIME --root ROOT ARGS...`; a failure carries the runtime's stderr. */
-static int
-run_runtime (const struct huskd_runtime *rt, const char *const *args, struct husk_error **err)
-{
-  const char *argv[16] = { rt->path, "--root", rt->root };
-  size_t n = 3;
-  struct child_run run = { .argv = (char *const *) argv, .timeout_ms = 60000, .output_max = 65536 };
-  int ret;
-
-  for (; *args && n < 15; args++)
-    argv[n++] = *args;
-  if (child_run (&run, err) < 0)
-    return -1;
-  ret = 0;
-  if (run.timed_out || !WIFEXITED (run.wait_status) || WEXITSTATUS (run.wait_status) != 0)
-    {
-      char *msg = run.out[1].data ?: run.out[0].data ?: "";
-      size_t len = strlen (msg);
-      while (len && msg[len - 1] == '\n')
-        msg[--len] = '\0';
-      ret = husk_error_make (err, 0, "%s %s %s: %s", rt->path, argv[3], argv[n - 1],
-                             run.timed_out ? "timed out"
-                             : len         ? msg
-                                           : "failed");
-    }
-  child_run_clear (&run);
-  return ret;
-}
-
-static const struct huskd_runtime *
-runtime_for (struct cri_service *svc, const struct cri_container *c, struct husk_error **err)
-{
-  const struct huskd_runtime *rt = huskd_config_runtime (svc->cfg, c->runtime_handler);
-
-  if (rt == NULL)
-    husk_error_make (err, EINVAL, "runtime handler `%s` is not configured", c->runtime_handler ?: "");
-  return rt;
 }
 
 /* ------------------------------------------------------------------ */
@@ -428,7 +249,7 @@ new_record (const struct create_job *job)
   c->log_path = log_path_of (job->sb, config);
   c->stop_signal = job->image->config.stop_signal ? xstrdup (job->image->config.stop_signal) : NULL;
   c->state = CRI_CONTAINER_CREATED;
-  c->created_at = now_ns ();
+  c->created_at = cri_now_ns ();
   c->config = config_copy (config);
   return c;
 }
@@ -565,19 +386,19 @@ start_monitor (struct cri_service *svc, struct cri_container *c, const struct hu
                          "--runtime", rt->path,        "--runtime-root",
                          rt->root,    "--monitor-log", monitor_log,
                          NULL };
-  struct child_run run
+  struct cri_child_run run
       = { .argv = (char *const *) argv, .timeout_ms = MONITOR_REPORT_TIMEOUT_MS, .output_max = 65536 };
   int ret;
 
   if (husk_mkdir_p (dirname (log_dir), 0755, err) < 0)
     return -1;
-  if (child_run (&run, err) < 0)
+  if (cri_child_run (&run, err) < 0)
     return -1;
   ret = run.timed_out ? husk_error_make (err, 0, "husk-monitor for %s: no report in time", c->id)
                       : parse_monitor_report (run.out[0].data, c, err);
   if (ret < 0 && run.out[1].data)
     husk_error_wrap (err, "%s", run.out[1].data);
-  child_run_clear (&run);
+  cri_child_run_clear (&run);
   return ret;
 }
 
@@ -593,17 +414,18 @@ start_container (struct cri_service *svc, const char *id, struct husk_error **er
     return -1;
   if (c->state != CRI_CONTAINER_CREATED)
     ret = husk_error_make (err, EAGAIN, "container %s is not in state created", c->id);
-  else if ((rt = runtime_for (svc, c, err)) != NULL && start_monitor (svc, c, rt, err) == 0)
+  else if ((rt = cri_runtime_for (svc->cfg, c->runtime_handler, err)) != NULL
+           && start_monitor (svc, c, rt, err) == 0)
     {
       /* Before: a short-lived container may be gone when start returns. */
-      c->started_at = now_ns ();
-      if (run_runtime (rt, (const char *[]){ "start", c->id, NULL }, err) < 0)
+      c->started_at = cri_now_ns ();
+      if (cri_run_runtime (rt, (const char *[]){ "start", c->id, NULL }, err) < 0)
         {
-          run_runtime (rt, (const char *[]){ "delete", "--force", c->id, NULL }, &ignored);
+          cri_run_runtime (rt, (const char *[]){ "delete", "--force", c->id, NULL }, &ignored);
           husk_error_free (&ignored);
           c->state = CRI_CONTAINER_EXITED;
           c->exit_code = 128;
-          c->finished_at = now_ns ();
+          c->finished_at = cri_now_ns ();
           c->reason = xstrdup ("StartError");
           c->message = xstrdup ((*err)->msg);
         }
@@ -657,13 +479,13 @@ static bool
 wait_exit_file (struct container_store *store, const char *id, int64_t timeout_ms)
 {
   cleanup_free char *path = container_store_exit_path (store, id);
-  int64_t deadline = monotonic_ms () + timeout_ms;
+  int64_t deadline = cri_monotonic_ms () + timeout_ms;
 
   for (;;)
     {
       if (access (path, F_OK) == 0)
         return true;
-      if (monotonic_ms () >= deadline)
+      if (cri_monotonic_ms () >= deadline)
         return false;
       poll (NULL, 0, 20);
     }
@@ -699,7 +521,7 @@ stop_container (struct cri_service *svc, const char *id, int64_t timeout, struct
       husk_error_free (err);
       return 0;
     }
-  if (c->state != CRI_CONTAINER_RUNNING || (rt = runtime_for (svc, c, err)) == NULL)
+  if (c->state != CRI_CONTAINER_RUNNING || (rt = cri_runtime_for (svc->cfg, c->runtime_handler, err)) == NULL)
     {
       ret = c->state == CRI_CONTAINER_RUNNING ? -1 : 0;
       cri_container_free (c);
@@ -707,11 +529,11 @@ stop_container (struct cri_service *svc, const char *id, int64_t timeout, struct
     }
   snprintf (signal_arg, sizeof signal_arg, "%d", stop_signal_of (c));
   /* A kill that fails because the process is gone already is fine. */
-  if (run_runtime (rt, (const char *[]){ "kill", c->id, signal_arg, NULL }, &ignored) < 0)
+  if (cri_run_runtime (rt, (const char *[]){ "kill", c->id, signal_arg, NULL }, &ignored) < 0)
     husk_error_free (&ignored);
   if (!wait_exit_file (svc->containers, c->id, timeout > 0 ? timeout * 1000 : 0))
     {
-      if (run_runtime (rt, (const char *[]){ "kill", "--all", c->id, "KILL", NULL }, &ignored) < 0)
+      if (cri_run_runtime (rt, (const char *[]){ "kill", "--all", c->id, "KILL", NULL }, &ignored) < 0)
         husk_error_free (&ignored);
       if (!wait_exit_file (svc->containers, c->id, KILL_GRACE_MS))
         ret = husk_error_make (err, ETIMEDOUT, "container %s did not exit after SIGKILL", c->id);
@@ -745,11 +567,11 @@ remove_container (struct cri_service *svc, const char *id, struct husk_error **e
       husk_error_free (err);
       return 0;
     }
-  rt = runtime_for (svc, c, &ignored);
+  rt = cri_runtime_for (svc->cfg, c->runtime_handler, &ignored);
   husk_error_free (&ignored);
   /* Never created by the runtime (never started): nothing to delete. */
   if (rt && c->state != CRI_CONTAINER_CREATED
-      && run_runtime (rt, (const char *[]){ "delete", "--force", c->id, NULL }, &ignored) < 0)
+      && cri_run_runtime (rt, (const char *[]){ "delete", "--force", c->id, NULL }, &ignored) < 0)
     {
       husk_debug ("%s", ignored->msg);
       husk_error_free (&ignored);
@@ -993,7 +815,7 @@ cri_list_containers (struct rpc_call *call, const void *req_bytes, size_t len, v
 /* ExecSync                                                             */
 
 static int
-exec_sync (struct cri_service *svc, const Runtime__V1__ExecSyncRequest *req, struct child_run *run,
+exec_sync (struct cri_service *svc, const Runtime__V1__ExecSyncRequest *req, struct cri_child_run *run,
            struct husk_error **err)
 {
   struct cri_container *c = NULL;
@@ -1008,7 +830,7 @@ exec_sync (struct cri_service *svc, const Runtime__V1__ExecSyncRequest *req, str
     return -1;
   if (c->state != CRI_CONTAINER_RUNNING)
     ret = husk_error_make (err, EAGAIN, "container %s is not running", c->id);
-  else if ((rt = runtime_for (svc, c, err)) == NULL)
+  else if ((rt = cri_runtime_for (svc->cfg, c->runtime_handler, err)) == NULL)
     ret = -1;
   else
     {
@@ -1020,7 +842,7 @@ exec_sync (struct cri_service *svc, const Runtime__V1__ExecSyncRequest *req, str
       run->argv = (char *const *) argv;
       run->timeout_ms = req->timeout > 0 ? req->timeout * 1000 : 0;
       run->output_max = EXEC_OUTPUT_MAX;
-      ret = child_run (run, err);
+      ret = cri_child_run (run, err);
       free (argv);
     }
   cri_container_free (c);
@@ -1035,7 +857,7 @@ cri_exec_sync (struct rpc_call *call, const void *req_bytes, size_t len, void *u
   Runtime__V1__ExecSyncRequest *req
       = store ? cri_unpack (call, &runtime__v1__exec_sync_request__descriptor, req_bytes, len) : NULL;
   Runtime__V1__ExecSyncResponse resp = RUNTIME__V1__EXEC_SYNC_RESPONSE__INIT;
-  struct child_run run = { 0 };
+  struct cri_child_run run = { 0 };
   struct husk_error *err = NULL;
 
   if (req == NULL)
@@ -1059,10 +881,10 @@ cri_exec_sync (struct rpc_call *call, const void *req_bytes, size_t len, void *u
       resp.stdout.len = run.out[0].len;
       resp.stderr.data = (uint8_t *) run.out[1].data;
       resp.stderr.len = run.out[1].len;
-      resp.exit_code = child_exit_code (run.wait_status);
+      resp.exit_code = cri_child_exit_code (run.wait_status);
       cri_reply (call, &resp.base);
     }
-  child_run_clear (&run);
+  cri_child_run_clear (&run);
   runtime__v1__exec_sync_request__free_unpacked (req, NULL);
 }
 
@@ -1083,8 +905,8 @@ reopen_log (struct cri_service *svc, const char *id, struct husk_error **err)
     ret = husk_error_make (err, errno, "signal the monitor of %s (pid %d)", c->id, (int) c->monitor_pid);
   else if (nonempty (c->log_path))
     {
-      int64_t deadline = monotonic_ms () + 5000;
-      while (access (c->log_path, F_OK) < 0 && monotonic_ms () < deadline)
+      int64_t deadline = cri_monotonic_ms () + 5000;
+      while (access (c->log_path, F_OK) < 0 && cri_monotonic_ms () < deadline)
         poll (NULL, 0, 10);
       if (access (c->log_path, F_OK) < 0)
         ret = husk_error_make (err, ETIMEDOUT, "container %s: log `%s` was not reopened", c->id, c->log_path);

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cri/runtime_exec.h"
 #include "cri/sandbox.h"
 #include "cri/service.h"
 #include "husk/cleanup.h"
@@ -23,15 +24,6 @@ fail (struct rpc_call *call, const char *rpc, struct husk_error **err)
 {
   rpc_fail (call, sandbox_status_code (*err), "%s: %s", rpc, (*err)->msg);
   husk_error_free (err);
-}
-
-static int64_t
-now_ns (void)
-{
-  struct timespec ts;
-
-  clock_gettime (CLOCK_REALTIME, &ts);
-  return (int64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 #define FREE_REQUEST(request) protobuf_c_message_free_unpacked (&(request)->base, NULL)
@@ -298,7 +290,7 @@ cri_pod_sandbox_status (struct rpc_call *call, const void *req, size_t len, void
     }
   status_view_init (&view, sb);
   reply.status = &view.status;
-  reply.timestamp = now_ns ();
+  reply.timestamp = cri_now_ns ();
   if (request->verbose)
     {
       info = status_info_json (sb);

@@ -1,0 +1,53 @@
+/* How huskd runs its children: an OCI runtime command (`husk`, `runc`,
+ * `crun` with --root), or any program with its output captured and a
+ * deadline; and the clocks the CRI records use. */
+#ifndef HUSK_CRI_RUNTIME_EXEC_H
+#define HUSK_CRI_RUNTIME_EXEC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cri/config.h"
+#include "husk/error.h"
+
+struct cri_child_output
+{
+  char *data; /* NUL-terminated, NULL when nothing came */
+  size_t len;
+  bool truncated;
+};
+
+struct cri_child_run
+{
+  char *const *argv;
+  int64_t timeout_ms; /* 0: none */
+  size_t output_max;
+  struct cri_child_output out[2]; /* stdout, stderr */
+  int wait_status;
+  bool timed_out;
+};
+
+/* Runs RUN->argv (stdin /dev/null, its own process group, no signals
+ * blocked) with stdout and stderr captured up to output_max each, killing
+ * the process group at the deadline.  Fails only when it cannot start. */
+int cri_child_run (struct cri_child_run *run, struct husk_error **err);
+void cri_child_run_clear (struct cri_child_run *run);
+
+/* An exit code the way a shell reports it: 128 + signal for a kill. */
+int cri_child_exit_code (int wait_status);
+
+/* `RT->path --root RT->root ARGS...` (NULL-terminated, at most 12); a
+ * failure carries the runtime's stderr in one line. */
+int cri_run_runtime (const struct huskd_runtime *rt, const char *const *args, struct husk_error **err);
+
+/* The configured runtime for HANDLER ("" or NULL: the default), or
+ * EINVAL naming it. */
+const struct huskd_runtime *cri_runtime_for (const struct huskd_config *cfg, const char *handler,
+                                             struct husk_error **err);
+
+/* CLOCK_REALTIME in nanoseconds (CRI timestamps), CLOCK_MONOTONIC in ms. */
+int64_t cri_now_ns (void);
+int64_t cri_monotonic_ms (void);
+
+#endif
