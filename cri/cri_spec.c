@@ -860,18 +860,17 @@ set_seccomp (json_t *config, const struct cri_spec_input *in, struct husk_error 
 /* ------------------------------------------------------------------ */
 /* resources, cgroups, annotations                                      */
 
-static int
-set_resources (json_t *config, const struct cri_spec_input *in, struct husk_error **err)
+json_t *
+cri_spec_resources (const struct Runtime__V1__LinuxContainerResources *res)
 {
-  const Runtime__V1__LinuxContainerResources *res = in->config->linux ? in->config->linux->resources : NULL;
-  json_t *resources = object_member (linux_of (config), "resources");
+  json_t *resources = json_object ();
   json_t *cpu = json_object (), *memory = json_object ();
 
   if (res == NULL)
     {
       json_decref (cpu);
       json_decref (memory);
-      return 0;
+      return resources;
     }
   if (res->cpu_shares > 0)
     json_object_set_new (cpu, "shares", json_integer (res->cpu_shares));
@@ -887,12 +886,12 @@ set_resources (json_t *config, const struct cri_spec_input *in, struct husk_erro
     json_object_set_new (memory, "limit", json_integer (res->memory_limit_in_bytes));
   if (res->memory_swap_limit_in_bytes > 0)
     json_object_set_new (memory, "swap", json_integer (res->memory_swap_limit_in_bytes));
-  json_object_set_new (resources, "cpu", cpu);
-  json_object_set_new (resources, "memory", memory);
-  if (json_object_size (cpu) == 0)
-    json_object_del (resources, "cpu");
-  if (json_object_size (memory) == 0)
-    json_object_del (resources, "memory");
+  if (json_object_size (cpu))
+    json_object_set (resources, "cpu", cpu);
+  if (json_object_size (memory))
+    json_object_set (resources, "memory", memory);
+  json_decref (cpu);
+  json_decref (memory);
   if (res->n_hugepage_limits)
     {
       json_t *limits = json_array ();
@@ -908,6 +907,18 @@ set_resources (json_t *config, const struct cri_spec_input *in, struct husk_erro
       for (size_t i = 0; i < res->n_unified; i++)
         json_object_set_new (unified, res->unified[i]->key, json_string (res->unified[i]->value));
     }
+  return resources;
+}
+
+static int
+set_resources (json_t *config, const struct cri_spec_input *in, struct husk_error **err)
+{
+  const Runtime__V1__LinuxContainerResources *res = in->config->linux ? in->config->linux->resources : NULL;
+
+  json_t *resources = cri_spec_resources (res);
+
+  json_object_update (object_member (linux_of (config), "resources"), resources);
+  json_decref (resources);
   return 0;
 }
 

@@ -14,6 +14,7 @@
 /* Tags of the protobuf-c messages (cri/proto/api.pb-c.h), so that this
  * header does not need the generated include path. */
 struct Runtime__V1__ContainerConfig;
+struct Runtime__V1__LinuxContainerResources;
 
 /* What a container takes from its pod.  A NULL namespace path means the
  * host's namespace (the pod runs with NODE mode for it). */
@@ -45,6 +46,11 @@ struct cri_spec_input
  * errno of a missing host path) and a message naming the CRI field:
  * `mounts[1].host_path `/x`: No such file or directory`. */
 int cri_spec_build (const struct cri_spec_input *in, json_t **out, struct husk_error **err);
+
+/* CRI resources as OCI linux.resources (cpu, memory, hugepageLimits,
+ * unified; no devices): a new object, empty for NULL.  Zero fields are
+ * left out, as kubelet means "not set" by them. */
+json_t *cri_spec_resources (const struct Runtime__V1__LinuxContainerResources *res);
 
 /* linux.cgroupsPath for container ID under PARENT: "<parent>/<id>", or
  * systemd's "<slice>:husk:<id>" when PARENT is a slice; NULL parent: NULL. */

@@ -45,7 +45,7 @@ static const struct rpc_method method_table[] = {
   M (RUNTIME_SVC, ListContainers, cri_list_containers, 0),
   M (RUNTIME_SVC, StreamContainers, not_yet, RPC_SERVER_STREAMING),
   M (RUNTIME_SVC, ContainerStatus, cri_container_status, 0),
-  M (RUNTIME_SVC, UpdateContainerResources, not_yet, 0),
+  M (RUNTIME_SVC, UpdateContainerResources, cri_update_container_resources, RPC_SLOW),
   M (RUNTIME_SVC, ReopenContainerLog, cri_reopen_container_log, 0),
   M (RUNTIME_SVC, ExecSync, cri_exec_sync, RPC_SLOW),
   M (RUNTIME_SVC, Exec, not_yet, 0),

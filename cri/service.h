@@ -97,4 +97,7 @@ void cri_container_status (struct rpc_call *call, const void *req, size_t len, v
 void cri_exec_sync (struct rpc_call *call, const void *req, size_t len, void *user);
 void cri_reopen_container_log (struct rpc_call *call, const void *req, size_t len, void *user);
 
+/* UpdateContainerResources (service_update.c). */
+void cri_update_container_resources (struct rpc_call *call, const void *req, size_t len, void *user);
+
 #endif

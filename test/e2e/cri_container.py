@@ -279,6 +279,64 @@ def test_bad_input(c, s):
     ok(leftovers == [], "failed creates leave nothing behind", leftovers)
 
 
+def host_controllers():
+    for path in ("/sys/fs/cgroup/cgroup.controllers", "/sys/fs/cgroup/unified/cgroup.controllers"):
+        try:
+            with open(path) as f:
+                return f.read().split()
+        except OSError:
+            pass
+    return []
+
+
+def update(c, cid, **resources):
+    c.call("UpdateContainerResources", pb.UpdateContainerResourcesRequest(
+        container_id=cid, linux=pb.LinuxContainerResources(**resources)), pb.UpdateContainerResourcesResponse)
+
+
+def bundle_resources(cid):
+    import json
+    with open(os.path.join(ROOT, "containers", cid, "bundle", "config.json")) as f:
+        return json.load(f)["linux"].get("resources", {})
+
+
+def test_update(c, s):
+    created = c.create(s["pod"], container_config("to-update", ["sleep 100"]), s["pod_config"])
+    update(c, created, cpu_shares=512, cpuset_cpus="0", unified={"memory.high": "64M"})
+    r = bundle_resources(created)
+    ok(r.get("cpu", {}).get("shares") == 512 and r["cpu"].get("cpus") == "0"
+       and r.get("unified", {}).get("memory.high") == "64M" and "devices" in r,
+       "UpdateContainerResources of a created container writes its bundle (devices kept)", r)
+    update(c, created, cpu_quota=20000, unified={"memory.high": "32M"})
+    r = bundle_resources(created)
+    ok(r["cpu"].get("shares") == 512 and r["cpu"].get("quota") == 20000 and r["unified"] == {"memory.high": "32M"},
+       "a second update merges: unset fields keep their values, a unified key is replaced", r)
+    c.remove(created)
+    running = c.create(s["pod"], container_config("updated", ["trap 'exit 0' TERM; while :; do sleep 0.1; done"]),
+                       s["pod_config"])
+    c.start(running)
+    update(c, running)
+    ok(True, "an update with no limits of a running container succeeds")
+    if "cpu" in host_controllers():
+        update(c, running, cpu_shares=256)
+        r = c.exec_sync(running, ["cat", "/sys/fs/cgroup/cpu.weight"])
+        ok(r.stdout.strip() != b"", "cpu.shares reaches the running container's cgroup", r)
+    else:
+        e = rpc_error(lambda: update(c, running, cpu_shares=256))
+        ok(e is not None and running in e.details() and "cpu" in e.details(),
+           "without a cpu controller the update is refused naming the container and the controller", e)
+    ok(c.status(running).state == pb.CONTAINER_RUNNING, "a refused update leaves the container running")
+    c.stop(running, timeout=5)
+    update(c, running, cpu_shares=128)
+    ok(True, "an exited container's limits can still be updated (record only)")
+    c.remove(running)
+    e = rpc_error(lambda: update(c, "0" * 64, cpu_shares=2))
+    ok(e is not None and e.code() == grpc.StatusCode.NOT_FOUND, "UpdateContainerResources of an unknown id: NOT_FOUND", e)
+    e = rpc_error(lambda: update(c, "", cpu_shares=2))
+    ok(e is not None and e.code() == grpc.StatusCode.INVALID_ARGUMENT and "container_id" in e.details(),
+       "UpdateContainerResources without an id: INVALID_ARGUMENT naming container_id", e)
+
+
 def test_reopen_log(c, s):
     cid = c.create(s["pod"], container_config("chatty", ["while :; do echo tick; sleep 0.05; done"]),
                    s["pod_config"])
@@ -345,7 +403,7 @@ def main():
                           pb.RunPodSandboxResponse).pod_sandbox_id
         ok(len(s["pod"]) == 64, "pull busybox and run a pod")
         for test in (test_exit_and_logs, test_exec_sync, test_stop_remove, test_security, test_bad_input,
-                     test_reopen_log, test_restart, test_latency):
+                     test_update, test_reopen_log, test_restart, test_latency):
             try:
                 test(c, s)
             except Exception as e:  # a crash of one test is one failure
