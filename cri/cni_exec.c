@@ -8,6 +8,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -113,13 +114,19 @@ mark_fds_cloexec (void)
 }
 
 static __attribute__ ((noreturn)) void
-plugin_child (const struct cni_exec *exec, const struct plugin_pipes *pipes, const sigset_t *empty_mask)
+plugin_child (const struct cni_exec *exec, const struct plugin_pipes *pipes, const sigset_t *empty_mask,
+              pid_t parent)
 {
   char *const argv[] = { (char *) exec->path, NULL };
   int exec_errno;
 
-  /* Its own process group, so a timeout also kills what it started. */
+  /* Its own process group, so a timeout also kills what it started; and
+   * it dies with huskd: after a crash huskd's restart runs DEL, which an
+   * ADD still running would race. */
   setpgid (0, 0);
+  prctl (PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid () != parent)
+    _exit (126);
   if (dup2 (pipes->child[PIPE_STDIN], 0) < 0 || dup2 (pipes->child[PIPE_STDOUT], 1) < 0
       || dup2 (pipes->child[PIPE_STDERR], 2) < 0)
     _exit (126);
@@ -138,6 +145,7 @@ static pid_t
 fork_plugin (const struct cni_exec *exec, const struct plugin_pipes *pipes)
 {
   sigset_t all, saved, empty;
+  pid_t parent = getpid ();
   pid_t pid;
   int fork_errno;
 
@@ -146,7 +154,7 @@ fork_plugin (const struct cni_exec *exec, const struct plugin_pipes *pipes)
   pthread_sigmask (SIG_SETMASK, &all, &saved);
   pid = fork ();
   if (pid == 0)
-    plugin_child (exec, pipes, &empty);
+    plugin_child (exec, pipes, &empty, parent);
   fork_errno = errno;
   pthread_sigmask (SIG_SETMASK, &saved, NULL);
   errno = fork_errno;

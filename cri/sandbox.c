@@ -133,12 +133,12 @@ sandbox_save (const struct sandbox *sb, bool with_config, struct husk_error **er
     }
   for (size_t i = 0; sb->ips[i]; i++)
     json_array_append_new (ips, json_string (sb->ips[i]));
-  doc = json_pack ("{s:s, s:s, s:I, s:s, s:s?, s:s?, s:s?, s:s?, s:i, s:I, s:b, s:o}", "id", sb->id, "state",
-                   sb->state == SANDBOX_READY ? "ready" : "notready", "created_at",
+  doc = json_pack ("{s:s, s:s, s:I, s:s, s:s?, s:s?, s:s?, s:s?, s:i, s:I, s:b, s:b, s:o}", "id", sb->id,
+                   "state", sb->state == SANDBOX_READY ? "ready" : "notready", "created_at",
                    (json_int_t) sb->created_at, "runtime_handler", sb->runtime_handler, "netns",
                    sb->netns_path, "ipcns", sb->ipcns_path, "utsns", sb->utsns_path, "pidns", sb->pidns_path,
                    "pause_pid", (int) sb->pause_pid, "pause_start_time", (json_int_t) sb->pause_start_time,
-                   "network_down", sb->network_down, "ips", ips);
+                   "network_down", sb->network_down, "creating", sb->creating, "ips", ips);
   text = json_dumps (doc, JSON_COMPACT);
   json_decref (doc);
   return husk_write_file_atomic (state_path, text, strlen (text), 0600, err);
@@ -196,6 +196,7 @@ load_state (struct sandbox *sb, struct husk_error **err)
   sb->pause_pid = (pid_t) json_integer_value (json_object_get (doc, "pause_pid"));
   sb->pause_start_time = (unsigned long long) json_integer_value (json_object_get (doc, "pause_start_time"));
   sb->network_down = json_is_true (json_object_get (doc, "network_down"));
+  sb->creating = json_is_true (json_object_get (doc, "creating"));
   sb->ips = xcalloc (json_array_size (json_object_get (doc, "ips")) + 1, sizeof *sb->ips);
   json_array_foreach (json_object_get (doc, "ips"), i, ip) sb->ips[i]
       = xstrdup (json_string_value (ip) ?: "");
@@ -226,9 +227,16 @@ load_one (struct sandbox_store *store, const char *id)
   sandbox_set_paths (store, sb);
   if (load_config (sb, &err) < 0 || load_state (sb, &err) < 0)
     {
-      husk_warn ("sandbox %s: %s: skipped", id, err->msg);
+      husk_warn ("sandbox %s: %s: to be removed", id, err->msg);
       husk_error_free (&err);
       sandbox_free (sb);
+      store->unreadable = husk_strv_append (store->unreadable, id);
+      return;
+    }
+  if (sb->creating)
+    {
+      store->unfinished = xrealloc (store->unfinished, (store->n_unfinished + 1) * sizeof *store->unfinished);
+      store->unfinished[store->n_unfinished++] = sb;
       return;
     }
   if (sb->state == SANDBOX_READY && !still_alive (sb))
@@ -244,6 +252,31 @@ load_one (struct sandbox_store *store, const char *id)
   store->items[store->n++] = sb;
 }
 
+static bool
+is_sandbox_id (const char *name)
+{
+  return strlen (name) == 64 && strspn (name, "0123456789abcdef") == 64;
+}
+
+/* STATE/sandboxes/<id> whose ROOT record is gone altogether: a remove
+ * that stopped between the two directories. */
+static int
+find_lost_pins (struct sandbox_store *store, struct husk_error **err)
+{
+  cleanup_dir DIR *dir = opendir (store->pins_dir);
+  struct dirent *de;
+
+  if (dir == NULL)
+    return husk_error_make (err, errno, "open `%s`", store->pins_dir);
+  while ((de = readdir (dir)) != NULL)
+    {
+      cleanup_free char *record_dir = xasprintf ("%s/%s", store->sandboxes_dir, de->d_name);
+      if (is_sandbox_id (de->d_name) && access (record_dir, F_OK) < 0)
+        store->unreadable = husk_strv_append (store->unreadable, de->d_name);
+    }
+  return 0;
+}
+
 static int
 load_all (struct sandbox_store *store, struct husk_error **err)
 {
@@ -253,9 +286,9 @@ load_all (struct sandbox_store *store, struct husk_error **err)
   if (dir == NULL)
     return husk_error_make (err, errno, "open `%s`", store->sandboxes_dir);
   while ((de = readdir (dir)) != NULL)
-    if (strlen (de->d_name) == 64 && strspn (de->d_name, "0123456789abcdef") == 64)
+    if (is_sandbox_id (de->d_name))
       load_one (store, de->d_name);
-  return 0;
+  return find_lost_pins (store, err);
 }
 
 /* ---------------------------------------------------------------- store */
@@ -271,6 +304,7 @@ sandbox_store_open (const char *root, const char *state, struct sandbox_store **
   pthread_mutex_init (&store->lock, NULL);
   pthread_cond_init (&store->idle, NULL);
   store->reserved = xcalloc (1, sizeof *store->reserved);
+  store->unreadable = xcalloc (1, sizeof *store->unreadable);
   if (husk_mkdir_p (store->sandboxes_dir, 0700, err) < 0 || husk_mkdir_p (store->pins_dir, 0700, err) < 0
       || load_all (store, err) < 0)
     {
@@ -297,6 +331,10 @@ sandbox_store_free (struct sandbox_store *store)
   pthread_mutex_destroy (&store->lock);
   pthread_cond_destroy (&store->idle);
   husk_strvfreep (&store->reserved);
+  husk_strvfreep (&store->unreadable);
+  for (size_t i = 0; i < store->n_unfinished; i++)
+    sandbox_free (store->unfinished[i]);
+  free (store->unfinished);
   free (store);
 }
 

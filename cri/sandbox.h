@@ -43,6 +43,7 @@ struct sandbox
   char *pidns_path;
   pid_t pause_pid;
   bool network_down;                                   /* stopped: CNI DEL done, pause killed */
+  bool creating;                                       /* RunPodSandbox not finished: rolled back at load */
   bool busy;                                           /* the store's: a stop or remove is running on it */
   unsigned long long pause_start_time;                 /* /proc/<pid>/stat starttime: guards pid reuse */
   char *hostname_path, *hosts_path, *resolv_conf_path; /* files containers bind-mount */
@@ -79,6 +80,13 @@ void sandboxes_free (struct sandbox **list, size_t n);
 /* The CNI config dir and plugin dirs (NULL: cni.h's defaults); the CNI
  * result cache lives in ROOT/cni-cache. */
 void sandbox_store_set_network (struct sandbox_store *store, const char *conf_dir, const char *bin_dirs);
+
+/* After a crash: rolls back every RunPodSandbox that did not finish and
+ * removes what a record that cannot be read leaves (its CNI network, the
+ * processes in its network namespace, the pins, the directories), with a
+ * warning for each.  Call once, after sandbox_store_set_network and
+ * before serving. */
+void sandbox_store_recover (struct sandbox_store *store);
 
 /* Creates the pod: namespaces, pause process, CNI network, files and the
  * record, which is on disk before this returns.  CONFIG is copied.  On

@@ -30,6 +30,9 @@ struct sandbox_ns_setup
 int sandbox_ns_pin (const struct sandbox_ns_setup *setup, struct husk_error **err);
 /* Unmounts and unlinks a pin; a missing one is fine. */
 void sandbox_ns_unpin (const char *pin);
+/* SIGKILLs every process in the network namespace pinned at PIN (none
+ * when it is not pinned); returns how many. */
+int sandbox_ns_kill_members (const char *pin);
 /* True when PIN is a mounted namespace file (false after a reboot). */
 bool sandbox_ns_pinned (const char *pin);
 

@@ -22,6 +22,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <dirent.h>
+
 #include "cri/sandbox_internal.h"
 #include "husk/cleanup.h"
 #include "husk/util.h"
@@ -215,6 +217,32 @@ sandbox_ns_pinned (const char *pin)
   struct statfs fs;
 
   return pin && statfs (pin, &fs) == 0 && fs.f_type == NSFS_MAGIC;
+}
+
+int
+sandbox_ns_kill_members (const char *pin)
+{
+  cleanup_dir DIR *proc = NULL;
+  struct dirent *de;
+  struct stat pinned;
+  int killed = 0;
+
+  if (!sandbox_ns_pinned (pin) || stat (pin, &pinned) < 0 || (proc = opendir ("/proc")) == NULL)
+    return 0;
+  while ((de = readdir (proc)) != NULL)
+    {
+      char path[64];
+      struct stat st;
+      int pid = atoi (de->d_name);
+
+      if (pid <= 1 || pid == getpid ())
+        continue;
+      snprintf (path, sizeof path, "/proc/%d/ns/net", pid);
+      if (stat (path, &st) == 0 && st.st_dev == pinned.st_dev && st.st_ino == pinned.st_ino
+          && kill (pid, SIGKILL) == 0)
+        killed++;
+    }
+  return killed;
 }
 
 /* ---------------------------------------------------------------- pause */

@@ -198,6 +198,7 @@ new_record (struct sandbox_store *store, const Runtime__V1__PodSandboxConfig *co
   sb->state = SANDBOX_NOTREADY;
   sb->created_at = cri_now_ns ();
   sb->runtime_handler = xstrdup (runtime_handler ? runtime_handler : "");
+  sb->creating = true;
   sandbox_set_paths (store, sb);
   if (ns->network != RUNTIME__V1__NAMESPACE_MODE__NODE)
     {
@@ -254,6 +255,9 @@ create (struct sandbox_store *store, struct sandbox *sb, const struct sandbox_sy
           < 0)
         return -1;
       sb->pidns_path = xasprintf ("/proc/%d/ns/pid", sb->pause_pid);
+      /* A restart from here on must find the pause process to kill it. */
+      if (sandbox_save (sb, false, err) < 0)
+        return -1;
     }
   if (sb->netns_path)
     {
@@ -266,6 +270,7 @@ create (struct sandbox_store *store, struct sandbox *sb, const struct sandbox_sy
   if (sandbox_write_files (sb, setup.hostname ? setup.hostname : host_name, err) < 0)
     return -1;
   sb->state = SANDBOX_READY;
+  sb->creating = false;
   return sandbox_save (sb, false, err);
 }
 
@@ -360,6 +365,62 @@ sandbox_run (struct sandbox_store *store, const Runtime__V1__PodSandboxConfig *c
   sandbox_free (sb);
   sandbox_sysctls_free (sysctls, n_sysctls);
   return ret;
+}
+
+/* ---------------------------------------------------------------- recovery */
+
+/* What a crash left of one pod: its network (DEL runs from the cached
+ * ADD result, and is harmless when ADD never ran), whatever runs in its
+ * network namespace, pins and directories. */
+static void
+roll_back (struct sandbox_store *store, struct sandbox *sb, const char *why)
+{
+  int killed = sb->netns_path ? sandbox_ns_kill_members (sb->netns_path) : 0;
+
+  husk_warn ("pod sandbox %s: %s: rolled back (CNI DEL, %d process(es) killed, pins and files removed)",
+             sb->id, why, killed);
+  teardown (store, sb, sb->netns_path != NULL);
+}
+
+static struct sandbox *
+unreadable_record (struct sandbox_store *store, const char *id)
+{
+  struct sandbox *sb = xcalloc (1, sizeof *sb);
+  const char *names[] = { "net", "ipc", "uts" };
+  char **paths[] = { &sb->netns_path, &sb->ipcns_path, &sb->utsns_path };
+
+  sb->id = xstrdup (id);
+  sb->name = xstrdup ("");
+  sb->namespace_ = xstrdup ("");
+  sb->uid = xstrdup ("");
+  sb->ips = xcalloc (1, sizeof *sb->ips);
+  sandbox_set_paths (store, sb);
+  for (size_t i = 0; i < 3; i++)
+    {
+      cleanup_free char *pin = xasprintf ("%s/%s", sb->state_dir, names[i]);
+      if (access (pin, F_OK) == 0)
+        *paths[i] = steal_pointer (&pin);
+    }
+  return sb;
+}
+
+void
+sandbox_store_recover (struct sandbox_store *store)
+{
+  for (size_t i = 0; i < store->n_unfinished; i++)
+    {
+      roll_back (store, store->unfinished[i], "RunPodSandbox did not finish");
+      sandbox_free (store->unfinished[i]);
+    }
+  store->n_unfinished = 0;
+  for (size_t i = 0; store->unreadable[i]; i++)
+    {
+      struct sandbox *sb = unreadable_record (store, store->unreadable[i]);
+      roll_back (store, sb, "no readable record");
+      sandbox_free (sb);
+    }
+  husk_strvfreep (&store->unreadable);
+  store->unreadable = xcalloc (1, sizeof *store->unreadable);
 }
 
 /* ---------------------------------------------------------------- stop, remove */

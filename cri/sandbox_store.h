@@ -19,6 +19,11 @@ struct sandbox_store
   struct sandbox **items;
   size_t n;
   char **reserved; /* "namespace/name/attempt" of runs in progress */
+  /* Found at load, for sandbox_store_recover: runs that did not finish,
+   * and ids with a directory but no readable record. */
+  struct sandbox **unfinished;
+  size_t n_unfinished;
+  char **unreadable;
 };
 
 struct sandbox *sandbox_copy (const struct sandbox *sb);

@@ -304,6 +304,95 @@ def test_reboot(h, state):
        "removing it releases the lease and forgets it")
 
 
+def veths():
+    return {line.split(":")[1].strip().split("@")[0] for line in
+            sh("ip", "-o", "link", "show", "master", BRIDGE).splitlines() if "veth" in line}
+
+
+def leftovers(pods, veths_before):
+    """What pods may leave behind on the host: iptables rules, mounts and
+    directories naming their ids, host-local leases held for them, and
+    veths on the bridge that were not there before."""
+    nat = sh("iptables-save", "-t", "nat")
+    found = [f"iptables: {line}" for line in nat.splitlines() if any(p in line for p in pods)]
+    found += [f"mount {m}" for m in open("/proc/self/mountinfo").read().split()
+              if any(p in m for p in pods)]
+    for d in (os.path.join(ROOT, "sandboxes"), os.path.join(STATE, "sandboxes")):
+        found += [f"dir {d}/{x}" for x in os.listdir(d) if x in pods]
+    found += [f"veth {x}" for x in veths() - veths_before]
+    lease_dir = os.path.join(IPAM_DIR, NET)
+    for x in os.listdir(lease_dir) if os.path.isdir(lease_dir) else []:
+        with open(os.path.join(lease_dir, x), errors="replace") as f:
+            holder = f.read()
+        found += [f"lease {x}" for p in pods if p in holder]
+    return found
+
+
+def crashed_pod(h, name, edit):
+    """A pod with a pause process and a port mapping; huskd is killed and
+    EDIT(pod, info) changes what it left on disk before the restart."""
+    pod = h.run(pod_config(name, pid=POD, port_mappings=[
+        pb.PortMapping(protocol=pb.TCP, container_port=80, host_port=18081, host_ip="127.0.0.1")]))
+    info = info_of(h.status(pod))
+    h.kill9()
+    edit(pod, info)
+    h.start()
+    return pod, info
+
+
+def check_rolled_back(h, pod, info, what, veths_before):
+    ok(pod not in h.list(), f"{what}: after the restart the pod is not listed")
+    ok(wait_gone(info["pid"]), f"{what}: its pause process is killed")
+    left = leftovers([pod], veths_before)
+    ok(left == [], f"{what}: no pin, directory, veth, lease or iptables rule is left", left)
+
+
+def test_recovery(h, state):
+    before = veths()
+    def unfinished(pod, info):
+        path = os.path.join(ROOT, "sandboxes", pod, "state.json")
+        doc = json.load(open(path))
+        doc["creating"] = True
+        json.dump(doc, open(path, "w"))
+
+    pod, info = crashed_pod(h, "unfinished", unfinished)
+    check_rolled_back(h, pod, info, "a RunPodSandbox that did not finish", before)
+    pod, info = crashed_pod(h, "unreadable", lambda p, i: os.unlink(os.path.join(ROOT, "sandboxes", p, "state.json")))
+    check_rolled_back(h, pod, info, "a record that cannot be read", before)
+    pod, info = crashed_pod(h, "lost", lambda p, i: subprocess.run(["rm", "-rf", os.path.join(ROOT, "sandboxes", p)]))
+    check_rolled_back(h, pod, info, "pins without a record", before)
+
+
+def test_crash_during_run(h, state):
+    """kill -9 huskd at random moments of RunPodSandbox (with a pause
+    process and a port mapping); after each restart every listed pod is
+    whole, and once they are removed nothing is left."""
+    import random
+    rng = random.Random(5)
+    before, listed_before = veths(), set(h.list())
+    seen = set()
+    for i in range(8):
+        with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+            fut = pool.submit(lambda: rpc_error(lambda: h.run(pod_config(f"crash-{i}", pid=POD, port_mappings=[
+                pb.PortMapping(protocol=pb.TCP, container_port=80, host_port=18090 + i, host_ip="127.0.0.1")]))))
+            time.sleep(rng.uniform(0.0, 0.25))
+            h.kill9()
+            fut.result()
+        seen.update(x for x in os.listdir(os.path.join(ROOT, "sandboxes")) if x not in listed_before)
+        h.start()
+        broken = [p for p in h.list() if p not in listed_before and h.status(p).status.state == pb.SANDBOX_READY
+                  and not os.path.exists(info_of(h.status(p))["netns"] or "/nonexistent")]
+        if broken:
+            ok(False, "after a crash every READY pod has its namespaces", broken)
+            return
+    pods = [p for p in h.list() if p not in listed_before]
+    for p in pods:
+        h.remove(p)
+    ok(True, f"8 crashes during RunPodSandbox: {len(pods)} pod(s) had finished and were listed")
+    left = leftovers(list(seen), before)
+    ok(left == [], "after removing them nothing is left of any crashed run", left)
+
+
 def test_no_cni(state):
     h2 = Huskd("nocni", os.path.join(WORK, "config-empty.json"))
     h2.start()
@@ -364,7 +453,8 @@ def main():
     state = {}
     try:
         for test in (test_pod_network, test_host_network, test_list, test_bad_input, test_stop_remove,
-                     test_pid_pod_restart, test_reboot, test_latency, test_parallel):
+                     test_pid_pod_restart, test_reboot, test_recovery, test_crash_during_run, test_latency,
+                     test_parallel):
             try:
                 test(h, state)
             except Exception as e:  # a crash of one test is one failure
