@@ -438,6 +438,28 @@ bind_mount (const char *source, const char *destination, const char *propagation
                     source, "options", "rbind", propagation, readonly ? "ro" : "rw");
 }
 
+/* The containers of a pod share its /dev/shm (writable even on a
+ * read-only rootfs), in place of the tmpfs of their own. */
+static void
+share_pod_shm (json_t *mounts, const char *shm_path)
+{
+  json_t *shm
+      = json_pack ("{s:s, s:s, s:s, s:[s,s,s,s,s,s]}", "destination", "/dev/shm", "type", "bind", "source",
+                   shm_path, "options", "rbind", "rprivate", "nosuid", "nodev", "noexec", "rw");
+  size_t i;
+  json_t *m;
+
+  json_array_foreach (mounts, i, m)
+  {
+    if (strcmp (json_string_value (json_object_get (m, "destination")) ?: "", "/dev/shm") == 0)
+      {
+        json_array_set_new (mounts, i, shm);
+        return;
+      }
+  }
+  json_array_append_new (mounts, shm);
+}
+
 static int
 add_sandbox_files (json_t *config, const struct cri_spec_input *in, struct husk_error **err)
 {
@@ -456,6 +478,8 @@ add_sandbox_files (json_t *config, const struct cri_spec_input *in, struct husk_
     if (files[i].source && !has_user_mount (in->config, files[i].destination))
       json_array_append_new (
           mounts, bind_mount (files[i].source, files[i].destination, "rprivate", sc && sc->readonly_rootfs));
+  if (in->sandbox.shm_path && !has_user_mount (in->config, "/dev/shm"))
+    share_pod_shm (mounts, in->sandbox.shm_path);
   return 0;
 }
 

@@ -26,7 +26,8 @@ struct cri_spec_sandbox
   const char *pidns_path;                                    /* the pod's shared pid namespace, or NULL */
   bool host_pid;                                             /* the pod's pid mode is NODE */
   const char *hostname_path, *hosts_path, *resolv_conf_path; /* NULL: not mounted */
-  const char *cgroup_parent;                                 /* NULL: none */
+  const char *shm_path;      /* the pod's /dev/shm to bind; NULL: a tmpfs of the container's own */
+  const char *cgroup_parent; /* NULL: none */
 };
 
 struct cri_spec_input

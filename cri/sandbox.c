@@ -60,6 +60,7 @@ sandbox_copy (const struct sandbox *sb)
   copy->hostname_path = xstrdup (sb->hostname_path);
   copy->hosts_path = xstrdup (sb->hosts_path);
   copy->resolv_conf_path = xstrdup (sb->resolv_conf_path);
+  copy->shm_path = dup_or_null (sb->shm_path);
   copy->cgroup_parent = dup_or_null (sb->cgroup_parent);
   copy->ips = strv_copy (sb->ips);
   copy->config = sandbox_config_copy (sb->config);
@@ -85,6 +86,7 @@ sandbox_free (struct sandbox *sb)
   free (sb->hostname_path);
   free (sb->hosts_path);
   free (sb->resolv_conf_path);
+  free (sb->shm_path);
   free (sb->cgroup_parent);
   husk_strvfreep (&sb->ips);
   if (sb->config)
@@ -109,6 +111,13 @@ sandbox_set_paths (struct sandbox_store *store, struct sandbox *sb)
   sb->hostname_path = xasprintf ("%s/hostname", sb->dir);
   sb->hosts_path = xasprintf ("%s/hosts", sb->dir);
   sb->resolv_conf_path = xasprintf ("%s/resolv.conf", sb->dir);
+}
+
+void
+sandbox_set_shm_path (struct sandbox *sb)
+{
+  free (sb->shm_path);
+  sb->shm_path = sb->ipcns_path ? xasprintf ("%s/shm", sb->state_dir) : xstrdup ("/dev/shm");
 }
 
 /* ---------------------------------------------------------------- record */
@@ -192,6 +201,7 @@ load_state (struct sandbox *sb, struct husk_error **err)
   sb->netns_path = json_dup (doc, "netns");
   sb->ipcns_path = json_dup (doc, "ipcns");
   sb->utsns_path = json_dup (doc, "utsns");
+  sandbox_set_shm_path (sb);
   sb->pidns_path = json_dup (doc, "pidns");
   sb->pause_pid = (pid_t) json_integer_value (json_object_get (doc, "pause_pid"));
   sb->pause_start_time = (unsigned long long) json_integer_value (json_object_get (doc, "pause_start_time"));

@@ -7,7 +7,7 @@
  * On disk: ROOT/sandboxes/<id>/ (persistent: config.pb = the packed
  * PodSandboxConfig, state.json written atomically, hostname, hosts,
  * resolv.conf) and STATE/sandboxes/<id>/ (volatile: the namespace pins
- * net, ipc, uts; pause pid).  The interface is shared by the sandbox RPCs
+ * net, ipc, uts; the shm tmpfs).  The interface is shared by the sandbox RPCs
  * and the container RPCs. */
 #ifndef HUSK_CRI_SANDBOX_H
 #define HUSK_CRI_SANDBOX_H
@@ -47,9 +47,12 @@ struct sandbox
   bool busy;                                           /* the store's: a stop or remove is running on it */
   unsigned long long pause_start_time;                 /* /proc/<pid>/stat starttime: guards pid reuse */
   char *hostname_path, *hosts_path, *resolv_conf_path; /* files containers bind-mount */
-  char *cgroup_parent;                                 /* from linux.cgroup_parent, or NULL */
-  char **ips;                                          /* pod IPs from CNI, IPv4 first; never NULL */
-  Runtime__V1__PodSandboxConfig *config;               /* unpacked, owned */
+  /* The pod's /dev/shm, shared by its containers: a tmpfs in state_dir
+   * for a pod IPC namespace, the host's /dev/shm for NODE. */
+  char *shm_path;
+  char *cgroup_parent;                   /* from linux.cgroup_parent, or NULL */
+  char **ips;                            /* pod IPs from CNI, IPv4 first; never NULL */
+  Runtime__V1__PodSandboxConfig *config; /* unpacked, owned */
 };
 
 void sandbox_free (struct sandbox *sb);

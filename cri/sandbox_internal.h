@@ -30,6 +30,11 @@ struct sandbox_ns_setup
 int sandbox_ns_pin (const struct sandbox_ns_setup *setup, struct husk_error **err);
 /* Unmounts and unlinks a pin; a missing one is fine. */
 void sandbox_ns_unpin (const char *pin);
+/* The pod's /dev/shm: a tmpfs at PATH (created), and its unmount (not
+ * an error when it is not mounted). */
+int sandbox_shm_mount (const char *path, struct husk_error **err);
+void sandbox_shm_unmount (const char *path);
+
 /* SIGKILLs every process in the network namespace pinned at PIN (none
  * when it is not pinned); returns how many. */
 int sandbox_ns_kill_members (const char *pin);

@@ -245,6 +245,28 @@ sandbox_ns_kill_members (const char *pin)
   return killed;
 }
 
+/* ---------------------------------------------------------------- shm */
+
+/* 64 MiB, as Docker and containerd give a pod. */
+#define SHM_OPTIONS "mode=1777,size=65536k"
+
+int
+sandbox_shm_mount (const char *path, struct husk_error **err)
+{
+  if (mkdir (path, 0700) < 0 && errno != EEXIST)
+    return husk_error_make (err, errno, "create `%s`", path);
+  if (mount ("shm", path, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, SHM_OPTIONS) < 0)
+    return husk_error_make (err, errno, "mount the pod's /dev/shm (tmpfs) on `%s`", path);
+  return 0;
+}
+
+void
+sandbox_shm_unmount (const char *path)
+{
+  if (umount2 (path, MNT_DETACH) < 0 && errno != EINVAL && errno != ENOENT)
+    husk_warn ("unmount the pod's /dev/shm `%s`: %s", path, strerror (errno));
+}
+
 /* ---------------------------------------------------------------- pause */
 
 static volatile sig_atomic_t pause_child_exited;

@@ -165,6 +165,7 @@ teardown (struct sandbox_store *store, struct sandbox *sb, bool network_added)
 {
   struct husk_error *err = NULL;
   const char *pins[] = { sb->netns_path, sb->ipcns_path, sb->utsns_path };
+  cleanup_free char *shm = NULL;
 
   if (network_added && network_del (store, sb, &err) < 0)
     {
@@ -175,6 +176,9 @@ teardown (struct sandbox_store *store, struct sandbox *sb, bool network_added)
   for (size_t i = 0; i < 3; i++)
     if (pins[i])
       sandbox_ns_unpin (pins[i]);
+  /* Whatever the record says: the tmpfs must not be emptied by rm_rf. */
+  shm = xasprintf ("%s/shm", sb->state_dir);
+  sandbox_shm_unmount (shm);
   if (husk_rm_rf (sb->state_dir, &err) < 0 || husk_rm_rf (sb->dir, &err) < 0)
     {
       husk_warn ("%s", err->msg);
@@ -207,6 +211,7 @@ new_record (struct sandbox_store *store, const Runtime__V1__PodSandboxConfig *co
     }
   if (ns->ipc != RUNTIME__V1__NAMESPACE_MODE__NODE)
     sb->ipcns_path = xasprintf ("%s/ipc", sb->state_dir);
+  sandbox_set_shm_path (sb);
   if (config->linux && !empty (config->linux->cgroup_parent))
     sb->cgroup_parent = xstrdup (config->linux->cgroup_parent);
   sb->ips = xcalloc (1, sizeof *sb->ips);
@@ -247,6 +252,8 @@ create (struct sandbox_store *store, struct sandbox *sb, const struct sandbox_sy
       || sandbox_save (sb, true, err) < 0)
     return -1;
   if ((setup.net_pin || setup.ipc_pin) && sandbox_ns_pin (&setup, err) < 0)
+    return -1;
+  if (sb->ipcns_path && sandbox_shm_mount (sb->shm_path, err) < 0)
     return -1;
   if (namespace_options (sb->config)->pid == RUNTIME__V1__NAMESPACE_MODE__POD)
     {

@@ -29,6 +29,8 @@ struct sandbox_store
 struct sandbox *sandbox_copy (const struct sandbox *sb);
 Runtime__V1__PodSandboxConfig *sandbox_config_copy (const Runtime__V1__PodSandboxConfig *config);
 void sandbox_set_paths (struct sandbox_store *store, struct sandbox *sb);
+/* shm_path, once ipcns_path is known. */
+void sandbox_set_shm_path (struct sandbox *sb);
 int sandbox_save (const struct sandbox *sb, bool with_config, struct husk_error **err);
 ssize_t sandbox_store_find (struct sandbox_store *store, const char *id, struct husk_error **err);
 

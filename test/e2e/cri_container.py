@@ -300,6 +300,23 @@ def bundle_resources(cid):
         return json.load(f)["linux"].get("resources", {})
 
 
+def test_shared_shm(c, s):
+    writer = c.create(s["pod"], container_config("shm-writer", ["echo shared > /dev/shm/note; sleep 100"]),
+                      s["pod_config"])
+    reader = c.create(s["pod"], container_config("shm-reader", ["sleep 100"]), s["pod_config"])
+    for x in (writer, reader):
+        c.start(x)
+    time.sleep(0.3)
+    r = c.exec_sync(reader, ["cat", "/dev/shm/note"])
+    ok(r.stdout == b"shared\n", "two containers of a pod share its /dev/shm", r)
+    r = c.exec_sync(reader, ["sh", "-c", "grep ' /dev/shm ' /proc/mounts"])
+    fields = r.stdout.split()
+    ok(len(fields) > 3 and fields[2] == b"tmpfs" and b"size=65536k" in fields[3] and b"nosuid" in fields[3]
+       and b"noexec" in fields[3], "the pod's /dev/shm is a 64 MiB nosuid,noexec tmpfs", r.stdout)
+    for x in (writer, reader):
+        c.remove(x)
+
+
 def test_update(c, s):
     created = c.create(s["pod"], container_config("to-update", ["sleep 100"]), s["pod_config"])
     update(c, created, cpu_shares=512, cpuset_cpus="0", unified={"memory.high": "64M"})
@@ -403,7 +420,7 @@ def main():
                           pb.RunPodSandboxResponse).pod_sandbox_id
         ok(len(s["pod"]) == 64, "pull busybox and run a pod")
         for test in (test_exit_and_logs, test_exec_sync, test_stop_remove, test_security, test_bad_input,
-                     test_update, test_reopen_log, test_restart, test_latency):
+                     test_shared_shm, test_update, test_reopen_log, test_restart, test_latency):
             try:
                 test(c, s)
             except Exception as e:  # a crash of one test is one failure
@@ -417,6 +434,8 @@ def main():
         ok(c.list() == [], "RemovePodSandbox removes its containers", c.list())
         ok(mounts_under(os.path.join(ROOT, "containers")) == [], "no container mount left",
            mounts_under(ROOT))
+        ok(mounts_under(os.path.join(STATE, "sandboxes")) == [], "no pod pin or /dev/shm mount left",
+           mounts_under(STATE))
     except Exception as e:
         ok(False, "setup: pull and run a pod", repr(e))
     finally:

@@ -320,6 +320,45 @@ test_sandbox_files_readonly_rootfs (void **state)
 }
 
 static void
+test_pod_shm (void **state)
+{
+  struct fixture *f = *state;
+  size_t n_shm = 0, i;
+  json_t *m;
+
+  build_ok (f);
+  assert_string_equal (str_at (mount_at (f->spec, "/dev/shm"), "type"), "tmpfs");
+  f->in.sandbox.shm_path = "/run/husk/sb/shm";
+  f->sc.readonly_rootfs = true;
+  build_ok (f);
+  /* The pod's tmpfs replaces the container's own, and stays writable. */
+  json_array_foreach (json_object_get (f->spec, "mounts"), i, m) n_shm
+      += strcmp (json_string_value (json_object_get (m, "destination")), "/dev/shm") == 0;
+  assert_int_equal (n_shm, 1);
+  assert_string_equal (str_at (mount_at (f->spec, "/dev/shm"), "type"), "bind");
+  assert_string_equal (str_at (mount_at (f->spec, "/dev/shm"), "source"), "/run/husk/sb/shm");
+  assert_true (array_has (at (mount_at (f->spec, "/dev/shm"), "options"), "rw"));
+  assert_true (array_has (at (mount_at (f->spec, "/dev/shm"), "options"), "noexec"));
+}
+
+static void
+test_update_resources (void **state)
+{
+  Runtime__V1__LinuxContainerResources res = RUNTIME__V1__LINUX_CONTAINER_RESOURCES__INIT;
+  json_t *empty = cri_spec_resources (NULL), *json;
+
+  assert_int_equal (json_object_size (empty), 0);
+  json_decref (empty);
+  res.cpu_shares = 256, res.memory_swap_limit_in_bytes = 1 << 20;
+  json = cri_spec_resources (&res);
+  assert_int_equal (json_integer_value (at (json, "cpu.shares")), 256);
+  assert_int_equal (json_integer_value (at (json, "memory.swap")), 1 << 20);
+  assert_null (at (json, "memory.limit"));
+  assert_null (at (json, "devices"));
+  json_decref (json);
+}
+
+static void
 test_devices (void **state)
 {
   struct fixture *f = *state;
@@ -907,6 +946,8 @@ main (void)
     cmocka_unit_test_setup_teardown (test_working_dir_and_env, setup, teardown),
     cmocka_unit_test_setup_teardown (test_mounts, setup, teardown),
     cmocka_unit_test_setup_teardown (test_sandbox_files_readonly_rootfs, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_pod_shm, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_update_resources, setup, teardown),
     cmocka_unit_test_setup_teardown (test_devices, setup, teardown),
     cmocka_unit_test_setup_teardown (test_privileged, setup, teardown),
     cmocka_unit_test_setup_teardown (test_capabilities, setup, teardown),
