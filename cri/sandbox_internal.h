@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
+#include "cri/cni.h"
 #include "cri/sandbox.h"
 
 /* One sysctl to write inside the pod's namespaces. */
@@ -58,6 +59,15 @@ int sandbox_sysctls (const Runtime__V1__PodSandboxConfig *config, bool pod_net, 
 void sandbox_sysctls_free (struct sandbox_sysctl *list, size_t n);
 
 /* hostname, hosts and resolv.conf in SB->dir, from SB->config and SB->ips. */
+/* A Kubernetes quantity ("10M", "1.5Gi", "500m") as a number; -1 when
+ * TEXT is not one. */
+int sandbox_parse_quantity (const char *text, double *value);
+/* The pod's kubernetes.io/{ingress,egress}-bandwidth annotations for CNI's
+ * bandwidth capability; *LIMITED false when there are none.  A bad value
+ * is EINVAL naming the annotation. */
+int sandbox_bandwidth (const Runtime__V1__PodSandboxConfig *config, struct cni_bandwidth *out, bool *limited,
+                       struct husk_error **err);
+
 int sandbox_write_files (struct sandbox *sb, const char *hostname, struct husk_error **err);
 
 #endif

@@ -92,6 +92,17 @@ protocol_name (Runtime__V1__Protocol protocol)
                                                    : "tcp";
 }
 
+/* A protobuf-c repeated string as the NULL-terminated list cni.h takes
+ * (the strings are borrowed). */
+static char **
+terminated (char **strings, size_t n)
+{
+  char **list = xcalloc (n + 1, sizeof *list);
+
+  memcpy (list, strings, n * sizeof *list);
+  return list;
+}
+
 static int
 network_add (struct sandbox_store *store, struct sandbox *sb, struct husk_error **err)
 {
@@ -115,14 +126,28 @@ network_add (struct sandbox_store *store, struct sandbox *sb, struct husk_error 
                                           .protocol = protocol_name (config->port_mappings[i]->protocol),
                                           .host_ip = config->port_mappings[i]->host_ip };
   {
+    const Runtime__V1__DNSConfig *dns = config->dns_config;
+    cleanup_free char **servers = dns ? terminated (dns->servers, dns->n_servers) : NULL;
+    cleanup_free char **searches = dns ? terminated (dns->searches, dns->n_searches) : NULL;
+    cleanup_free char **options = dns ? terminated (dns->options, dns->n_options) : NULL;
+    struct cni_bandwidth bandwidth;
+    bool limited = false;
     struct cni_pod pod = { .container_id = sb->id,
                            .netns = sb->netns_path,
                            .pod_namespace = sb->namespace_,
                            .pod_name = sb->name,
                            .pod_uid = sb->uid,
                            .port_mappings = ports,
-                           .n_port_mappings = config->n_port_mappings };
-    ret = cni_add (&ctx, net, &pod, &result, err);
+                           .n_port_mappings = config->n_port_mappings,
+                           .dns_servers = servers,
+                           .dns_searches = searches,
+                           .dns_options = options };
+
+    /* Checked by sandbox_run before anything was made. */
+    ret = sandbox_bandwidth (config, &bandwidth, &limited, err);
+    pod.bandwidth = limited ? &bandwidth : NULL;
+    if (ret == 0)
+      ret = cni_add (&ctx, net, &pod, &result, err);
   }
   if (ret == 0)
     {
@@ -339,11 +364,12 @@ sandbox_run (struct sandbox_store *store, const Runtime__V1__PodSandboxConfig *c
   const Runtime__V1__NamespaceOption *ns;
   struct sandbox_sysctl *sysctls = NULL;
   size_t n_sysctls = 0;
-  bool network_added = false;
+  bool network_added = false, limited;
+  struct cni_bandwidth bandwidth;
   struct sandbox *sb;
   int ret;
 
-  if (validate (config, err) < 0)
+  if (validate (config, err) < 0 || sandbox_bandwidth (config, &bandwidth, &limited, err) < 0)
     return -1;
   ns = namespace_options (config);
   if (sandbox_sysctls (config, ns->network != RUNTIME__V1__NAMESPACE_MODE__NODE,

@@ -146,7 +146,9 @@ update_resources (struct cri_service *svc, const char *id, const Resources *want
   if (merged == NULL)
     {
       cri_container_free (c);
-      return husk_error_make (err, EINVAL, "linux: resources cannot be merged");
+      husk_error_make (err, 0, "linux: resources cannot be merged");
+      (*err)->errnum = EINVAL;
+      return -1;
     }
   drop_duplicates (merged);
   resources = cri_spec_resources (merged);

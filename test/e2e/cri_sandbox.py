@@ -226,6 +226,9 @@ def test_bad_input(h, state):
                  "a net.* sysctl on a host-network pod: INVALID_ARGUMENT")
     expect_error(lambda: h.run(pod_config("x", sysctls={"net.ipv4.no_such_key": "1"})),
                  grpc.StatusCode.INVALID_ARGUMENT, "no_such_key", "an unknown sysctl: INVALID_ARGUMENT")
+    expect_error(lambda: h.run(pod_config("x", annotations={"kubernetes.io/ingress-bandwidth": "fast"})),
+                 grpc.StatusCode.INVALID_ARGUMENT, "kubernetes.io/ingress-bandwidth",
+                 "a bandwidth annotation that is not a quantity: INVALID_ARGUMENT naming it")
     expect_error(lambda: h.status("0" * 64), grpc.StatusCode.NOT_FOUND, "not found",
                  "PodSandboxStatus of an unknown id: NOT_FOUND")
     leftover = sorted(os.listdir(os.path.join(ROOT, "sandboxes")))
@@ -410,6 +413,34 @@ def test_no_cni(state):
         h2.kill9()
 
 
+def test_bandwidth(state):
+    """The pod's bandwidth annotations reach CNI's bandwidth plugin, which
+    shapes the pod's host-side veth."""
+    conf_dir = os.path.join(WORK, "net-bw.d")
+    os.makedirs(conf_dir, exist_ok=True)
+    conflist = json.load(open(os.path.join(WORK, "net.d", os.listdir(os.path.join(WORK, "net.d"))[0])))
+    conflist["plugins"].append({"type": "bandwidth", "capabilities": {"bandwidth": True}})
+    json.dump(conflist, open(os.path.join(conf_dir, "10-bw.conflist"), "w"))
+    config = os.path.join(WORK, "config-bw.json")
+    json.dump({"cni_conf_dir": conf_dir}, open(config, "w"))
+    h2 = Huskd("bw", config)
+    h2.start()
+    try:
+        before = veths()
+        pod = h2.run(pod_config("shaped", annotations={"kubernetes.io/ingress-bandwidth": "1M",
+                                                       "kubernetes.io/egress-bandwidth": "2M"}))
+        new = sorted(veths() - before)
+        qdisc = sh("tc", "qdisc", "show", "dev", new[0]) if new else "no new veth"
+        ok("tbf" in qdisc and "rate 1Mbit" in qdisc, "ingress-bandwidth 1M: a 1 Mbit/s tbf on the pod's veth", qdisc)
+        ifbs = sh("ip", "-o", "link", "show", "type", "ifb")
+        ok("bwp" in ifbs, "egress-bandwidth 2M: an ifb device shapes what the pod sends", ifbs)
+        h2.remove(pod)
+        ok(veths() == before and "bwp" not in sh("ip", "-o", "link", "show", "type", "ifb"),
+           "removing the shaped pod removes its veth and ifb")
+    finally:
+        h2.kill9()
+
+
 def test_latency(h, state):
     runs, stops = [], []
     pods = []
@@ -459,10 +490,11 @@ def main():
                 test(h, state)
             except Exception as e:  # a crash of one test is one failure
                 ok(False, f"{test.__name__}: raised", repr(e))
-        try:
-            test_no_cni(state)
-        except Exception as e:
-            ok(False, "test_no_cni: raised", repr(e))
+        for test in (test_no_cni, test_bandwidth):
+            try:
+                test(state)
+            except Exception as e:
+                ok(False, f"{test.__name__}: raised", repr(e))
         for pod in h.list():
             h.remove(pod)
         ok(h.list() == [], "every pod removed")
