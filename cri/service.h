@@ -100,4 +100,11 @@ void cri_reopen_container_log (struct rpc_call *call, const void *req, size_t le
 /* UpdateContainerResources (service_update.c). */
 void cri_update_container_resources (struct rpc_call *call, const void *req, size_t len, void *user);
 
+/* Stats RPCs (service_stats.c): cgroup, writable layer and pod network
+ * usage of containers and pods. */
+void cri_container_stats (struct rpc_call *call, const void *req, size_t len, void *user);
+void cri_list_container_stats (struct rpc_call *call, const void *req, size_t len, void *user);
+void cri_pod_sandbox_stats (struct rpc_call *call, const void *req, size_t len, void *user);
+void cri_list_pod_sandbox_stats (struct rpc_call *call, const void *req, size_t len, void *user);
+
 #endif

@@ -1,0 +1,659 @@
+/* The stats RPCs of runtime.v1: ContainerStats, ListContainerStats,
+ * PodSandboxStats and ListPodSandboxStats.  Numbers come from the cgroup
+ * v2 files that exist (a missing controller leaves its message out), the
+ * writable layer's upper dir and the pod's network namespace. */
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "cri/container_store.h"
+#include "cri/containers.h"
+#include "cri/cri_stats.h"
+#include "cri/runtime_exec.h"
+#include "cri/sandbox.h"
+#include "cri/service.h"
+#include "husk/cleanup.h"
+#include "husk/util.h"
+#include "runtime/cgroup.h"
+#include "runtime/state.h"
+
+/* Far more containers and pods than a node runs; the oldest sample goes
+ * beyond it, and the list RPCs drop the samples of removed ones. */
+#define CPU_SAMPLES_MAX 4096
+
+static struct cri_cpu_cache cpu_samples = CRI_CPU_CACHE_INIT (CPU_SAMPLES_MAX);
+
+static void
+fail_with (struct rpc_call *call, struct husk_error **err)
+{
+  rpc_fail (call, cri_status_of (*err), "%s", (*err)->msg);
+  husk_error_free (err);
+}
+
+static bool
+nonempty (const char *s)
+{
+  return s && s[0];
+}
+
+/* ------------------------------------------------------------------ */
+/* a container's cgroup                                                 */
+
+/* runc and crun keep no state husk can read: the bundle's cgroupsPath,
+ * resolved the way husk resolves it on this host. */
+static char *
+cgroup_from_bundle (struct cri_service *svc, const char *id)
+{
+  cleanup_free char *bundle = containers_bundle_dir (svc->cfg->root, id);
+  cleanup_free char *config_path = xasprintf ("%s/config.json", bundle);
+  json_t *config = json_load_file (config_path, 0, NULL);
+  const char *cgroups_path
+      = json_string_value (json_object_get (json_object_get (config, "linux"), "cgroupsPath"));
+  struct husk_error *ignored = NULL;
+  char *path = NULL;
+
+  if (nonempty (cgroups_path) && cgroup_resolve (cgroups_path, id, false, &path, &ignored) < 0)
+    husk_error_free (&ignored);
+  json_decref (config);
+  return path;
+}
+
+/* The cgroup directory of a running container, NULL when it has none. */
+static char *
+container_cgroup (struct cri_service *svc, const struct cri_container *c)
+{
+  const struct huskd_runtime *rt;
+  struct container_state *state = NULL;
+  struct husk_error *ignored = NULL;
+  char *path = NULL;
+
+  if (c->state != CRI_CONTAINER_RUNNING)
+    return NULL;
+  rt = cri_runtime_for (svc->cfg, c->runtime_handler, &ignored);
+  if (rt && state_load (rt->root, c->id, &state, &ignored) == 0 && state->cgroup_path)
+    path = xstrdup (state->cgroup_path);
+  husk_error_free (&ignored);
+  state_free (state);
+  if (path == NULL)
+    path = cgroup_from_bundle (svc, c->id);
+  if (path && access (path, F_OK) < 0)
+    free (steal_pointer (&path));
+  return path;
+}
+
+/* One reading of a container's cgroup. */
+struct container_sample
+{
+  char *cgroup; /* NULL: not running or no cgroup */
+  bool sampled;
+  bool has_swap; /* the kernel accounts swap here */
+  struct husk_cgroup_stats cg;
+};
+
+static void
+sample_container (struct cri_service *svc, const struct cri_container *c, struct container_sample *out)
+{
+  struct husk_error *err = NULL;
+
+  memset (out, 0, sizeof *out);
+  out->cgroup = container_cgroup (svc, c);
+  if (out->cgroup == NULL)
+    return;
+  if (husk_cgroup_stats_read (out->cgroup, &out->cg, &err) < 0)
+    {
+      /* It exited between the lookup and the read. */
+      husk_error_free (&err);
+      return;
+    }
+  out->sampled = true;
+  if (out->cg.has_memory)
+    {
+      cleanup_free char *swap = xasprintf ("%s/memory.swap.current", out->cgroup);
+      out->has_swap = access (swap, F_OK) == 0;
+    }
+}
+
+static void
+sample_clear (struct container_sample *sample)
+{
+  free (sample->cgroup);
+  husk_cgroup_stats_clear (&sample->cg);
+}
+
+/* ------------------------------------------------------------------ */
+/* ContainerStats messages                                              */
+
+static Runtime__V1__ContainerAttributes *
+container_attributes (struct cri_arena *arena, const struct cri_container *c)
+{
+  Runtime__V1__ContainerAttributes *attrs = cri_arena_alloc (arena, sizeof *attrs);
+
+  runtime__v1__container_attributes__init (attrs);
+  attrs->id = c->id;
+  attrs->metadata = c->config->metadata;
+  attrs->n_labels = c->config->n_labels;
+  attrs->labels = (Runtime__V1__ContainerAttributes__LabelsEntry **) c->config->labels;
+  attrs->n_annotations = c->config->n_annotations;
+  attrs->annotations = (Runtime__V1__ContainerAttributes__AnnotationsEntry **) c->config->annotations;
+  return attrs;
+}
+
+/* The snapshot's upper dir (image/snapshot.h); none for a read-only rootfs. */
+static Runtime__V1__FilesystemUsage *
+writable_layer (struct cri_arena *arena, struct cri_service *svc, const struct cri_container *c)
+{
+  cleanup_free char *dir = container_store_dir (svc->containers, c->id);
+  char *upper = cri_arena_adopt (arena, xasprintf ("%s/upper", dir));
+  Runtime__V1__FilesystemIdentifier *fs_id;
+  Runtime__V1__FilesystemUsage *fs;
+  struct cri_dir_usage usage;
+  struct husk_error *err = NULL;
+
+  if (cri_stats_dir_usage (upper, &usage, &err) < 0)
+    {
+      if (err->errnum != ENOENT)
+        husk_warn ("container %s: %s", c->id, err->msg);
+      husk_error_free (&err);
+      return NULL;
+    }
+  fs_id = cri_arena_alloc (arena, sizeof *fs_id);
+  runtime__v1__filesystem_identifier__init (fs_id);
+  fs_id->mountpoint = upper;
+  fs = cri_arena_alloc (arena, sizeof *fs);
+  runtime__v1__filesystem_usage__init (fs);
+  fs->timestamp = cri_now_ns ();
+  fs->fs_id = fs_id;
+  fs->used_bytes = cri_stats_u64 (arena, usage.bytes);
+  fs->inodes_used = cri_stats_u64 (arena, usage.inodes);
+  return fs;
+}
+
+/* CpuUsage with the rate since the previous sample of KIND/ID, if any. */
+static Runtime__V1__CpuUsage *
+cpu_with_rate (struct cri_arena *arena, const struct husk_cgroup_stats *s, char kind, const char *id)
+{
+  uint64_t nano_cores = 0;
+  bool has_rate;
+
+  if (!s->has_cpu)
+    return NULL;
+  has_rate
+      = cri_cpu_cache_rate (&cpu_samples, kind, id, s->cpu.usage_usec * 1000, s->timestamp_ns, &nano_cores);
+  return cri_stats_cpu (arena, s, has_rate ? &nano_cores : NULL);
+}
+
+static Runtime__V1__ContainerStats *
+container_stats (struct cri_arena *arena, struct cri_service *svc, const struct cri_container *c,
+                 const struct container_sample *sample)
+{
+  Runtime__V1__ContainerStats *stats = cri_arena_alloc (arena, sizeof *stats);
+
+  runtime__v1__container_stats__init (stats);
+  stats->attributes = container_attributes (arena, c);
+  stats->writable_layer = writable_layer (arena, svc, c);
+  if (!sample->sampled)
+    return stats;
+  stats->cpu = cpu_with_rate (arena, &sample->cg, 'c', c->id);
+  stats->memory = cri_stats_memory (arena, &sample->cg);
+  if (sample->has_swap)
+    stats->swap = cri_stats_swap (arena, &sample->cg);
+  return stats;
+}
+
+static Runtime__V1__ContainerStats *
+container_stats_now (struct cri_arena *arena, struct cri_service *svc, const struct cri_container *c)
+{
+  struct container_sample sample;
+  Runtime__V1__ContainerStats *stats;
+
+  sample_container (svc, c, &sample);
+  stats = container_stats (arena, svc, c, &sample);
+  sample_clear (&sample);
+  return stats;
+}
+
+static void
+prune_samples (char kind, char *const *ids, size_t n)
+{
+  cri_cpu_cache_prune (&cpu_samples, kind, ids, n);
+}
+
+static void
+prune_container_samples (struct cri_container *const *list, size_t n)
+{
+  cleanup_free char **ids = xcalloc (n + 1, sizeof *ids);
+
+  for (size_t i = 0; i < n; i++)
+    ids[i] = list[i]->id;
+  prune_samples ('c', ids, n);
+}
+
+/* ------------------------------------------------------------------ */
+/* ContainerStats, ListContainerStats                                   */
+
+void
+cri_container_stats (struct rpc_call *call, const void *req_bytes, size_t len, void *user)
+{
+  struct cri_service *svc = user;
+  Runtime__V1__ContainerStatsRequest *req
+      = cri_unpack (call, &runtime__v1__container_stats_request__descriptor, req_bytes, len);
+  Runtime__V1__ContainerStatsResponse resp = RUNTIME__V1__CONTAINER_STATS_RESPONSE__INIT;
+  struct cri_arena arena = { 0 };
+  struct cri_container *c = NULL;
+  struct husk_error *err = NULL;
+
+  if (req == NULL)
+    return;
+  if (!nonempty (req->container_id))
+    rpc_fail (call, GRPC_STATUS_INVALID_ARGUMENT, "container_id: required");
+  else if (container_lookup (svc->containers, req->container_id, &c, &err) < 0)
+    fail_with (call, &err);
+  else
+    {
+      resp.stats = container_stats_now (&arena, svc, c);
+      cri_reply (call, &resp.base);
+    }
+  cri_arena_clear (&arena);
+  cri_container_free (c);
+  runtime__v1__container_stats_request__free_unpacked (req, NULL);
+}
+
+/* As containerd: a filter id that names one container by a unique prefix
+ * stands for its full id; any other is compared as given. */
+static char *
+full_container_id (struct cri_service *svc, const char *id)
+{
+  struct cri_container *c = NULL;
+  struct husk_error *ignored = NULL;
+  char *full;
+
+  if (!nonempty (id))
+    return NULL;
+  if (container_lookup (svc->containers, id, &c, &ignored) < 0)
+    {
+      husk_error_free (&ignored);
+      return xstrdup (id);
+    }
+  full = xstrdup (c->id);
+  cri_container_free (c);
+  return full;
+}
+
+static char *
+full_sandbox_id (struct cri_service *svc, const char *id)
+{
+  struct sandbox *sb = NULL;
+  struct husk_error *ignored = NULL;
+  char *full;
+
+  if (!nonempty (id))
+    return NULL;
+  if (sandbox_lookup (svc->sandboxes, id, &sb, &ignored) < 0)
+    {
+      husk_error_free (&ignored);
+      return xstrdup (id);
+    }
+  full = xstrdup (sb->id);
+  sandbox_free (sb);
+  return full;
+}
+
+struct container_filter
+{
+  char *id, *pod_id; /* NULL: any */
+  struct cri_string_entry *const *selector;
+  size_t n_selector;
+};
+
+static bool
+container_matches (const struct cri_container *c, const struct container_filter *f)
+{
+  if (f->id && strcmp (c->id, f->id) != 0)
+    return false;
+  if (f->pod_id && strcmp (c->sandbox_id, f->pod_id) != 0)
+    return false;
+  return cri_labels_match ((struct cri_string_entry *const *) c->config->labels, c->config->n_labels,
+                           f->selector, f->n_selector);
+}
+
+void
+cri_list_container_stats (struct rpc_call *call, const void *req_bytes, size_t len, void *user)
+{
+  struct cri_service *svc = user;
+  Runtime__V1__ListContainerStatsRequest *req
+      = cri_unpack (call, &runtime__v1__list_container_stats_request__descriptor, req_bytes, len);
+  Runtime__V1__ListContainerStatsResponse resp = RUNTIME__V1__LIST_CONTAINER_STATS_RESPONSE__INIT;
+  const Runtime__V1__ContainerStatsFilter *rf = req ? req->filter : NULL;
+  struct container_filter filter = { 0 };
+  struct cri_arena arena = { 0 };
+  struct cri_container **list = NULL;
+  struct husk_error *err = NULL;
+  size_t n = 0;
+
+  if (req == NULL)
+    return;
+  if (rf)
+    filter = (struct container_filter){ .id = full_container_id (svc, rf->id),
+                                        .pod_id = full_sandbox_id (svc, rf->pod_sandbox_id),
+                                        .selector = (struct cri_string_entry *const *) rf->label_selector,
+                                        .n_selector = rf->n_label_selector };
+  if (container_list (svc->containers, &list, &n, &err) < 0)
+    fail_with (call, &err);
+  else
+    {
+      resp.stats = cri_arena_alloc (&arena, (n + 1) * sizeof *resp.stats);
+      for (size_t i = 0; i < n; i++)
+        if (container_matches (list[i], &filter))
+          resp.stats[resp.n_stats++] = container_stats_now (&arena, svc, list[i]);
+      cri_reply (call, &resp.base);
+      prune_container_samples (list, n);
+    }
+  free (filter.id);
+  free (filter.pod_id);
+  cri_arena_clear (&arena);
+  cri_containers_free (list, n);
+  runtime__v1__list_container_stats_request__free_unpacked (req, NULL);
+}
+
+/* ------------------------------------------------------------------ */
+/* a pod's cgroup, network and processes                                */
+
+/* The cgroup of linux.cgroup_parent, when it exists.  A systemd slice is
+ * the directory its scopes would be created in. */
+static char *
+pod_cgroup (const struct sandbox *sb)
+{
+  struct husk_error *ignored = NULL;
+  char *path = NULL;
+
+  if (!nonempty (sb->cgroup_parent))
+    return NULL;
+  if (husk_str_has_suffix (sb->cgroup_parent, ".slice"))
+    {
+      const char *slash = strrchr (sb->cgroup_parent, '/');
+      cleanup_free char *probe = xasprintf ("%s:husk:probe", slash ? slash + 1 : sb->cgroup_parent);
+      if (cgroup_resolve (probe, sb->id, true, &path, &ignored) == 0)
+        *strrchr (path, '/') = '\0';
+    }
+  else
+    cgroup_resolve (sb->cgroup_parent, sb->id, false, &path, &ignored);
+  husk_error_free (&ignored);
+  if (path && access (path, F_OK) < 0)
+    free (steal_pointer (&path));
+  return path;
+}
+
+/* setns() changes only the calling thread: a thread of its own enters
+ * the pod's network namespace, reads its net/dev and ends. */
+struct netns_read
+{
+  const char *pin;
+  char *text;
+  struct husk_error *err;
+};
+
+static void *
+read_net_dev_in (void *arg)
+{
+  struct netns_read *job = arg;
+  cleanup_close int fd = open (job->pin, O_RDONLY | O_CLOEXEC);
+
+  if (fd < 0)
+    husk_error_make (&job->err, errno, "open network namespace `%s`", job->pin);
+  else if (setns (fd, CLONE_NEWNET) < 0)
+    husk_error_make (&job->err, errno, "enter network namespace `%s`", job->pin);
+  else
+    husk_read_file ("/proc/thread-self/net/dev", &job->text, NULL, &job->err);
+  return NULL;
+}
+
+static Runtime__V1__NetworkUsage *
+pod_network (struct cri_arena *arena, const struct sandbox *sb)
+{
+  struct netns_read job = { .pin = sb->netns_path };
+  cleanup_free struct cri_net_dev *devs = NULL;
+  Runtime__V1__NetworkUsage *net = NULL;
+  int64_t now = cri_now_ns ();
+  pthread_t thread;
+  size_t n = 0;
+  int ret;
+
+  if (sb->netns_path == NULL || sb->network_down || sb->state != SANDBOX_READY)
+    return NULL;
+  if ((ret = pthread_create (&thread, NULL, read_net_dev_in, &job)) != 0)
+    husk_error_make (&job.err, ret, "start a thread to read the network of pod %s", sb->id);
+  else
+    pthread_join (thread, NULL);
+  if (job.err == NULL && cri_stats_parse_net_dev (job.text, &devs, &n, &job.err) == 0)
+    net = cri_stats_network (arena, devs, n, now);
+  if (job.err)
+    {
+      husk_warn ("pod %s: %s", sb->id, job.err->msg);
+      husk_error_free (&job.err);
+    }
+  free (job.text);
+  return net;
+}
+
+static uint64_t
+count_pids (const char *cgroup)
+{
+  cleanup_free pid_t *pids = NULL;
+  struct husk_error *ignored = NULL;
+  size_t n = 0;
+
+  if (cgroup_pids (cgroup, &pids, &n, &ignored) < 0)
+    husk_error_free (&ignored);
+  return n;
+}
+
+static Runtime__V1__ProcessUsage *
+pod_process (struct cri_arena *arena, const struct husk_cgroup_stats *pod_cg,
+             const struct container_sample *samples, size_t n)
+{
+  Runtime__V1__ProcessUsage *process = cri_arena_alloc (arena, sizeof *process);
+  uint64_t count = 0;
+
+  runtime__v1__process_usage__init (process);
+  process->timestamp = cri_now_ns ();
+  if (pod_cg && pod_cg->has_pids)
+    count = pod_cg->pids.current;
+  else
+    for (size_t i = 0; i < n; i++)
+      if (samples[i].cgroup)
+        count += count_pids (samples[i].cgroup);
+  process->process_count = cri_stats_u64 (arena, count);
+  return process;
+}
+
+/* ------------------------------------------------------------------ */
+/* PodSandboxStats messages                                             */
+
+static Runtime__V1__PodSandboxAttributes *
+pod_attributes (struct cri_arena *arena, const struct sandbox *sb)
+{
+  Runtime__V1__PodSandboxAttributes *attrs = cri_arena_alloc (arena, sizeof *attrs);
+  const Runtime__V1__PodSandboxConfig *config = sb->config;
+
+  runtime__v1__pod_sandbox_attributes__init (attrs);
+  attrs->id = sb->id;
+  if (config == NULL)
+    return attrs;
+  attrs->metadata = config->metadata;
+  attrs->n_labels = config->n_labels;
+  attrs->labels = (Runtime__V1__PodSandboxAttributes__LabelsEntry **) config->labels;
+  attrs->n_annotations = config->n_annotations;
+  attrs->annotations = (Runtime__V1__PodSandboxAttributes__AnnotationsEntry **) config->annotations;
+  return attrs;
+}
+
+/* The pod's containers: their stats into LINUX, their samples summed. */
+static struct container_sample *
+pod_containers (struct cri_arena *arena, struct cri_service *svc, const struct sandbox *sb,
+                struct cri_container *const *all, size_t n_all,
+                Runtime__V1__LinuxPodSandboxStats *linux_stats, struct husk_cgroup_stats *sum)
+{
+  struct container_sample *samples = xcalloc (n_all + 1, sizeof *samples);
+
+  linux_stats->containers = cri_arena_alloc (arena, (n_all + 1) * sizeof *linux_stats->containers);
+  for (size_t i = 0; i < n_all; i++)
+    {
+      struct container_sample *sample = &samples[linux_stats->n_containers];
+      if (strcmp (all[i]->sandbox_id, sb->id) != 0)
+        continue;
+      sample_container (svc, all[i], sample);
+      linux_stats->containers[linux_stats->n_containers++] = container_stats (arena, svc, all[i], sample);
+      if (sample->sampled)
+        cri_stats_add (sum, &sample->cg);
+    }
+  return samples;
+}
+
+static Runtime__V1__PodSandboxStats *
+pod_stats (struct cri_arena *arena, struct cri_service *svc, const struct sandbox *sb,
+           struct cri_container *const *all, size_t n_all)
+{
+  Runtime__V1__PodSandboxStats *stats = cri_arena_alloc (arena, sizeof *stats);
+  Runtime__V1__LinuxPodSandboxStats *linux_stats = cri_arena_alloc (arena, sizeof *linux_stats);
+  struct husk_cgroup_stats sum = { 0 }, pod_cg = { 0 };
+  cleanup_free char *cgroup = pod_cgroup (sb);
+  struct husk_error *ignored = NULL;
+  struct container_sample *samples;
+  bool has_pod_cg = false;
+  const struct husk_cgroup_stats *usage = &sum;
+
+  runtime__v1__pod_sandbox_stats__init (stats);
+  runtime__v1__linux_pod_sandbox_stats__init (linux_stats);
+  stats->attributes = pod_attributes (arena, sb);
+  stats->linux = linux_stats;
+  samples = pod_containers (arena, svc, sb, all, n_all, linux_stats, &sum);
+  if (cgroup && husk_cgroup_stats_read (cgroup, &pod_cg, &ignored) == 0)
+    {
+      usage = &pod_cg;
+      has_pod_cg = true;
+    }
+  husk_error_free (&ignored);
+  linux_stats->cpu = cpu_with_rate (arena, usage, 'p', sb->id);
+  linux_stats->memory = cri_stats_memory (arena, usage);
+  linux_stats->network = pod_network (arena, sb);
+  if (sb->state == SANDBOX_READY)
+    linux_stats->process
+        = pod_process (arena, has_pod_cg ? &pod_cg : NULL, samples, linux_stats->n_containers);
+  for (size_t i = 0; i < linux_stats->n_containers; i++)
+    sample_clear (&samples[i]);
+  free (samples);
+  husk_cgroup_stats_clear (&pod_cg);
+  return stats;
+}
+
+/* ------------------------------------------------------------------ */
+/* PodSandboxStats, ListPodSandboxStats                                 */
+
+void
+cri_pod_sandbox_stats (struct rpc_call *call, const void *req_bytes, size_t len, void *user)
+{
+  struct cri_service *svc = user;
+  Runtime__V1__PodSandboxStatsRequest *req
+      = cri_unpack (call, &runtime__v1__pod_sandbox_stats_request__descriptor, req_bytes, len);
+  Runtime__V1__PodSandboxStatsResponse resp = RUNTIME__V1__POD_SANDBOX_STATS_RESPONSE__INIT;
+  struct cri_arena arena = { 0 };
+  struct cri_container **all = NULL;
+  struct sandbox *sb = NULL;
+  struct husk_error *err = NULL;
+  size_t n_all = 0;
+
+  if (req == NULL)
+    return;
+  if (!nonempty (req->pod_sandbox_id))
+    rpc_fail (call, GRPC_STATUS_INVALID_ARGUMENT, "pod_sandbox_id: required");
+  else if (sandbox_lookup (svc->sandboxes, req->pod_sandbox_id, &sb, &err) < 0
+           || container_list (svc->containers, &all, &n_all, &err) < 0)
+    fail_with (call, &err);
+  else
+    {
+      resp.stats = pod_stats (&arena, svc, sb, all, n_all);
+      cri_reply (call, &resp.base);
+    }
+  cri_arena_clear (&arena);
+  cri_containers_free (all, n_all);
+  sandbox_free (sb);
+  runtime__v1__pod_sandbox_stats_request__free_unpacked (req, NULL);
+}
+
+/* As containerd: only ready pods are listed. */
+static bool
+pod_matches (const struct sandbox *sb, const char *id, const Runtime__V1__PodSandboxStatsFilter *filter)
+{
+  const Runtime__V1__PodSandboxConfig *config = sb->config;
+
+  if (sb->state != SANDBOX_READY)
+    return false;
+  if (filter == NULL)
+    return true;
+  if (id && strcmp (sb->id, id) != 0)
+    return false;
+  return cri_labels_match (
+      (struct cri_string_entry *const *) (config ? config->labels : NULL), config ? config->n_labels : 0,
+      (struct cri_string_entry *const *) filter->label_selector, filter->n_label_selector);
+}
+
+static void
+prune_pod_samples (struct sandbox *const *pods, size_t n)
+{
+  cleanup_free char **ids = xcalloc (n + 1, sizeof *ids);
+
+  for (size_t i = 0; i < n; i++)
+    ids[i] = pods[i]->id;
+  prune_samples ('p', ids, n);
+}
+
+static void
+reply_pod_list (struct rpc_call *call, struct cri_service *svc,
+                const Runtime__V1__PodSandboxStatsFilter *filter, struct sandbox *const *pods, size_t n_pods,
+                struct cri_container *const *all, size_t n_all)
+{
+  Runtime__V1__ListPodSandboxStatsResponse resp = RUNTIME__V1__LIST_POD_SANDBOX_STATS_RESPONSE__INIT;
+  cleanup_free char *id = filter ? full_sandbox_id (svc, filter->id) : NULL;
+  struct cri_arena arena = { 0 };
+
+  resp.stats = cri_arena_alloc (&arena, (n_pods + 1) * sizeof *resp.stats);
+  for (size_t i = 0; i < n_pods; i++)
+    if (pod_matches (pods[i], id, filter))
+      resp.stats[resp.n_stats++] = pod_stats (&arena, svc, pods[i], all, n_all);
+  cri_reply (call, &resp.base);
+  cri_arena_clear (&arena);
+}
+
+void
+cri_list_pod_sandbox_stats (struct rpc_call *call, const void *req_bytes, size_t len, void *user)
+{
+  struct cri_service *svc = user;
+  Runtime__V1__ListPodSandboxStatsRequest *req
+      = cri_unpack (call, &runtime__v1__list_pod_sandbox_stats_request__descriptor, req_bytes, len);
+  struct sandbox **pods = NULL;
+  struct cri_container **all = NULL;
+  struct husk_error *err = NULL;
+  size_t n_pods = 0, n_all = 0;
+
+  if (req == NULL)
+    return;
+  if (sandbox_list (svc->sandboxes, &pods, &n_pods, &err) < 0
+      || container_list (svc->containers, &all, &n_all, &err) < 0)
+    fail_with (call, &err);
+  else
+    {
+      reply_pod_list (call, svc, req->filter, pods, n_pods, all, n_all);
+      prune_pod_samples (pods, n_pods);
+      prune_container_samples (all, n_all);
+    }
+  cri_containers_free (all, n_all);
+  sandboxes_free (pods, n_pods);
+  runtime__v1__list_pod_sandbox_stats_request__free_unpacked (req, NULL);
+}
