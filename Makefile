@@ -42,6 +42,7 @@ HUSK_SRCS := $(wildcard runtime/cli/*.c)
 PLUGIN_SRCS := $(wildcard image/cli/*.c cri/cli/*.c)
 UNIT_SRCS := $(wildcard test/unit/test_*.c)
 MONITOR_SRCS := $(wildcard cri/monitor/*.c)
+PAUSE_SRCS := $(wildcard cri/pause/*.c)
 
 objs = $(patsubst %.c,$(BUILD)/%.o,$(1))
 
@@ -54,6 +55,7 @@ HUSK := $(BUILD)/husk
 PLUGIN := $(BUILD)/husk-image.so
 HUSKD := $(BUILD)/huskd
 MONITOR := $(BUILD)/husk-monitor
+PAUSE := $(BUILD)/husk-pause
 UNIT_TESTS := $(patsubst test/unit/%.c,$(BUILD)/test/unit/%,$(UNIT_SRCS))
 
 .PHONY: all deps build test unit-test integration-test vm-test run demo bench clean format format-check install
@@ -63,7 +65,8 @@ all: build
 deps:
 	@./hack/deps.sh
 
-build: $(HUSK) $(if $(PLUGIN_SRCS),$(PLUGIN)) $(if $(HUSKD_SRCS),$(HUSKD)) $(if $(MONITOR_SRCS),$(MONITOR))
+build: $(HUSK) $(if $(PLUGIN_SRCS),$(PLUGIN)) $(if $(HUSKD_SRCS),$(HUSKD)) $(if $(MONITOR_SRCS),$(MONITOR)) \
+	$(if $(PAUSE_SRCS),$(PAUSE))
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -128,6 +131,13 @@ $(MONITOR): $(call objs,$(MONITOR_SRCS)) $(RUNTIME_LIB) $(COMMON_LIB)
 	@echo "  LD      $@"
 	@$(CC) $(LDFLAGS) -o $@ $^ $(shell pkg-config --libs jansson)
 
+# pid 1 of pods that share a PID namespace: static, no library, so that
+# each costs ~100 KiB rather than a copy of huskd.
+$(PAUSE): $(call objs,$(PAUSE_SRCS))
+	@echo "  LD      $@"
+	@$(CC) $(LDFLAGS) -static -o $@ $^
+	@strip $@
+
 # The monitor's log and exit code is in no library: its unit test links the
 # objects, ahead of the libraries they use.
 $(BUILD)/test/unit/test_monitor_log: $(BUILD)/test/unit/test_monitor_log.o \
@@ -179,6 +189,7 @@ install: build
 	install -D -m 0755 $(HUSK) $(DESTDIR)$(PREFIX)/bin/husk
 	$(if $(HUSKD_SRCS),install -D -m 0755 $(HUSKD) $(DESTDIR)$(PREFIX)/bin/huskd)
 	$(if $(MONITOR_SRCS),install -D -m 0755 $(MONITOR) $(DESTDIR)$(PREFIX)/bin/husk-monitor)
+	$(if $(PAUSE_SRCS),install -D -m 0755 $(PAUSE) $(DESTDIR)$(PREFIX)/bin/husk-pause)
 	$(if $(PLUGIN_SRCS),install -D -m 0644 $(PLUGIN) $(DESTDIR)$(PREFIX)/lib/husk/husk-image.so)
 
 format:

@@ -2,6 +2,7 @@
  * with output captured and a deadline. */
 #include <errno.h>
 #include <fcntl.h>
+#include <libgen.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -161,6 +162,18 @@ cri_run_runtime (const struct huskd_runtime *rt, const char *const *args, struct
     }
   cri_child_run_clear (&run);
   return ret;
+}
+
+char *
+cri_helper_path (const char *name)
+{
+  char self[4096];
+  ssize_t n = readlink ("/proc/self/exe", self, sizeof self - 1);
+
+  if (n <= 0)
+    return xstrdup (name);
+  self[n] = '\0';
+  return xasprintf ("%s/%s", dirname (self), name);
 }
 
 const struct huskd_runtime *

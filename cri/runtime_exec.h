@@ -46,6 +46,10 @@ int cri_run_runtime (const struct huskd_runtime *rt, const char *const *args, st
 const struct huskd_runtime *cri_runtime_for (const struct huskd_config *cfg, const char *handler,
                                              struct husk_error **err);
 
+/* A program installed next to the running binary (husk-monitor,
+ * husk-pause), or NAME for a PATH lookup when /proc/self/exe is unknown. */
+char *cri_helper_path (const char *name);
+
 /* CLOCK_REALTIME in nanoseconds (CRI timestamps), CLOCK_MONOTONIC in ms. */
 int64_t cri_now_ns (void);
 int64_t cri_monotonic_ms (void);

@@ -24,6 +24,7 @@
 
 #include <dirent.h>
 
+#include "cri/runtime_exec.h"
 #include "cri/sandbox_internal.h"
 #include "husk/cleanup.h"
 #include "husk/util.h"
@@ -269,45 +270,12 @@ sandbox_shm_unmount (const char *path)
 
 /* ---------------------------------------------------------------- pause */
 
-static volatile sig_atomic_t pause_child_exited;
-
-static void
-on_sigchld (int sig)
+/* What a failing pause launcher reports as its step. */
+enum
 {
-  pause_child_exited = 1;
-}
-
-/* pid 1 of the pod: reaps whatever the containers leave and otherwise
- * sleeps.  Signals without a handler are ignored for a namespace's init,
- * so only SIGKILL from outside ends it. */
-static void __attribute__ ((noreturn)) pause_main (void)
-{
-  struct sigaction sa;
-  sigset_t none;
-  int devnull = open ("/dev/null", O_RDWR);
-
-  if (devnull >= 0)
-    {
-      dup2 (devnull, 0);
-      dup2 (devnull, 1);
-      dup2 (devnull, 2);
-    }
-  close_range (3, ~0U, 0);
-  memset (&sa, 0, sizeof sa);
-  sa.sa_handler = on_sigchld;
-  sa.sa_flags = SA_NOCLDSTOP;
-  sigaction (SIGCHLD, &sa, NULL);
-  signal (SIGPIPE, SIG_IGN);
-  prctl (PR_SET_NAME, (unsigned long) "husk-pause", 0, 0, 0);
-  sigemptyset (&none);
-  sigprocmask (SIG_SETMASK, &none, NULL);
-  for (;;)
-    {
-      while (waitpid (-1, NULL, WNOHANG) > 0)
-        ;
-      pause ();
-    }
-}
+  PAUSE_SETUP = 0, /* joining the pod, the pid namespace, fork */
+  PAUSE_EXEC = 1,
+};
 
 static void
 join (const char *pin, int nstype, int report_fd)
@@ -318,28 +286,57 @@ join (const char *pin, int nstype, int report_fd)
     return;
   fd = open (pin, O_RDONLY | O_CLOEXEC);
   if (fd < 0 || setns (fd, nstype) < 0)
-    child_fail (report_fd, 0);
+    child_fail (report_fd, PAUSE_SETUP);
   close (fd);
 }
 
+/* pid 1 of the pod: husk-pause, with nothing of huskd's open. */
+static void __attribute__ ((noreturn)) pause_exec (const char *pause_path, int exec_error_fd)
+{
+  char *const argv[] = { "husk-pause", NULL };
+  sigset_t none;
+  int exec_errno;
+
+  for (int fd = 3; fd < 1024; fd++)
+    if (fd != exec_error_fd)
+      close (fd);
+  sigemptyset (&none);
+  sigprocmask (SIG_SETMASK, &none, NULL);
+  execv (pause_path, argv);
+  exec_errno = errno;
+  (void) !write (exec_error_fd, &exec_errno, sizeof exec_errno);
+  _exit (127);
+}
+
 /* The intermediate child: joins the pod, makes the pid namespace, forks
- * pid 1 into it, reports its pid and exits so init adopts it. */
+ * pid 1 into it, reports its pid once it has exec'd (or why it could not)
+ * and exits so init adopts it. */
 static void
-pause_launcher (const char *net_pin, const char *ipc_pin, const char *uts_pin, int report_fd)
+pause_launcher (const char *pause_path, const char *net_pin, const char *ipc_pin, const char *uts_pin,
+                int report_fd)
 {
   struct child_report report = { -1, 0 };
+  int exec_error[2];
+  int exec_errno = 0;
   pid_t init_pid;
 
   join (net_pin, CLONE_NEWNET, report_fd);
   join (ipc_pin, CLONE_NEWIPC, report_fd);
   join (uts_pin, CLONE_NEWUTS, report_fd);
-  if (setsid () < 0 || unshare (CLONE_NEWPID) < 0)
-    child_fail (report_fd, 0);
+  if (setsid () < 0 || unshare (CLONE_NEWPID) < 0 || pipe2 (exec_error, O_CLOEXEC) < 0)
+    child_fail (report_fd, PAUSE_SETUP);
   init_pid = fork ();
   if (init_pid < 0)
-    child_fail (report_fd, 0);
+    child_fail (report_fd, PAUSE_SETUP);
   if (init_pid == 0)
-    pause_main ();
+    pause_exec (pause_path, exec_error[1]);
+  close (exec_error[1]);
+  /* EOF: execv worked and closed its end. */
+  if (read (exec_error[0], &exec_errno, sizeof exec_errno) == sizeof exec_errno)
+    {
+      errno = exec_errno;
+      child_fail (report_fd, PAUSE_EXEC);
+    }
   report.errnum = init_pid;
   (void) !write (report_fd, &report, sizeof report);
   _exit (0);
@@ -349,6 +346,7 @@ int
 sandbox_pause_start (const char *net_pin, const char *ipc_pin, const char *uts_pin, pid_t *pid,
                      unsigned long long *start_time, struct husk_error **err)
 {
+  cleanup_free char *pause_path = cri_helper_path ("husk-pause");
   struct child_report report = { 0, 0 };
   int pipe_fds[2];
   ssize_t got;
@@ -366,7 +364,7 @@ sandbox_pause_start (const char *net_pin, const char *ipc_pin, const char *uts_p
   if (launcher == 0)
     {
       close (pipe_fds[0]);
-      pause_launcher (net_pin, ipc_pin, uts_pin, pipe_fds[1]);
+      pause_launcher (pause_path, net_pin, ipc_pin, uts_pin, pipe_fds[1]);
     }
   close (pipe_fds[1]);
   do
@@ -377,6 +375,8 @@ sandbox_pause_start (const char *net_pin, const char *ipc_pin, const char *uts_p
     ;
   if (got != (ssize_t) sizeof report)
     return husk_error_make (err, 0, "start the pause process: the launcher died");
+  if (report.step == PAUSE_EXEC)
+    return husk_error_make (err, report.errnum, "start the pause process: exec `%s`", pause_path);
   if (report.step != -1)
     return husk_error_make (err, report.errnum, "start the pause process");
   *pid = report.errnum;
