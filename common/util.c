@@ -141,7 +141,9 @@ static int
 write_and_rename (const char *path, const void *data, size_t len, mode_t mode, bool durable,
                   struct husk_error **err)
 {
-  cleanup_free char *tmp = xasprintf ("%s.tmp.%d", path, (int) getpid ());
+  /* Per thread, not per process: two threads of huskd may save the same
+   * record at once, and each must rename a whole file of its own. */
+  cleanup_free char *tmp = xasprintf ("%s.tmp.%d.%d", path, (int) getpid (), (int) gettid ());
   cleanup_close int fd = open (tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
 
   if (fd < 0)

@@ -58,7 +58,7 @@ static const struct rpc_method method_table[] = {
   M (RUNTIME_SVC, ListPodSandboxStats, cri_list_pod_sandbox_stats, 0),
   M (RUNTIME_SVC, StreamPodSandboxStats, not_yet, RPC_SERVER_STREAMING),
   M (RUNTIME_SVC, CheckpointContainer, not_yet, 0),
-  M (RUNTIME_SVC, GetContainerEvents, not_yet, RPC_SERVER_STREAMING),
+  M (RUNTIME_SVC, GetContainerEvents, cri_get_container_events, RPC_SERVER_STREAMING),
   M (RUNTIME_SVC, ListMetricDescriptors, not_yet, 0),
   M (RUNTIME_SVC, ListPodSandboxMetrics, not_yet, 0),
   M (RUNTIME_SVC, StreamPodSandboxMetrics, not_yet, RPC_SERVER_STREAMING),
@@ -105,12 +105,16 @@ cri_service_init (struct cri_service *svc, const struct huskd_config *cfg, struc
   sandbox_store_recover (svc->sandboxes);
   /* Now, not on the first container RPC: after a restart StopPodSandbox
    * must already find the pod's containers. */
-  return cri_containers_init (svc, err);
+  if (cri_containers_init (svc, err) < 0)
+    return -1;
+  return cri_container_events_start (svc, err);
 }
 
 void
 cri_service_clear (struct cri_service *svc)
 {
+  /* First: its watcher thread uses the container store. */
+  cri_container_events_stop (svc);
   store_free (svc->store);
   hosts_config_free (svc->hosts);
   cri_containers_clear (svc);

@@ -33,6 +33,7 @@ struct cri_service
   cri_pod_hook stop_pod_containers;   /* NULL: none */
   cri_pod_hook remove_pod_containers; /* NULL: none */
   struct container_store *containers; /* opened by cri_containers_init */
+  struct cri_events *events;          /* GetContainerEvents (cri/events.h) */
 };
 
 int cri_service_init (struct cri_service *svc, const struct huskd_config *cfg, struct husk_error **err);
@@ -96,6 +97,20 @@ void cri_list_containers (struct rpc_call *call, const void *req, size_t len, vo
 void cri_container_status (struct rpc_call *call, const void *req, size_t len, void *user);
 void cri_exec_sync (struct rpc_call *call, const void *req, size_t len, void *user);
 void cri_reopen_container_log (struct rpc_call *call, const void *req, size_t len, void *user);
+
+/* Container events (service_container.c, over cri/events.h): start
+ * creates svc->events and its watcher of the container store's exit
+ * directory (after cri_containers_init); stop ends the streams, the watcher
+ * and frees the hub; and the GetContainerEvents handler. */
+int cri_container_events_start (struct cri_service *svc, struct husk_error **err);
+void cri_container_events_stop (struct cri_service *svc);
+void cri_get_container_events (struct rpc_call *call, const void *req, size_t len, void *user);
+
+/* PodSandboxStatus of SB as the PodSandboxStatus RPC builds it, pointing
+ * into SB (service_sandbox.c); free it before SB. */
+struct sandbox;
+Runtime__V1__PodSandboxStatus *cri_pod_status_new (const struct sandbox *sb);
+void cri_pod_status_free (Runtime__V1__PodSandboxStatus *status);
 
 /* UpdateContainerResources (service_update.c). */
 void cri_update_container_resources (struct rpc_call *call, const void *req, size_t len, void *user);

@@ -1,7 +1,9 @@
 /* The container RPCs of runtime.v1: create (rootfs snapshot + OCI bundle
  * from cri_spec), start (husk-monitor runs `RUNTIME create`, then huskd
  * runs `RUNTIME start`), stop, remove, status, list, ExecSync and log
- * reopening; and the hooks that stop or remove a pod's containers. */
+ * reopening; the hooks that stop or remove a pod's containers; and the
+ * container events of GetContainerEvents (cri/events.h). */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -18,6 +20,7 @@
 #include "cri/container_store.h"
 #include "cri/containers.h"
 #include "cri/cri_spec.h"
+#include "cri/events.h"
 #include "cri/runtime_exec.h"
 #include "cri/sandbox.h"
 #include "cri/service.h"
@@ -75,6 +78,13 @@ cri_containers_clear (struct cri_service *svc)
   svc->containers = NULL;
 }
 
+/* The events of a container's transitions (the end of this file). */
+static void note_created (struct cri_service *svc, const struct cri_container *c);
+static void note_starting (struct cri_service *svc, const char *id);
+static void note_started (struct cri_service *svc, const char *id, bool started);
+static void note_exit (struct cri_service *svc, const char *id);
+static void note_deleted (struct cri_service *svc, const struct cri_container *c);
+
 static struct container_store *
 store_of (struct rpc_call *call, struct cri_service *svc)
 {
@@ -120,6 +130,7 @@ spec_sandbox_of (const struct sandbox *sb, struct cri_spec_sandbox *out)
     .hostname_path = sb->hostname_path,
     .hosts_path = sb->hosts_path,
     .resolv_conf_path = sb->resolv_conf_path,
+    .shm_path = sb->shm_path,
     .cgroup_parent = sb->cgroup_parent,
   };
 }
@@ -289,6 +300,7 @@ create_container (struct create_job *job, char **id, struct husk_error **err)
       undo_create (job->svc, job->c->id);
       return -1;
     }
+  note_created (job->svc, job->c);
   *id = xstrdup (job->c->id);
   return 0;
 }
@@ -402,11 +414,46 @@ start_monitor (struct cri_service *svc, struct cri_container *c, const struct hu
   return ret;
 }
 
+/* The monitor runs `RUNTIME create`, then `RUNTIME start`; the record says
+ * how that went (a failed start: exited, reason StartError). */
+static int
+run_container (struct cri_service *svc, struct cri_container *c, const struct huskd_runtime *rt,
+               struct husk_error **err)
+{
+  struct husk_error *ignored = NULL;
+  int ret = -1;
+
+  if (start_monitor (svc, c, rt, err) < 0)
+    return -1;
+  /* Before: a short-lived container may be gone when start returns. */
+  c->started_at = cri_now_ns ();
+  if (cri_run_runtime (rt, (const char *[]){ "start", c->id, NULL }, err) < 0)
+    {
+      cri_run_runtime (rt, (const char *[]){ "delete", "--force", c->id, NULL }, &ignored);
+      husk_error_free (&ignored);
+      c->state = CRI_CONTAINER_EXITED;
+      c->exit_code = 128;
+      c->finished_at = cri_now_ns ();
+      c->reason = xstrdup ("StartError");
+      c->message = xstrdup ((*err)->msg);
+    }
+  else
+    {
+      c->state = CRI_CONTAINER_RUNNING;
+      ret = 0;
+    }
+  /* After a failed start the start error is the one to report. */
+  if (ret == 0)
+    ret = container_save (svc->containers, c, false, err);
+  else if (container_save (svc->containers, c, false, &ignored) < 0)
+    husk_error_free (&ignored);
+  return ret;
+}
+
 static int
 start_container (struct cri_service *svc, const char *id, struct husk_error **err)
 {
   struct cri_container *c = NULL;
-  struct husk_error *ignored = NULL;
   const struct huskd_runtime *rt;
   int ret = -1;
 
@@ -414,31 +461,11 @@ start_container (struct cri_service *svc, const char *id, struct husk_error **er
     return -1;
   if (c->state != CRI_CONTAINER_CREATED)
     ret = husk_error_make (err, EAGAIN, "container %s is not in state created", c->id);
-  else if ((rt = cri_runtime_for (svc->cfg, c->runtime_handler, err)) != NULL
-           && start_monitor (svc, c, rt, err) == 0)
+  else if ((rt = cri_runtime_for (svc->cfg, c->runtime_handler, err)) != NULL)
     {
-      /* Before: a short-lived container may be gone when start returns. */
-      c->started_at = cri_now_ns ();
-      if (cri_run_runtime (rt, (const char *[]){ "start", c->id, NULL }, err) < 0)
-        {
-          cri_run_runtime (rt, (const char *[]){ "delete", "--force", c->id, NULL }, &ignored);
-          husk_error_free (&ignored);
-          c->state = CRI_CONTAINER_EXITED;
-          c->exit_code = 128;
-          c->finished_at = cri_now_ns ();
-          c->reason = xstrdup ("StartError");
-          c->message = xstrdup ((*err)->msg);
-        }
-      else
-        {
-          c->state = CRI_CONTAINER_RUNNING;
-          ret = 0;
-        }
-      /* After a failed start the start error is the one to report. */
-      if (ret == 0)
-        ret = container_save (svc->containers, c, false, err);
-      else if (container_save (svc->containers, c, false, &ignored) < 0)
-        husk_error_free (&ignored);
+      note_starting (svc, c->id);
+      ret = run_container (svc, c, rt, err);
+      note_started (svc, c->id, ret == 0);
     }
   cri_container_free (c);
   return ret;
@@ -475,20 +502,14 @@ cri_start_container (struct rpc_call *call, const void *req_bytes, size_t len, v
 /* ------------------------------------------------------------------ */
 /* StopContainer, RemoveContainer and the pod hooks                     */
 
+/* Woken by the exit watcher (cri/events.h) the moment the monitor renames
+ * the exit file into place. */
 static bool
-wait_exit_file (struct container_store *store, const char *id, int64_t timeout_ms)
+wait_exit_file (struct cri_service *svc, const char *id, int64_t timeout_ms)
 {
-  cleanup_free char *path = container_store_exit_path (store, id);
-  int64_t deadline = cri_monotonic_ms () + timeout_ms;
+  cleanup_free char *path = container_store_exit_path (svc->containers, id);
 
-  for (;;)
-    {
-      if (access (path, F_OK) == 0)
-        return true;
-      if (cri_monotonic_ms () >= deadline)
-        return false;
-      poll (NULL, 0, 20);
-    }
+  return cri_events_wait_file (svc->events, path, timeout_ms);
 }
 
 static int
@@ -531,21 +552,18 @@ stop_container (struct cri_service *svc, const char *id, int64_t timeout, struct
   /* A kill that fails because the process is gone already is fine. */
   if (cri_run_runtime (rt, (const char *[]){ "kill", c->id, signal_arg, NULL }, &ignored) < 0)
     husk_error_free (&ignored);
-  if (!wait_exit_file (svc->containers, c->id, timeout > 0 ? timeout * 1000 : 0))
+  if (!wait_exit_file (svc, c->id, timeout > 0 ? timeout * 1000 : 0))
     {
       if (cri_run_runtime (rt, (const char *[]){ "kill", "--all", c->id, "KILL", NULL }, &ignored) < 0)
         husk_error_free (&ignored);
-      if (!wait_exit_file (svc->containers, c->id, KILL_GRACE_MS))
+      if (!wait_exit_file (svc, c->id, KILL_GRACE_MS))
         ret = husk_error_make (err, ETIMEDOUT, "container %s did not exit after SIGKILL", c->id);
     }
-  cri_container_free (c);
+  /* Folds the exit file into the record and sends STOPPED, unless the
+   * watcher did already: before the reply, whichever is first. */
   if (ret == 0)
-    {
-      /* Folds the exit file into the record. */
-      if (container_lookup (svc->containers, id, &c, &ignored) == 0)
-        cri_container_free (c);
-      husk_error_free (&ignored);
-    }
+    note_exit (svc, c->id);
+  cri_container_free (c);
   return ret;
 }
 
@@ -567,6 +585,9 @@ remove_container (struct cri_service *svc, const char *id, struct husk_error **e
       husk_error_free (err);
       return 0;
     }
+  /* STOPPED before DELETED, also when the watcher has not got to it. */
+  if (c->state == CRI_CONTAINER_EXITED)
+    note_exit (svc, c->id);
   rt = cri_runtime_for (svc->cfg, c->runtime_handler, &ignored);
   husk_error_free (&ignored);
   /* Never created by the runtime (never started): nothing to delete. */
@@ -590,6 +611,8 @@ remove_container (struct cri_service *svc, const char *id, struct husk_error **e
         }
       ret = container_forget (svc->containers, c->id, err);
     }
+  if (ret == 0)
+    note_deleted (svc, c);
   cri_container_free (c);
   return ret;
 }
@@ -690,9 +713,37 @@ state_value (enum cri_container_state state)
   return RUNTIME__V1__CONTAINER_STATE__CONTAINER_UNKNOWN;
 }
 
-/* The reply messages point into the record's ContainerConfig: the map
- * entries of ContainerConfig and of the replies have the same fields and
- * numbers, so they pack to the same bytes. */
+/* The status of C pointing into it, into IMAGE and into its
+ * ContainerConfig: the map entries of ContainerConfig and of the status
+ * have the same fields and numbers, so they pack to the same bytes.
+ * ContainerStatus replies with it, events carry it. */
+static void
+status_of (const struct cri_container *c, Runtime__V1__ContainerStatus *status, Runtime__V1__ImageSpec *image)
+{
+  runtime__v1__container_status__init (status);
+  runtime__v1__image_spec__init (image);
+  image->image = c->image;
+  status->id = c->id;
+  status->metadata = c->config->metadata;
+  status->state = state_value (c->state);
+  status->created_at = c->created_at;
+  status->started_at = c->started_at;
+  status->finished_at = c->finished_at;
+  status->exit_code = c->exit_code;
+  status->image = image;
+  status->image_ref = c->image_ref;
+  status->image_id = c->image_id;
+  status->reason = c->reason ?: "";
+  status->message = c->message ?: "";
+  status->n_labels = c->config->n_labels;
+  status->labels = (Runtime__V1__ContainerStatus__LabelsEntry **) c->config->labels;
+  status->n_annotations = c->config->n_annotations;
+  status->annotations = (Runtime__V1__ContainerStatus__AnnotationsEntry **) c->config->annotations;
+  status->n_mounts = c->config->n_mounts;
+  status->mounts = c->config->mounts;
+  status->log_path = c->log_path ?: "";
+}
+
 void
 cri_container_status (struct rpc_call *call, const void *req_bytes, size_t len, void *user)
 {
@@ -701,8 +752,8 @@ cri_container_status (struct rpc_call *call, const void *req_bytes, size_t len, 
   Runtime__V1__ContainerStatusRequest *req
       = store ? cri_unpack (call, &runtime__v1__container_status_request__descriptor, req_bytes, len) : NULL;
   Runtime__V1__ContainerStatusResponse resp = RUNTIME__V1__CONTAINER_STATUS_RESPONSE__INIT;
-  Runtime__V1__ContainerStatus status = RUNTIME__V1__CONTAINER_STATUS__INIT;
-  Runtime__V1__ImageSpec image = RUNTIME__V1__IMAGE_SPEC__INIT;
+  Runtime__V1__ContainerStatus status;
+  Runtime__V1__ImageSpec image;
   struct cri_container *c = NULL;
   struct husk_error *err = NULL;
 
@@ -712,26 +763,7 @@ cri_container_status (struct rpc_call *call, const void *req_bytes, size_t len, 
     fail_with (call, &err);
   else
     {
-      image.image = c->image;
-      status.id = c->id;
-      status.metadata = c->config->metadata;
-      status.state = state_value (c->state);
-      status.created_at = c->created_at;
-      status.started_at = c->started_at;
-      status.finished_at = c->finished_at;
-      status.exit_code = c->exit_code;
-      status.image = &image;
-      status.image_ref = c->image_ref;
-      status.image_id = c->image_id;
-      status.reason = c->reason ?: "";
-      status.message = c->message ?: "";
-      status.n_labels = c->config->n_labels;
-      status.labels = (Runtime__V1__ContainerStatus__LabelsEntry **) c->config->labels;
-      status.n_annotations = c->config->n_annotations;
-      status.annotations = (Runtime__V1__ContainerStatus__AnnotationsEntry **) c->config->annotations;
-      status.n_mounts = c->config->n_mounts;
-      status.mounts = c->config->mounts;
-      status.log_path = c->log_path ?: "";
+      status_of (c, &status, &image);
       resp.status = &status;
       cri_reply (call, &resp.base);
     }
@@ -941,4 +973,230 @@ cri_reopen_container_log (struct rpc_call *call, const void *req_bytes, size_t l
   else
     cri_reply (call, &resp.base);
   runtime__v1__reopen_container_log_request__free_unpacked (req, NULL);
+}
+
+/* ------------------------------------------------------------------ */
+/* Container events                                                     */
+
+/* What the hub remembers per container, under its order lock. */
+enum event_flag
+{
+  /* StartContainer runs: an exit seen now is sent after STARTED. */
+  EV_STARTING = 1 << 0,
+  /* STOPPED was sent, or the exit happened before this huskd started:
+   * exits while huskd was down are not announced (nobody was subscribed;
+   * a client that reconnects relists, as kubelet does). */
+  EV_STOPPED = 1 << 1,
+};
+
+static bool
+is_container_id (const char *name)
+{
+  return strlen (name) == 64 && strspn (name, "0123456789abcdef") == 64;
+}
+
+/* The statuses of the containers of C's pod, pointing into LIST. */
+struct pod_statuses
+{
+  struct cri_container **list;
+  size_t n_list, n;
+  Runtime__V1__ContainerStatus *statuses, **ptrs;
+  Runtime__V1__ImageSpec *images;
+};
+
+static void
+pod_statuses_init (struct cri_service *svc, const char *sandbox_id, struct pod_statuses *out)
+{
+  struct husk_error *ignored = NULL;
+
+  memset (out, 0, sizeof *out);
+  if (container_list (svc->containers, &out->list, &out->n_list, &ignored) < 0)
+    husk_error_free (&ignored);
+  out->statuses = xcalloc (out->n_list + 1, sizeof *out->statuses);
+  out->images = xcalloc (out->n_list + 1, sizeof *out->images);
+  out->ptrs = xcalloc (out->n_list + 1, sizeof *out->ptrs);
+  for (size_t i = 0; i < out->n_list; i++)
+    if (strcmp (out->list[i]->sandbox_id, sandbox_id) == 0)
+      {
+        status_of (out->list[i], &out->statuses[out->n], &out->images[out->n]);
+        out->ptrs[out->n] = &out->statuses[out->n];
+        out->n++;
+      }
+}
+
+static void
+pod_statuses_clear (struct pod_statuses *statuses)
+{
+  free (statuses->statuses);
+  free (statuses->images);
+  free (statuses->ptrs);
+  cri_containers_free (statuses->list, statuses->n_list);
+}
+
+/* Sends TYPE for C with its pod's status and the statuses of the pod's
+ * containers as they are now (a deleted one is no longer among them). */
+static void
+publish_event (struct cri_service *svc, Runtime__V1__ContainerEventType type, const struct cri_container *c)
+{
+  Runtime__V1__ContainerEventResponse event = RUNTIME__V1__CONTAINER_EVENT_RESPONSE__INIT;
+  struct husk_error *ignored = NULL;
+  struct pod_statuses statuses;
+  struct sandbox *sb = NULL;
+  cleanup_free uint8_t *bytes = NULL;
+  size_t size;
+
+  if (cri_events_subscribers (svc->events) == 0)
+    return;
+  event.container_id = c->id;
+  event.container_event_type = type;
+  event.created_at = cri_now_ns ();
+  if (sandbox_lookup (svc->sandboxes, c->sandbox_id, &sb, &ignored) == 0)
+    event.pod_sandbox_status = cri_pod_status_new (sb);
+  husk_error_free (&ignored);
+  pod_statuses_init (svc, c->sandbox_id, &statuses);
+  event.n_containers_statuses = statuses.n;
+  event.containers_statuses = statuses.ptrs;
+  size = protobuf_c_message_get_packed_size (&event.base);
+  bytes = xmalloc (size ? size : 1);
+  protobuf_c_message_pack (&event.base, bytes);
+  cri_events_publish (svc->events, bytes, size);
+  pod_statuses_clear (&statuses);
+  cri_pod_status_free (event.pod_sandbox_status);
+  sandbox_free (sb);
+}
+
+static void
+note_created (struct cri_service *svc, const struct cri_container *c)
+{
+  cri_events_lock (svc->events);
+  publish_event (svc, RUNTIME__V1__CONTAINER_EVENT_TYPE__CONTAINER_CREATED_EVENT, c);
+  cri_events_unlock (svc->events);
+}
+
+static void
+note_starting (struct cri_service *svc, const char *id)
+{
+  cri_events_lock (svc->events);
+  cri_events_set_flags (svc->events, id, cri_events_flags (svc->events, id) | EV_STARTING);
+  cri_events_unlock (svc->events);
+}
+
+/* Called with the order lock held, C folded and exited. */
+static void
+stopped_once_locked (struct cri_service *svc, const struct cri_container *c)
+{
+  unsigned flags = cri_events_flags (svc->events, c->id);
+
+  if (flags & (EV_STOPPED | EV_STARTING))
+    return;
+  cri_events_set_flags (svc->events, c->id, flags | EV_STOPPED);
+  publish_event (svc, RUNTIME__V1__CONTAINER_EVENT_TYPE__CONTAINER_STOPPED_EVENT, c);
+}
+
+/* STARTED when the runtime started it; then STOPPED if it has exited
+ * already (or the start failed and the record says exited). */
+static void
+note_started (struct cri_service *svc, const char *id, bool started)
+{
+  struct husk_error *ignored = NULL;
+  struct cri_container *c = NULL;
+
+  cri_events_lock (svc->events);
+  cri_events_set_flags (svc->events, id, cri_events_flags (svc->events, id) & ~EV_STARTING);
+  if (container_lookup (svc->containers, id, &c, &ignored) < 0)
+    husk_error_free (&ignored);
+  else
+    {
+      if (started)
+        publish_event (svc, RUNTIME__V1__CONTAINER_EVENT_TYPE__CONTAINER_STARTED_EVENT, c);
+      if (c->state == CRI_CONTAINER_EXITED)
+        stopped_once_locked (svc, c);
+    }
+  cri_events_unlock (svc->events);
+  cri_container_free (c);
+}
+
+/* The exit file of ID appeared (the watcher, StopContainer, RemoveContainer:
+ * whoever is first sends STOPPED).  The lookup folds it into the record. */
+static void
+note_exit (struct cri_service *svc, const char *id)
+{
+  struct husk_error *ignored = NULL;
+  struct cri_container *c = NULL;
+
+  cri_events_lock (svc->events);
+  /* Starting: note_started folds it, after StartContainer's own write of
+   * the record (two writers of one record would race). */
+  if (!(cri_events_flags (svc->events, id) & EV_STARTING))
+    {
+      if (container_lookup (svc->containers, id, &c, &ignored) < 0)
+        husk_error_free (&ignored);
+      else if (c->state == CRI_CONTAINER_EXITED)
+        stopped_once_locked (svc, c);
+    }
+  cri_events_unlock (svc->events);
+  cri_container_free (c);
+}
+
+/* C's record is gone: a late exit event finds nothing to announce. */
+static void
+note_deleted (struct cri_service *svc, const struct cri_container *c)
+{
+  cri_events_lock (svc->events);
+  publish_event (svc, RUNTIME__V1__CONTAINER_EVENT_TYPE__CONTAINER_DELETED_EVENT, c);
+  cri_events_set_flags (svc->events, c->id, 0);
+  cri_events_unlock (svc->events);
+}
+
+static void
+on_exit_file (const char *name, void *user)
+{
+  if (is_container_id (name))
+    note_exit (user, name);
+}
+
+int
+cri_container_events_start (struct cri_service *svc, struct husk_error **err)
+{
+  const char *exit_dir = svc->containers->exit_dir;
+  cleanup_dir DIR *dir = NULL;
+  struct dirent *de;
+
+  svc->events = cri_events_new ();
+  /* Watching first: an exit from now on is either seen here or reported. */
+  if (cri_events_watch (svc->events, exit_dir, on_exit_file, svc, err) < 0)
+    return husk_error_wrap (err, "container exits");
+  if ((dir = opendir (exit_dir)) == NULL)
+    return husk_error_make (err, errno, "list `%s`", exit_dir);
+  cri_events_lock (svc->events);
+  while ((de = readdir (dir)) != NULL)
+    if (is_container_id (de->d_name))
+      cri_events_set_flags (svc->events, de->d_name, EV_STOPPED);
+  cri_events_unlock (svc->events);
+  return 0;
+}
+
+void
+cri_container_events_stop (struct cri_service *svc)
+{
+  cri_events_free (svc->events);
+  svc->events = NULL;
+}
+
+/* Registers the stream and returns: events are sent by the threads that
+ * make them. */
+void
+cri_get_container_events (struct rpc_call *call, const void *req_bytes, size_t len, void *user)
+{
+  struct cri_service *svc = user;
+  Runtime__V1__GetEventsRequest *req
+      = cri_unpack (call, &runtime__v1__get_events_request__descriptor, req_bytes, len);
+
+  if (req == NULL)
+    return;
+  runtime__v1__get_events_request__free_unpacked (req, NULL);
+  if (svc->events == NULL)
+    rpc_fail (call, GRPC_STATUS_UNAVAILABLE, "GetContainerEvents: huskd has no event hub");
+  else
+    cri_events_subscribe (svc->events, call);
 }

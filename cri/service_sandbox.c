@@ -166,6 +166,8 @@ cri_remove_pod_sandbox (struct rpc_call *call, const void *req, size_t len, void
           copies[i_].value = (src)[i_]->value;                                                               \
           (dst)[i_] = &copies[i_];                                                                           \
         }                                                                                                    \
+      /* Where free_map finds the copies, also when there are none. */                                       \
+      (dst)[0] = copies;                                                                                     \
     }                                                                                                        \
   while (0)
 
@@ -249,6 +251,28 @@ status_view_clear (struct status_view *view)
   free (view->additional_ips);
   free_map (view->status.labels);
   free_map (view->status.annotations);
+}
+
+/* For the events of the pod's containers (service_container.c): the same
+ * view, on the heap.  STATUS is the view's first member. */
+Runtime__V1__PodSandboxStatus *
+cri_pod_status_new (const struct sandbox *sb)
+{
+  struct status_view *view = xmalloc (sizeof *view);
+
+  status_view_init (view, sb);
+  return &view->status;
+}
+
+void
+cri_pod_status_free (Runtime__V1__PodSandboxStatus *status)
+{
+  struct status_view *view = (struct status_view *) status;
+
+  if (view == NULL)
+    return;
+  status_view_clear (view);
+  free (view);
 }
 
 /* verbose: where the pod's namespaces and files are, as JSON "info". */
