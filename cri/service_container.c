@@ -53,21 +53,28 @@ nonempty (const char *s)
 
 static int pod_stop_hook (struct cri_service *svc, const char *sandbox_id, struct husk_error **err);
 static int pod_remove_hook (struct cri_service *svc, const char *sandbox_id, struct husk_error **err);
+static void recover_containers (struct cri_service *svc);
 
 int
 cri_containers_init (struct cri_service *svc, struct husk_error **err)
 {
+  bool opened = false;
   int ret = 0;
 
   pthread_mutex_lock (&svc->lock);
   if (svc->containers == NULL)
-    ret = container_store_open (svc->cfg->root, svc->cfg->state, &svc->containers, err);
+    {
+      ret = container_store_open (svc->cfg->root, svc->cfg->state, &svc->containers, err);
+      opened = ret == 0;
+    }
   if (ret == 0)
     {
       svc->stop_pod_containers = pod_stop_hook;
       svc->remove_pod_containers = pod_remove_hook;
     }
   pthread_mutex_unlock (&svc->lock);
+  if (opened)
+    recover_containers (svc);
   return ret;
 }
 
@@ -213,6 +220,51 @@ struct create_job
   struct cri_container *c;
 };
 
+/* ------------------------------------------------------------------ */
+/* markers of operations in progress, for the recovery after a crash    */
+
+/* ROOT/containers/<id>/creating: CreateContainer has not saved the
+ * record yet.  .../starting: StartContainer has not saved the outcome.
+ * Whoever finds one at start-up knows the operation was cut short. */
+static char *
+marker_path (struct cri_service *svc, const char *id, const char *marker)
+{
+  cleanup_free char *dir = container_store_dir (svc->containers, id);
+
+  return xasprintf ("%s/%s", dir, marker);
+}
+
+static int
+set_marker (struct cri_service *svc, const char *id, const char *marker, struct husk_error **err)
+{
+  cleanup_free char *dir = container_store_dir (svc->containers, id);
+  cleanup_free char *path = marker_path (svc, id, marker);
+
+  if (husk_mkdir_p (dir, 0700, err) < 0)
+    return -1;
+  return husk_write_file_replace (path, "", 0, 0600, err);
+}
+
+static void
+clear_marker (struct cri_service *svc, const char *id, const char *marker)
+{
+  cleanup_free char *path = marker_path (svc, id, marker);
+
+  if (unlink (path) < 0 && errno != ENOENT)
+    husk_warn ("remove `%s`: %s", path, strerror (errno));
+}
+
+static bool
+has_marker (struct cri_service *svc, const char *id, const char *marker)
+{
+  cleanup_free char *path = marker_path (svc, id, marker);
+
+  return access (path, F_OK) == 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* CreateContainer (continued)                                          */
+
 static int
 build_bundle (struct create_job *job, struct husk_error **err)
 {
@@ -231,16 +283,18 @@ build_bundle (struct create_job *job, struct husk_error **err)
   int ret;
 
   spec_sandbox_of (job->sb, &in.sandbox);
-  if (containers_prepare_rootfs (root, job->c->id, job->image, false, &rootfs, err) < 0)
+  if (set_marker (job->svc, job->c->id, "creating", err) < 0
+      || containers_prepare_rootfs (root, job->c->id, job->image, false, &rootfs, err) < 0)
     return -1;
   in.rootfs = rootfs;
   if (cri_spec_build (&in, &config, err) < 0)
     return -1;
   ret = containers_write_config (bundle, config, err);
   json_decref (config);
-  if (ret < 0)
+  if (ret < 0 || container_save (store, job->c, true, err) < 0)
     return -1;
-  return container_save (store, job->c, true, err);
+  clear_marker (job->svc, job->c->id, "creating");
+  return 0;
 }
 
 static struct cri_container *
@@ -269,6 +323,7 @@ static void
 undo_create (struct cri_service *svc, const char *id)
 {
   cleanup_free char *bundle = containers_bundle_dir (svc->cfg->root, id);
+  cleanup_free char *dir = container_store_dir (svc->containers, id);
   struct husk_error *ignored = NULL;
 
   husk_rm_rf (bundle, &ignored);
@@ -276,6 +331,9 @@ undo_create (struct cri_service *svc, const char *id)
   snapshot_remove_container (svc->cfg->root, id, &ignored);
   husk_error_free (&ignored);
   container_forget (svc->containers, id, &ignored);
+  husk_error_free (&ignored);
+  /* The marker and whatever else the create made there. */
+  husk_rm_rf (dir, &ignored);
   husk_error_free (&ignored);
 }
 
@@ -348,18 +406,6 @@ cri_create_container (struct rpc_call *call, const void *req_bytes, size_t len, 
 /* ------------------------------------------------------------------ */
 /* StartContainer                                                       */
 
-static char *
-monitor_path (void)
-{
-  char self[4096];
-  ssize_t n = readlink ("/proc/self/exe", self, sizeof self - 1);
-
-  if (n <= 0)
-    return xstrdup ("husk-monitor");
-  self[n] = '\0';
-  return xasprintf ("%s/husk-monitor", dirname (self));
-}
-
 /* The monitor's one report line: {"pid", "monitor_pid"} or {"error"}. */
 static int
 parse_monitor_report (const char *line, struct cri_container *c, struct husk_error **err)
@@ -385,7 +431,7 @@ static int
 start_monitor (struct cri_service *svc, struct cri_container *c, const struct huskd_runtime *rt,
                struct husk_error **err)
 {
-  cleanup_free char *monitor = monitor_path ();
+  cleanup_free char *monitor = cri_helper_path ("husk-monitor");
   cleanup_free char *bundle = containers_bundle_dir (svc->cfg->root, c->id);
   cleanup_free char *dir = container_store_dir (svc->containers, c->id);
   cleanup_free char *internal_log = xasprintf ("%s/container.log", dir);
@@ -464,7 +510,10 @@ start_container (struct cri_service *svc, const char *id, struct husk_error **er
   else if ((rt = cri_runtime_for (svc->cfg, c->runtime_handler, err)) != NULL)
     {
       note_starting (svc, c->id);
-      ret = run_container (svc, c, rt, err);
+      ret = set_marker (svc, c->id, "starting", err);
+      if (ret == 0)
+        ret = run_container (svc, c, rt, err);
+      clear_marker (svc, c->id, "starting");
       note_started (svc, c->id, ret == 0);
     }
   cri_container_free (c);
@@ -497,6 +546,108 @@ cri_start_container (struct rpc_call *call, const void *req_bytes, size_t len, v
   else
     cri_reply (call, &resp.base);
   runtime__v1__start_container_request__free_unpacked (req, NULL);
+}
+
+/* ------------------------------------------------------------------ */
+/* recovery after a crash                                               */
+
+/* Every husk-monitor whose command line names ID is killed with its
+ * process group (the runtime command it may still be running). */
+static void
+kill_monitors_of (const char *id)
+{
+  cleanup_dir DIR *proc = opendir ("/proc");
+  struct dirent *de;
+
+  while (proc && (de = readdir (proc)) != NULL)
+    {
+      int pid = atoi (de->d_name);
+      cleanup_free char *cmdline_path = xasprintf ("/proc/%d/cmdline", pid);
+      cleanup_free char *cmdline = NULL;
+      struct husk_error *ignored = NULL;
+      size_t len = 0;
+      bool names_id = false;
+
+      if (pid <= 1 || husk_read_file (cmdline_path, &cmdline, &len, &ignored) < 0)
+        {
+          husk_error_free (&ignored);
+          continue;
+        }
+      if (!husk_str_has_suffix (cmdline, "husk-monitor"))
+        continue;
+      for (size_t i = 0; i + 1 < len && !names_id; i += strlen (cmdline + i) + 1)
+        names_id = strcmp (cmdline + i, "--id") == 0 && i + 5 < len && strcmp (cmdline + i + 5, id) == 0;
+      if (names_id)
+        {
+          pid_t group = getpgid (pid);
+          if (group > 1 && group != getpgid (0))
+            kill (-group, SIGKILL);
+          kill (pid, SIGKILL);
+        }
+    }
+}
+
+/* StartContainer was cut short: whatever it got to (a monitor, a created
+ * or running container) is killed and the container ends as a failed
+ * start, the way a start error leaves it. */
+static void
+roll_back_start (struct cri_service *svc, struct cri_container *c)
+{
+  struct husk_error *ignored = NULL;
+  const struct huskd_runtime *rt = cri_runtime_for (svc->cfg, c->runtime_handler, &ignored);
+
+  husk_error_free (&ignored);
+  kill_monitors_of (c->id);
+  if (rt && cri_run_runtime (rt, (const char *[]){ "delete", "--force", c->id, NULL }, &ignored) < 0)
+    husk_debug ("%s", ignored->msg);
+  husk_error_free (&ignored);
+  c->state = CRI_CONTAINER_EXITED;
+  c->exit_code = 128;
+  c->finished_at = cri_now_ns ();
+  free (c->reason);
+  free (c->message);
+  c->reason = xstrdup ("StartError");
+  c->message = xstrdup ("huskd stopped while starting the container");
+  if (container_save (svc->containers, c, false, &ignored) < 0)
+    {
+      husk_warn ("container %s: %s", c->id, ignored->msg);
+      husk_error_free (&ignored);
+    }
+}
+
+static void
+recover_container (struct cri_service *svc, const char *id)
+{
+  struct cri_container *c = NULL;
+  struct husk_error *ignored = NULL;
+
+  if (has_marker (svc, id, "creating"))
+    {
+      husk_warn ("container %s: CreateContainer did not finish: rolled back", id);
+      undo_create (svc, id);
+      return;
+    }
+  if (!has_marker (svc, id, "starting"))
+    return;
+  if (container_lookup (svc->containers, id, &c, &ignored) == 0 && c->state == CRI_CONTAINER_CREATED)
+    {
+      husk_warn ("container %s: StartContainer did not finish: rolled back to a start error", id);
+      roll_back_start (svc, c);
+    }
+  husk_error_free (&ignored);
+  cri_container_free (c);
+  clear_marker (svc, id, "starting");
+}
+
+static void
+recover_containers (struct cri_service *svc)
+{
+  cleanup_dir DIR *dir = opendir (svc->containers->containers_dir);
+  struct dirent *de;
+
+  while (dir && (de = readdir (dir)) != NULL)
+    if (strlen (de->d_name) == 64 && strspn (de->d_name, "0123456789abcdef") == 64)
+      recover_container (svc, de->d_name);
 }
 
 /* ------------------------------------------------------------------ */
@@ -549,10 +700,12 @@ stop_container (struct cri_service *svc, const char *id, int64_t timeout, struct
       return ret;
     }
   snprintf (signal_arg, sizeof signal_arg, "%d", stop_signal_of (c));
-  /* A kill that fails because the process is gone already is fine. */
-  if (cri_run_runtime (rt, (const char *[]){ "kill", c->id, signal_arg, NULL }, &ignored) < 0)
+  /* A kill that fails because the process is gone already is fine.  No
+   * grace period (StopPodSandbox, RemoveContainer): SIGKILL at once, as
+   * containerd does. */
+  if (timeout > 0 && cri_run_runtime (rt, (const char *[]){ "kill", c->id, signal_arg, NULL }, &ignored) < 0)
     husk_error_free (&ignored);
-  if (!wait_exit_file (svc, c->id, timeout > 0 ? timeout * 1000 : 0))
+  if (timeout <= 0 || !wait_exit_file (svc, c->id, timeout * 1000))
     {
       if (cri_run_runtime (rt, (const char *[]){ "kill", "--all", c->id, "KILL", NULL }, &ignored) < 0)
         husk_error_free (&ignored);
@@ -717,12 +870,28 @@ state_value (enum cri_container_state state)
  * ContainerConfig: the map entries of ContainerConfig and of the status
  * have the same fields and numbers, so they pack to the same bytes.
  * ContainerStatus replies with it, events carry it. */
-static void
-status_of (const struct cri_container *c, Runtime__V1__ContainerStatus *status, Runtime__V1__ImageSpec *image)
+/* What a ContainerStatus points to besides the record. */
+struct status_parts
 {
+  Runtime__V1__ImageSpec image;
+  Runtime__V1__ContainerResources resources;
+};
+
+static void
+status_of (const struct cri_container *c, Runtime__V1__ContainerStatus *status, struct status_parts *parts)
+{
+  Runtime__V1__ImageSpec *image = &parts->image;
+
   runtime__v1__container_status__init (status);
   runtime__v1__image_spec__init (image);
+  runtime__v1__container_resources__init (&parts->resources);
   image->image = c->image;
+  /* What the container runs with now, updates included. */
+  if (c->config->linux && c->config->linux->resources)
+    {
+      parts->resources.linux = c->config->linux->resources;
+      status->resources = &parts->resources;
+    }
   status->id = c->id;
   status->metadata = c->config->metadata;
   status->state = state_value (c->state);
@@ -753,7 +922,7 @@ cri_container_status (struct rpc_call *call, const void *req_bytes, size_t len, 
       = store ? cri_unpack (call, &runtime__v1__container_status_request__descriptor, req_bytes, len) : NULL;
   Runtime__V1__ContainerStatusResponse resp = RUNTIME__V1__CONTAINER_STATUS_RESPONSE__INIT;
   Runtime__V1__ContainerStatus status;
-  Runtime__V1__ImageSpec image;
+  struct status_parts parts;
   struct cri_container *c = NULL;
   struct husk_error *err = NULL;
 
@@ -763,7 +932,7 @@ cri_container_status (struct rpc_call *call, const void *req_bytes, size_t len, 
     fail_with (call, &err);
   else
     {
-      status_of (c, &status, &image);
+      status_of (c, &status, &parts);
       resp.status = &status;
       cri_reply (call, &resp.base);
     }
@@ -1001,7 +1170,7 @@ struct pod_statuses
   struct cri_container **list;
   size_t n_list, n;
   Runtime__V1__ContainerStatus *statuses, **ptrs;
-  Runtime__V1__ImageSpec *images;
+  struct status_parts *parts;
 };
 
 static void
@@ -1013,12 +1182,12 @@ pod_statuses_init (struct cri_service *svc, const char *sandbox_id, struct pod_s
   if (container_list (svc->containers, &out->list, &out->n_list, &ignored) < 0)
     husk_error_free (&ignored);
   out->statuses = xcalloc (out->n_list + 1, sizeof *out->statuses);
-  out->images = xcalloc (out->n_list + 1, sizeof *out->images);
+  out->parts = xcalloc (out->n_list + 1, sizeof *out->parts);
   out->ptrs = xcalloc (out->n_list + 1, sizeof *out->ptrs);
   for (size_t i = 0; i < out->n_list; i++)
     if (strcmp (out->list[i]->sandbox_id, sandbox_id) == 0)
       {
-        status_of (out->list[i], &out->statuses[out->n], &out->images[out->n]);
+        status_of (out->list[i], &out->statuses[out->n], &out->parts[out->n]);
         out->ptrs[out->n] = &out->statuses[out->n];
         out->n++;
       }
@@ -1028,7 +1197,7 @@ static void
 pod_statuses_clear (struct pod_statuses *statuses)
 {
   free (statuses->statuses);
-  free (statuses->images);
+  free (statuses->parts);
   free (statuses->ptrs);
   cri_containers_free (statuses->list, statuses->n_list);
 }

@@ -6,6 +6,7 @@ bad input and the latency of create+start.  Prints TAP lines.
 
   cri_container.py HUSKD REGISTRY WORKDIR
 """
+import json
 import os
 import statistics
 import subprocess
@@ -328,6 +329,9 @@ def test_update(c, s):
     r = bundle_resources(created)
     ok(r["cpu"].get("shares") == 512 and r["cpu"].get("quota") == 20000 and r["unified"] == {"memory.high": "32M"},
        "a second update merges: unset fields keep their values, a unified key is replaced", r)
+    res = c.status(created).resources.linux
+    ok(res.cpu_shares == 512 and res.cpu_quota == 20000 and res.cpuset_cpus == "0",
+       "ContainerStatus reports the updated resources", res)
     c.remove(created)
     running = c.create(s["pod"], container_config("updated", ["trap 'exit 0' TERM; while :; do sleep 0.1; done"]),
                        s["pod_config"])
@@ -394,6 +398,107 @@ def test_restart(c, s):
     c.channel = c2.channel
 
 
+def restart(c, s, edit=None):
+    """kill -9 huskd, EDIT() what it left, start a new one; C is reconnected."""
+    s["proc"].kill()
+    s["proc"].wait()
+    os.unlink(SOCK)
+    if edit:
+        edit()
+    s["proc"] = start_huskd()
+    c.channel.close()
+    c.channel = grpc.insecure_channel("unix://" + SOCK)
+
+
+def monitors_of(cid):
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                args = f.read().split(b"\0")
+        except OSError:
+            continue
+        if args[0].endswith(b"husk-monitor") and cid.encode() in args:
+            found.append(int(pid))
+    return found
+
+
+def container_leftovers(ids):
+    left = [f"mount {m}" for m in mounts_under(ROOT) if any(i in m for i in ids)]
+    left += [f"dir {i}" for i in ids if os.path.exists(os.path.join(ROOT, "containers", i))]
+    left += [f"monitor {p} of {i}" for i in ids for p in monitors_of(i)]
+    return left
+
+
+def test_recovery(c, s):
+    """What kill -9 leaves in the middle of CreateContainer or StartContainer
+    is rolled back by the next huskd."""
+    created = c.create(s["pod"], container_config("cut-create", ["sleep 100"]), s["pod_config"])
+    cdir = os.path.join(ROOT, "containers", created)
+
+    def cut_create():
+        open(os.path.join(cdir, "creating"), "w").close()
+        for name in ("cri.json", "config.pb"):
+            os.unlink(os.path.join(cdir, name))
+    restart(c, s, cut_create)
+    ok(created not in c.list() and container_leftovers([created]) == [],
+       "a CreateContainer cut short: no record, snapshot, bundle or mount left", container_leftovers([created]))
+
+    started = c.create(s["pod"], container_config("cut-start", ["sleep 100"]), s["pod_config"])
+    c.start(started)
+    sdir = os.path.join(ROOT, "containers", started)
+    ok(monitors_of(started) != [], "a started container has its monitor")
+
+    def cut_start():
+        path = os.path.join(sdir, "cri.json")
+        record = json.load(open(path))
+        record["state"] = "created"
+        json.dump(record, open(path, "w"))
+        open(os.path.join(sdir, "starting"), "w").close()
+    restart(c, s, cut_start)
+    st = c.status(started)
+    ok(st.state == pb.CONTAINER_EXITED and st.reason == "StartError" and "starting" in st.message,
+       "a StartContainer cut short ends as a start error", st)
+    ok(monitors_of(started) == [] and not os.path.exists(os.path.join(sdir, "starting")),
+       "its monitor and container are killed", monitors_of(started))
+    c.remove(started)
+    ok(container_leftovers([started]) == [], "and it can be removed without leftovers", container_leftovers([started]))
+
+
+def test_crash_during_start(c, s):
+    """kill -9 huskd at random moments of CreateContainer+StartContainer:
+    after the restarts every listed container answers, and once removed
+    nothing is left of any of them."""
+    import concurrent.futures
+    import random
+    rng = random.Random(7)
+    before = set(os.listdir(os.path.join(ROOT, "containers")))
+    seen = set()
+
+    def create_start(i):
+        try:
+            cid = c.create(s["pod"], container_config(f"crash-{i}", ["sleep 100"]), s["pod_config"])
+            c.start(cid)
+        except grpc.RpcError:
+            pass
+    for i in range(8):
+        with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+            fut = pool.submit(create_start, i)
+            time.sleep(rng.uniform(0.0, 0.09))
+            restart(c, s)
+            fut.result()
+        seen.update(set(os.listdir(os.path.join(ROOT, "containers"))) - before)
+    states = {cid: c.status(cid).state for cid in c.list() if cid in seen}
+    running = [cid for cid, st in states.items() if st == pb.CONTAINER_RUNNING]
+    answers = [c.exec_sync(cid, ["true"]).exit_code for cid in running]
+    ok(all(a == 0 for a in answers), f"8 crashes during create+start: {len(states)} listed, {len(running)} running"
+       " and answering ExecSync", states)
+    for cid in states:
+        c.remove(cid)
+    left = container_leftovers(list(seen))
+    ok(left == [], "after removing them nothing is left of any crashed create or start", left)
+
+
 def test_latency(c, s):
     times, ids = [], []
     for i in range(10):
@@ -420,7 +525,7 @@ def main():
                           pb.RunPodSandboxResponse).pod_sandbox_id
         ok(len(s["pod"]) == 64, "pull busybox and run a pod")
         for test in (test_exit_and_logs, test_exec_sync, test_stop_remove, test_security, test_bad_input,
-                     test_shared_shm, test_update, test_reopen_log, test_restart, test_latency):
+                     test_shared_shm, test_update, test_reopen_log, test_restart, test_recovery, test_crash_during_start, test_latency):
             try:
                 test(c, s)
             except Exception as e:  # a crash of one test is one failure
