@@ -62,7 +62,7 @@ static const struct rpc_method method_table[] = {
   M (RUNTIME_SVC, ListMetricDescriptors, not_yet, 0),
   M (RUNTIME_SVC, ListPodSandboxMetrics, not_yet, 0),
   M (RUNTIME_SVC, StreamPodSandboxMetrics, not_yet, RPC_SERVER_STREAMING),
-  M (RUNTIME_SVC, UpdatePodSandboxResources, not_yet, 0),
+  M (RUNTIME_SVC, UpdatePodSandboxResources, cri_update_pod_sandbox_resources, 0),
   M (IMAGE_SVC, ListImages, cri_list_images, 0),
   M (IMAGE_SVC, StreamImages, not_yet, RPC_SERVER_STREAMING),
   M (IMAGE_SVC, ImageStatus, cri_image_status, 0),

@@ -83,6 +83,7 @@ void cri_stop_pod_sandbox (struct rpc_call *call, const void *req, size_t len, v
 void cri_remove_pod_sandbox (struct rpc_call *call, const void *req, size_t len, void *user);
 void cri_pod_sandbox_status (struct rpc_call *call, const void *req, size_t len, void *user);
 void cri_list_pod_sandbox (struct rpc_call *call, const void *req, size_t len, void *user);
+void cri_update_pod_sandbox_resources (struct rpc_call *call, const void *req, size_t len, void *user);
 
 /* Container RPCs (service_container.c).  cri_containers_init opens the
  * container store and sets the pod hooks; the handlers call it on first

@@ -407,3 +407,29 @@ cri_list_pod_sandbox (struct rpc_call *call, const void *req, size_t len, void *
   sandboxes_free (list, n);
   FREE_REQUEST (request);
 }
+
+/* kubelet has resized the pod's cgroup itself by the time it calls this,
+ * and treats it as best effort: huskd has nothing to apply (no NRI
+ * plugins to tell), so it only checks that the pod exists. */
+void
+cri_update_pod_sandbox_resources (struct rpc_call *call, const void *req, size_t len, void *user)
+{
+  struct cri_service *svc = user;
+  Runtime__V1__UpdatePodSandboxResourcesRequest *request
+      = cri_unpack (call, &runtime__v1__update_pod_sandbox_resources_request__descriptor, req, len);
+  Runtime__V1__UpdatePodSandboxResourcesResponse reply
+      = RUNTIME__V1__UPDATE_POD_SANDBOX_RESOURCES_RESPONSE__INIT;
+  struct husk_error *err = NULL;
+  struct sandbox *sb = NULL;
+
+  if (request == NULL)
+    return;
+  if (request->pod_sandbox_id == NULL || request->pod_sandbox_id[0] == '\0')
+    rpc_fail (call, GRPC_STATUS_INVALID_ARGUMENT, "UpdatePodSandboxResources: pod_sandbox_id: empty");
+  else if (sandbox_lookup (svc->sandboxes, request->pod_sandbox_id, &sb, &err) < 0)
+    fail (call, "UpdatePodSandboxResources", &err);
+  else
+    cri_reply (call, &reply.base);
+  sandbox_free (sb);
+  FREE_REQUEST (request);
+}

@@ -229,6 +229,15 @@ def test_bad_input(h, state):
     expect_error(lambda: h.run(pod_config("x", annotations={"kubernetes.io/ingress-bandwidth": "fast"})),
                  grpc.StatusCode.INVALID_ARGUMENT, "kubernetes.io/ingress-bandwidth",
                  "a bandwidth annotation that is not a quantity: INVALID_ARGUMENT naming it")
+    resize = lambda pod: h.call("UpdatePodSandboxResources", pb.UpdatePodSandboxResourcesRequest(
+        pod_sandbox_id=pod, resources=pb.LinuxContainerResources(cpu_shares=512)),
+        pb.UpdatePodSandboxResourcesResponse)
+    expect_error(lambda: resize("0" * 64), grpc.StatusCode.NOT_FOUND, "0" * 64,
+                 "UpdatePodSandboxResources of an unknown pod: NOT_FOUND naming it")
+    expect_error(lambda: resize(""), grpc.StatusCode.INVALID_ARGUMENT, "pod_sandbox_id",
+                 "UpdatePodSandboxResources without an id: INVALID_ARGUMENT")
+    resize(state["web"])
+    ok(True, "UpdatePodSandboxResources of a pod: OK (kubelet resized the cgroup already)")
     expect_error(lambda: h.status("0" * 64), grpc.StatusCode.NOT_FOUND, "not found",
                  "PodSandboxStatus of an unknown id: NOT_FOUND")
     leftover = sorted(os.listdir(os.path.join(ROOT, "sandboxes")))
