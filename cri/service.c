@@ -165,6 +165,13 @@ cri_labels_match (struct cri_string_entry *const *labels, size_t n_labels,
   return true;
 }
 
+void
+cri_fail (struct rpc_call *call, struct husk_error **err)
+{
+  rpc_fail (call, cri_status_of (*err), "%s", (*err)->msg);
+  husk_error_free (err);
+}
+
 grpc_status_code
 cri_status_of (const struct husk_error *err)
 {

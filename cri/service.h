@@ -64,6 +64,16 @@ struct cri_string_entry
 bool cri_labels_match (struct cri_string_entry *const *labels, size_t n_labels,
                        struct cri_string_entry *const *selector, size_t n_selector);
 
+/* Fails the call with cri_status_of (*ERR) and its message; frees *ERR. */
+void cri_fail (struct rpc_call *call, struct husk_error **err);
+
+/* Set and not empty: how kubelet leaves an optional string out. */
+static inline bool
+cri_nonempty (const char *s)
+{
+  return s && s[0];
+}
+
 /* grpc status for a husk error: ENOENT -> NOT_FOUND, EEXIST ->
  * ALREADY_EXISTS, EINVAL -> INVALID_ARGUMENT, otherwise UNKNOWN. */
 grpc_status_code cri_status_of (const struct husk_error *err);

@@ -35,19 +35,6 @@
 /* After SIGKILL the monitor needs a moment to reap and write the exit file. */
 #define KILL_GRACE_MS 10000
 
-static void
-fail_with (struct rpc_call *call, struct husk_error **err)
-{
-  rpc_fail (call, cri_status_of (*err), "%s", (*err)->msg);
-  husk_error_free (err);
-}
-
-static bool
-nonempty (const char *s)
-{
-  return s && s[0];
-}
-
 /* ------------------------------------------------------------------ */
 /* the store, opened once                                               */
 
@@ -99,7 +86,7 @@ store_of (struct rpc_call *call, struct cri_service *svc)
 
   if (svc->containers == NULL && cri_containers_init (svc, &err) < 0)
     {
-      fail_with (call, &err);
+      cri_fail (call, &err);
       return NULL;
     }
   return svc->containers;
@@ -127,7 +114,7 @@ spec_sandbox_of (const struct sandbox *sb, struct cri_spec_sandbox *out)
 
   *out = (struct cri_spec_sandbox){
     .id = sb->id,
-    .hostname = config && nonempty (config->hostname) ? config->hostname : NULL,
+    .hostname = config && cri_nonempty (config->hostname) ? config->hostname : NULL,
     .netns_path = sb->netns_path,
     .ipcns_path = sb->ipcns_path,
     .utsns_path = sb->utsns_path,
@@ -147,15 +134,15 @@ check_create_request (const Runtime__V1__CreateContainerRequest *req, struct hus
 {
   const Runtime__V1__ContainerConfig *config = req->config;
 
-  if (!nonempty (req->pod_sandbox_id))
+  if (!cri_nonempty (req->pod_sandbox_id))
     return husk_error_make (err, EINVAL, "pod_sandbox_id: required");
   if (config == NULL)
     return husk_error_make (err, EINVAL, "config: required");
-  if (config->metadata == NULL || !nonempty (config->metadata->name))
+  if (config->metadata == NULL || !cri_nonempty (config->metadata->name))
     return husk_error_make (err, EINVAL, "config.metadata.name: required");
-  if (config->image == NULL || !nonempty (config->image->image))
+  if (config->image == NULL || !cri_nonempty (config->image->image))
     return husk_error_make (err, EINVAL, "config.image.image: required");
-  if (nonempty (config->log_path) && config->log_path[0] == '/')
+  if (cri_nonempty (config->log_path) && config->log_path[0] == '/')
     return husk_error_make (err, EINVAL, "config.log_path `%s`: must be relative to the log directory",
                             config->log_path);
   return 0;
@@ -185,7 +172,7 @@ log_path_of (const struct sandbox *sb, const Runtime__V1__ContainerConfig *confi
 {
   const char *dir = sb->config ? sb->config->log_directory : NULL;
 
-  if (!nonempty (dir) || !nonempty (config->log_path))
+  if (!cri_nonempty (dir) || !cri_nonempty (config->log_path))
     return xstrdup ("");
   return xasprintf ("%s/%s", dir, config->log_path);
 }
@@ -389,7 +376,7 @@ cri_create_container (struct rpc_call *call, const void *req_bytes, size_t len, 
           husk_error_free (&err);
         }
       else
-        fail_with (call, &err);
+        cri_fail (call, &err);
     }
   else
     {
@@ -436,7 +423,7 @@ start_monitor (struct cri_service *svc, struct cri_container *c, const struct hu
   cleanup_free char *dir = container_store_dir (svc->containers, c->id);
   cleanup_free char *internal_log = xasprintf ("%s/container.log", dir);
   cleanup_free char *monitor_log = xasprintf ("%s/monitor.log", dir);
-  const char *log_path = nonempty (c->log_path) ? c->log_path : internal_log;
+  const char *log_path = cri_nonempty (c->log_path) ? c->log_path : internal_log;
   cleanup_free char *log_dir = xstrdup (log_path);
   const char *argv[] = { monitor,     "--id",          c->id,
                          "--bundle",  bundle,          "--log-path",
@@ -542,7 +529,7 @@ cri_start_container (struct rpc_call *call, const void *req_bytes, size_t len, v
       husk_error_free (&err);
     }
   else if (ret < 0)
-    fail_with (call, &err);
+    cri_fail (call, &err);
   else
     cri_reply (call, &resp.base);
   runtime__v1__start_container_request__free_unpacked (req, NULL);
@@ -819,7 +806,7 @@ cri_stop_container (struct rpc_call *call, const void *req_bytes, size_t len, vo
    * and stopping is idempotent. */
   ret = stop_container (svc, req->container_id, req->timeout, &err);
   if (ret < 0)
-    fail_with (call, &err);
+    cri_fail (call, &err);
   else
     cri_reply (call, &resp.base);
   runtime__v1__stop_container_request__free_unpacked (req, NULL);
@@ -842,7 +829,7 @@ cri_remove_container (struct rpc_call *call, const void *req_bytes, size_t len, 
   ret = remove_container (svc, req->container_id, &err);
   pthread_mutex_unlock (&store->lock);
   if (ret < 0)
-    fail_with (call, &err);
+    cri_fail (call, &err);
   else
     cri_reply (call, &resp.base);
   runtime__v1__remove_container_request__free_unpacked (req, NULL);
@@ -929,7 +916,7 @@ cri_container_status (struct rpc_call *call, const void *req_bytes, size_t len, 
   if (req == NULL)
     return;
   if (container_lookup (store, req->container_id, &c, &err) < 0)
-    fail_with (call, &err);
+    cri_fail (call, &err);
   else
     {
       status_of (c, &status, &parts);
@@ -945,11 +932,11 @@ matches_filter (const struct cri_container *c, const Runtime__V1__ContainerFilte
 {
   if (filter == NULL)
     return true;
-  if (nonempty (filter->id) && !husk_str_has_prefix (c->id, filter->id))
+  if (cri_nonempty (filter->id) && !husk_str_has_prefix (c->id, filter->id))
     return false;
   if (filter->state && filter->state->state != state_value (c->state))
     return false;
-  if (nonempty (filter->pod_sandbox_id) && !husk_str_has_prefix (c->sandbox_id, filter->pod_sandbox_id))
+  if (cri_nonempty (filter->pod_sandbox_id) && !husk_str_has_prefix (c->sandbox_id, filter->pod_sandbox_id))
     return false;
   return cri_labels_match ((struct cri_string_entry *const *) c->config->labels, c->config->n_labels,
                            (struct cri_string_entry *const *) filter->label_selector,
@@ -971,7 +958,7 @@ cri_list_containers (struct rpc_call *call, const void *req_bytes, size_t len, v
   if (req == NULL)
     return;
   if (container_list (store, &list, &n, &err) < 0)
-    fail_with (call, &err);
+    cri_fail (call, &err);
   else
     {
       Runtime__V1__Container *items = xcalloc (n + 1, sizeof *items);
@@ -1071,7 +1058,7 @@ cri_exec_sync (struct rpc_call *call, const void *req_bytes, size_t len, void *u
           husk_error_free (&err);
         }
       else
-        fail_with (call, &err);
+        cri_fail (call, &err);
     }
   else if (run.timed_out)
     rpc_fail (call, GRPC_STATUS_DEADLINE_EXCEEDED, "ExecSync in %s: timeout %llds exceeded",
@@ -1104,7 +1091,7 @@ reopen_log (struct cri_service *svc, const char *id, struct husk_error **err)
     ret = husk_error_make (err, EAGAIN, "container %s is not running", c->id);
   else if (kill (c->monitor_pid, SIGUSR1) < 0)
     ret = husk_error_make (err, errno, "signal the monitor of %s (pid %d)", c->id, (int) c->monitor_pid);
-  else if (nonempty (c->log_path))
+  else if (cri_nonempty (c->log_path))
     {
       int64_t deadline = cri_monotonic_ms () + 5000;
       while (access (c->log_path, F_OK) < 0 && cri_monotonic_ms () < deadline)
@@ -1137,7 +1124,7 @@ cri_reopen_container_log (struct rpc_call *call, const void *req_bytes, size_t l
           husk_error_free (&err);
         }
       else
-        fail_with (call, &err);
+        cri_fail (call, &err);
     }
   else
     cri_reply (call, &resp.base);

@@ -3,6 +3,7 @@
  * ListPodSandbox.  Stop and Remove of an unknown pod succeed (CRI). */
 #include <errno.h>
 #include <jansson.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -86,16 +87,53 @@ resolve (struct cri_service *svc, const char *given, char **id, struct husk_erro
   return 0;
 }
 
+struct stop_job
+{
+  struct cri_service *svc;
+  const char *id;
+  struct husk_error *err;
+  int ret;
+};
+
+static void *
+stop_containers (void *arg)
+{
+  struct stop_job *job = arg;
+
+  job->ret = run_hook (job->svc, job->svc->stop_pod_containers, job->id, &job->err);
+  return NULL;
+}
+
+/* The containers are killed (no grace period: kubelet stopped them one by
+ * one before, as it wanted) while CNI DEL runs: both take tens of ms, and
+ * neither needs the other done.  A failure of either fails the stop, which
+ * kubelet retries; both halves are idempotent. */
 static int
 stop (struct cri_service *svc, const char *id, struct husk_error **err)
 {
-  if (run_hook (svc, svc->stop_pod_containers, id, err) < 0)
-    return husk_error_wrap (err, "stop the containers of pod sandbox %s", id);
+  struct stop_job job = { .svc = svc, .id = id };
+  pthread_t thread;
+  bool threaded = pthread_create (&thread, NULL, stop_containers, &job) == 0;
+  int ret;
+
+  if (!threaded)
+    stop_containers (&job);
+  ret = sandbox_stop (svc->sandboxes, id, err);
   /* Removed meanwhile by another call: stopped is what was asked. */
-  if (sandbox_stop (svc->sandboxes, id, err) < 0 && (*err)->errnum != ENOENT)
-    return -1;
-  husk_error_free (err);
-  return 0;
+  if (ret < 0 && (*err)->errnum == ENOENT)
+    {
+      husk_error_free (err);
+      ret = 0;
+    }
+  if (threaded)
+    pthread_join (thread, NULL);
+  if (job.ret < 0)
+    {
+      husk_error_free (err);
+      *err = steal_pointer (&job.err);
+      return husk_error_wrap (err, "stop the containers of pod sandbox %s", id);
+    }
+  return ret;
 }
 
 void

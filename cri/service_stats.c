@@ -30,19 +30,6 @@
 
 static struct cri_cpu_cache cpu_samples = CRI_CPU_CACHE_INIT (CPU_SAMPLES_MAX);
 
-static void
-fail_with (struct rpc_call *call, struct husk_error **err)
-{
-  rpc_fail (call, cri_status_of (*err), "%s", (*err)->msg);
-  husk_error_free (err);
-}
-
-static bool
-nonempty (const char *s)
-{
-  return s && s[0];
-}
-
 /* ------------------------------------------------------------------ */
 /* a container's cgroup                                                 */
 
@@ -59,7 +46,7 @@ cgroup_from_bundle (struct cri_service *svc, const char *id)
   struct husk_error *ignored = NULL;
   char *path = NULL;
 
-  if (nonempty (cgroups_path) && cgroup_resolve (cgroups_path, id, false, &path, &ignored) < 0)
+  if (cri_nonempty (cgroups_path) && cgroup_resolve (cgroups_path, id, false, &path, &ignored) < 0)
     husk_error_free (&ignored);
   json_decref (config);
   return path;
@@ -251,10 +238,10 @@ cri_container_stats (struct rpc_call *call, const void *req_bytes, size_t len, v
 
   if (req == NULL)
     return;
-  if (!nonempty (req->container_id))
+  if (!cri_nonempty (req->container_id))
     rpc_fail (call, GRPC_STATUS_INVALID_ARGUMENT, "container_id: required");
   else if (container_lookup (svc->containers, req->container_id, &c, &err) < 0)
-    fail_with (call, &err);
+    cri_fail (call, &err);
   else
     {
       resp.stats = container_stats_now (&arena, svc, c);
@@ -274,7 +261,7 @@ full_container_id (struct cri_service *svc, const char *id)
   struct husk_error *ignored = NULL;
   char *full;
 
-  if (!nonempty (id))
+  if (!cri_nonempty (id))
     return NULL;
   if (container_lookup (svc->containers, id, &c, &ignored) < 0)
     {
@@ -293,7 +280,7 @@ full_sandbox_id (struct cri_service *svc, const char *id)
   struct husk_error *ignored = NULL;
   char *full;
 
-  if (!nonempty (id))
+  if (!cri_nonempty (id))
     return NULL;
   if (sandbox_lookup (svc->sandboxes, id, &sb, &ignored) < 0)
     {
@@ -345,7 +332,7 @@ cri_list_container_stats (struct rpc_call *call, const void *req_bytes, size_t l
                                         .selector = (struct cri_string_entry *const *) rf->label_selector,
                                         .n_selector = rf->n_label_selector };
   if (container_list (svc->containers, &list, &n, &err) < 0)
-    fail_with (call, &err);
+    cri_fail (call, &err);
   else
     {
       resp.stats = cri_arena_alloc (&arena, (n + 1) * sizeof *resp.stats);
@@ -373,7 +360,7 @@ pod_cgroup (const struct sandbox *sb)
   struct husk_error *ignored = NULL;
   char *path = NULL;
 
-  if (!nonempty (sb->cgroup_parent))
+  if (!cri_nonempty (sb->cgroup_parent))
     return NULL;
   if (husk_str_has_suffix (sb->cgroup_parent, ".slice"))
     {
@@ -571,11 +558,11 @@ cri_pod_sandbox_stats (struct rpc_call *call, const void *req_bytes, size_t len,
 
   if (req == NULL)
     return;
-  if (!nonempty (req->pod_sandbox_id))
+  if (!cri_nonempty (req->pod_sandbox_id))
     rpc_fail (call, GRPC_STATUS_INVALID_ARGUMENT, "pod_sandbox_id: required");
   else if (sandbox_lookup (svc->sandboxes, req->pod_sandbox_id, &sb, &err) < 0
            || container_list (svc->containers, &all, &n_all, &err) < 0)
-    fail_with (call, &err);
+    cri_fail (call, &err);
   else
     {
       resp.stats = pod_stats (&arena, svc, sb, all, n_all);
@@ -646,7 +633,7 @@ cri_list_pod_sandbox_stats (struct rpc_call *call, const void *req_bytes, size_t
     return;
   if (sandbox_list (svc->sandboxes, &pods, &n_pods, &err) < 0
       || container_list (svc->containers, &all, &n_all, &err) < 0)
-    fail_with (call, &err);
+    cri_fail (call, &err);
   else
     {
       reply_pod_list (call, svc, req->filter, pods, n_pods, all, n_all);

@@ -199,8 +199,7 @@ cri_update_container_resources (struct rpc_call *call, const void *req_bytes, si
   if (ret < 0)
     {
       husk_error_wrap (&err, "UpdateContainerResources %s", req->container_id);
-      rpc_fail (call, cri_status_of (err), "%s", err->msg);
-      husk_error_free (&err);
+      cri_fail (call, &err);
     }
   else
     cri_reply (call, &resp.base);
