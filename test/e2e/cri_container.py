@@ -275,6 +275,39 @@ def test_bad_input(c, s):
     mnt = pb.Mount(host_path="/nonexistent/husk", container_path="/x")
     e = rpc_error(lambda: c.create(s["pod"], container_config("bad", ["true"], mounts=[mnt]), s["pod_config"]))
     ok(e is not None and "mounts[0].host_path" in e.details(), "missing mount source: error names the field", e)
+    unknown = "0" * 64
+    cases = [
+        ("CreateContainer without config", grpc.StatusCode.INVALID_ARGUMENT, "config",
+         lambda: c.call("CreateContainer", pb.CreateContainerRequest(pod_sandbox_id=s["pod"],
+                                                                      sandbox_config=s["pod_config"]),
+                        pb.CreateContainerResponse)),
+        ("CreateContainer without metadata", grpc.StatusCode.INVALID_ARGUMENT, "metadata",
+         lambda: c.call("CreateContainer", pb.CreateContainerRequest(
+             pod_sandbox_id=s["pod"], config=pb.ContainerConfig(image=pb.ImageSpec(image=IMAGE)),
+             sandbox_config=s["pod_config"]), pb.CreateContainerResponse)),
+        ("CreateContainer without an image", grpc.StatusCode.INVALID_ARGUMENT, "image",
+         lambda: c.call("CreateContainer", pb.CreateContainerRequest(
+             pod_sandbox_id=s["pod"], config=pb.ContainerConfig(metadata=pb.ContainerMetadata(name="noimg")),
+             sandbox_config=s["pod_config"]), pb.CreateContainerResponse)),
+        ("StartContainer of an unknown id", grpc.StatusCode.NOT_FOUND, unknown, lambda: c.start(unknown)),
+        ("StartContainer of an exited one", grpc.StatusCode.FAILED_PRECONDITION, s["exited"],
+         lambda: c.start(s["exited"])),
+        ("ContainerStatus of an unknown id", grpc.StatusCode.NOT_FOUND, unknown, lambda: c.status(unknown)),
+        ("ExecSync in an unknown container", grpc.StatusCode.NOT_FOUND, unknown,
+         lambda: c.exec_sync(unknown, ["true"])),
+        ("ExecSync without a command", grpc.StatusCode.INVALID_ARGUMENT, "cmd",
+         lambda: c.exec_sync(s["exited"], [])),
+        ("ReopenContainerLog of an unknown id", grpc.StatusCode.NOT_FOUND, unknown,
+         lambda: c.call("ReopenContainerLog", pb.ReopenContainerLogRequest(container_id=unknown),
+                        pb.ReopenContainerLogResponse)),
+        ("ReopenContainerLog of an exited one", grpc.StatusCode.FAILED_PRECONDITION, s["exited"],
+         lambda: c.call("ReopenContainerLog", pb.ReopenContainerLogRequest(container_id=s["exited"]),
+                        pb.ReopenContainerLogResponse)),
+    ]
+    for name, code, needle, fn in cases:
+        e = rpc_error(fn)
+        ok(e is not None and e.code() == code and needle in e.details(),
+           f"{name}: {code.name} naming {needle[:12]}", e)
     leftovers = [d for d in os.listdir(os.path.join(ROOT, "containers"))
                  if d not in {x for x in c.list()}]
     ok(leftovers == [], "failed creates leave nothing behind", leftovers)
