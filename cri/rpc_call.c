@@ -7,10 +7,15 @@
  * owner of an open stream and one while a cancel callback runs.  Batches
  * start only under call->lock and never once the close event has been seen,
  * which is what lets the server shut its completion queue down while stream
- * owners still hold calls. */
+ * owners still hold calls.
+ *
+ * An RPC_BATCHED_STREAM call is a stream whose handler replies once:
+ * rpc_batch_len() cuts the reply between top-level protobuf fields and the
+ * pieces go out as the stream's messages. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,6 +73,12 @@ static bool
 is_streaming (const struct rpc_call *call)
 {
   return call->slot->method && (call->slot->method->flags & RPC_SERVER_STREAMING);
+}
+
+static bool
+is_batched (const struct rpc_call *call)
+{
+  return is_streaming (call) && (call->slot->method->flags & RPC_BATCHED_STREAM);
 }
 
 static void
@@ -254,18 +265,6 @@ finish_call (struct rpc_call *call, grpc_status_code code, char *msg, grpc_byte_
 }
 
 int
-rpc_reply (struct rpc_call *call, const void *bytes, size_t len)
-{
-  if (is_streaming (call))
-    {
-      husk_warn ("rpc_reply on the stream %s: use rpc_stream_send and rpc_stream_finish",
-                 rpc_call_method (call));
-      return errno_result (EINVAL);
-    }
-  return finish_call (call, GRPC_STATUS_OK, NULL, byte_buffer_of (bytes, len));
-}
-
-int
 rpc_fail (struct rpc_call *call, grpc_status_code code, const char *fmt, ...)
 {
   char *msg = NULL;
@@ -284,35 +283,184 @@ rpc_stream_finish (struct rpc_call *call, grpc_status_code code, const char *msg
   return finish_call (call, code, msg ? xstrdup (msg) : NULL, NULL);
 }
 
-int
-rpc_stream_send (struct rpc_call *call, const void *bytes, size_t len)
+/* Sends `buffer` now, or queues it behind the message in flight; takes it
+ * in every case.  `bounded` applies stream_queue_max.  Returns 0 or an
+ * errno. */
+static int
+send_or_queue_locked (struct rpc_call *call, grpc_byte_buffer *buffer, bool bounded)
 {
+  struct rpc_out_msg *msg;
   int ret = 0;
 
-  if (!is_streaming (call))
-    return errno_result (EINVAL);
-  pthread_mutex_lock (&call->lock);
   if (call->finished)
     ret = EALREADY;
   else if (call->closed)
     ret = ECANCELED;
-  else if (call->in_flight == NULL)
-    start_send_locked (call, byte_buffer_of (bytes, len));
-  else if (call->out_count >= call->server->opts.stream_queue_max)
+  else if (bounded && call->in_flight && call->out_count >= call->server->opts.stream_queue_max)
     ret = ENOBUFS;
-  else
+  if (ret != 0)
     {
-      struct rpc_out_msg *msg = xmalloc (sizeof *msg);
-      *msg = (struct rpc_out_msg){ byte_buffer_of (bytes, len), NULL };
-      if (call->out_tail)
-        call->out_tail->next = msg;
-      else
-        call->out_head = msg;
-      call->out_tail = msg;
-      call->out_count++;
+      grpc_byte_buffer_destroy (buffer);
+      return ret;
     }
+  if (call->in_flight == NULL)
+    {
+      start_send_locked (call, buffer);
+      return 0;
+    }
+  msg = xmalloc (sizeof *msg);
+  *msg = (struct rpc_out_msg){ buffer, NULL };
+  if (call->out_tail)
+    call->out_tail->next = msg;
+  else
+    call->out_head = msg;
+  call->out_tail = msg;
+  call->out_count++;
+  return 0;
+}
+
+int
+rpc_stream_send (struct rpc_call *call, const void *bytes, size_t len)
+{
+  int ret;
+
+  if (!is_streaming (call))
+    return errno_result (EINVAL);
+  pthread_mutex_lock (&call->lock);
+  ret = send_or_queue_locked (call, byte_buffer_of (bytes, len), true);
   pthread_mutex_unlock (&call->lock);
   return errno_result (ret);
+}
+
+/* Reads a base-128 varint at bytes[*pos]; false when it is cut short or
+ * longer than 10 bytes. */
+static bool
+read_varint (const uint8_t *bytes, size_t len, size_t *pos, uint64_t *value)
+{
+  uint64_t result = 0;
+
+  for (unsigned shift = 0; shift < 64 && *pos < len; shift += 7)
+    {
+      uint8_t byte = bytes[(*pos)++];
+      result |= (uint64_t) (byte & 0x7f) << shift;
+      if (!(byte & 0x80))
+        {
+          *value = result;
+          return true;
+        }
+    }
+  return false;
+}
+
+/* The length of the field that starts at bytes[0], tag included; 0 when it
+ * does not parse.  Groups (wire types 3 and 4) are refused: proto3 has none. */
+static size_t
+field_len (const uint8_t *bytes, size_t len)
+{
+  static const uint64_t max_field_number = (1u << 29) - 1;
+  size_t pos = 0;
+  uint64_t tag, value;
+
+  if (!read_varint (bytes, len, &pos, &tag) || tag >> 3 == 0 || tag >> 3 > max_field_number)
+    return 0;
+  switch (tag & 7)
+    {
+    case 0: /* varint */
+      return read_varint (bytes, len, &pos, &value) ? pos : 0;
+    case 1: /* fixed64 */
+      return len - pos >= 8 ? pos + 8 : 0;
+    case 2: /* length-delimited */
+      if (!read_varint (bytes, len, &pos, &value) || value > len - pos)
+        return 0;
+      return pos + value;
+    case 5: /* fixed32 */
+      return len - pos >= 4 ? pos + 4 : 0;
+    default:
+      return 0;
+    }
+}
+
+ssize_t
+rpc_batch_len (const uint8_t *bytes, size_t len, size_t limit)
+{
+  size_t batch = 0;
+
+  while (batch < len && (batch == 0 || batch < limit))
+    {
+      size_t field = field_len (bytes + batch, len - batch);
+
+      if (field == 0)
+        return -1;
+      if (batch > 0 && field > limit - batch)
+        break;
+      batch += field;
+    }
+  return (ssize_t) batch;
+}
+
+static grpc_byte_buffer *
+byte_buffer_of_part (grpc_slice whole, size_t begin, size_t end)
+{
+  grpc_slice part = grpc_slice_sub (whole, begin, end);
+  grpc_byte_buffer *buffer = grpc_raw_byte_buffer_create (&part, 1);
+
+  grpc_slice_unref (part);
+  return buffer;
+}
+
+/* Queues every batch before finishing, outside stream_queue_max: the
+ * reply is already whole in memory, so there is no producer to hold back.
+ * The batches share one copy of the bytes. */
+static int
+queue_batches (struct rpc_call *call, const uint8_t *bytes, size_t len)
+{
+  size_t limit = call->server->opts.stream_batch_bytes;
+  grpc_slice whole = grpc_slice_from_copied_buffer ((const char *) bytes, len);
+  int ret = 0;
+
+  pthread_mutex_lock (&call->lock);
+  if (call->finished)
+    ret = EALREADY;
+  for (size_t at = 0, batch; ret == 0 && at < len; at += batch)
+    {
+      batch = (size_t) rpc_batch_len (bytes + at, len - at, limit);
+      ret = send_or_queue_locked (call, byte_buffer_of_part (whole, at, at + batch), false);
+    }
+  pthread_mutex_unlock (&call->lock);
+  grpc_slice_unref (whole);
+  return ret;
+}
+
+static int
+reply_batched (struct rpc_call *call, const void *bytes, size_t len)
+{
+  /* Checked whole first, so that a bad reply sends no part of itself. */
+  if (rpc_batch_len (bytes, len, SIZE_MAX) != (ssize_t) len)
+    {
+      char *msg = xasprintf ("%s: the reply is not a protobuf message", rpc_call_method (call));
+
+      husk_log (HUSK_LOG_ERROR, "%s", msg);
+      if (finish_call (call, GRPC_STATUS_INTERNAL, msg, NULL) < 0 && errno == EALREADY)
+        return -1;
+      return errno_result (EPROTO);
+    }
+  if (queue_batches (call, bytes, len) == EALREADY)
+    return errno_result (EALREADY);
+  return finish_call (call, GRPC_STATUS_OK, NULL, NULL);
+}
+
+int
+rpc_reply (struct rpc_call *call, const void *bytes, size_t len)
+{
+  if (is_batched (call))
+    return reply_batched (call, bytes, len);
+  if (is_streaming (call))
+    {
+      husk_warn ("rpc_reply on the stream %s: use rpc_stream_send and rpc_stream_finish",
+                 rpc_call_method (call));
+      return errno_result (EINVAL);
+    }
+  return finish_call (call, GRPC_STATUS_OK, NULL, byte_buffer_of (bytes, len));
 }
 
 static void
@@ -502,7 +650,7 @@ run_handler (void *arg)
     method->handler (call, GRPC_SLICE_START_PTR (call->request), GRPC_SLICE_LENGTH (call->request),
                      method->user);
   pthread_mutex_lock (&call->lock);
-  forgot = !call->finished && !is_streaming (call);
+  forgot = !call->finished && (!is_streaming (call) || is_batched (call));
   pthread_mutex_unlock (&call->lock);
   if (forgot)
     {

@@ -1,6 +1,6 @@
 /* What rpc_server.c (the server, its completion-queue threads and requests),
  * rpc_call.c (one call: replies, streams, cancels) and rpc_socket.c (the
- * unix socket file) share.  Private to those files. */
+ * unix socket file) share.  Private to those files (and their unit test). */
 #ifndef HUSK_CRI_RPC_INTERNAL_H
 #define HUSK_CRI_RPC_INTERNAL_H
 
@@ -8,6 +8,8 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
 
 #include <grpc/grpc.h>
 
@@ -120,6 +122,11 @@ void rpc_call_unref (struct rpc_call *call);
 void rpc_call_arrived (struct rpc_call *call);
 void rpc_call_event (struct rpc_call *call, enum rpc_tag_kind kind, bool success);
 struct rpc_call *rpc_call_from_tag (struct rpc_tag *tag);
+/* The length of the first batch of the protobuf message `bytes`: as many
+ * whole top-level fields as fit in `limit` bytes, or the first field alone
+ * when it is larger.  0 when `len` is 0; -1 when a field it reads does not
+ * parse (cut short, field number 0, wire type 3, 4, 6 or 7). */
+ssize_t rpc_batch_len (const uint8_t *bytes, size_t len, size_t limit);
 
 /* rpc_socket.c */
 /* Checks and clears `path` for binding: see rpc_server_start(). */

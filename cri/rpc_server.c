@@ -28,6 +28,7 @@ static const struct rpc_server_options rpc_defaults = {
   .shutdown_grace_ms = 2000,
   .stream_queue_max = 1024,
   .max_receive_bytes = 16 << 20,
+  .stream_batch_bytes = 1 << 20,
 };
 
 #define DEFAULT_IF_ZERO(field)                                                                               \
@@ -49,6 +50,7 @@ options_with_defaults (const struct rpc_server_options *given)
   DEFAULT_IF_ZERO (shutdown_grace_ms);
   DEFAULT_IF_ZERO (stream_queue_max);
   DEFAULT_IF_ZERO (max_receive_bytes);
+  DEFAULT_IF_ZERO (stream_batch_bytes);
   if (opts.max_receive_bytes > INT_MAX)
     opts.max_receive_bytes = INT_MAX;
   return opts;
@@ -77,10 +79,13 @@ server_changed_locked (struct rpc_server *server)
   pthread_cond_broadcast (&server->changed);
 }
 
+/* Streams that end only when their owner says so; a batched stream ends by
+ * itself like a unary call, so shutdown's grace period waits for it too. */
 static bool
-slot_streams (const struct rpc_method_slot *slot)
+slot_open_ended (const struct rpc_method_slot *slot)
 {
-  return slot->method && (slot->method->flags & RPC_SERVER_STREAMING);
+  return slot->method && (slot->method->flags & RPC_SERVER_STREAMING)
+         && !(slot->method->flags & RPC_BATCHED_STREAM);
 }
 
 void
@@ -88,7 +93,7 @@ rpc_server_call_closed (struct rpc_server *server, const struct rpc_method_slot 
 {
   pthread_mutex_lock (&server->lock);
   server->open_calls--;
-  if (!slot_streams (slot))
+  if (!slot_open_ended (slot))
     server->open_unary--;
   server_changed_locked (server);
   pthread_mutex_unlock (&server->lock);
@@ -138,7 +143,7 @@ on_request (struct rpc_server *server, struct rpc_call *call, bool success)
   server->posted--;
   if (success)
     server->open_calls++;
-  if (success && !slot_streams (call->slot))
+  if (success && !slot_open_ended (call->slot))
     server->open_unary++;
   server_changed_locked (server);
   pthread_mutex_unlock (&server->lock);
@@ -300,6 +305,10 @@ register_methods (struct rpc_server *server, const struct rpc_method *methods, s
         return husk_error_make (
             err, 0, "register gRPC method %zu `%s`: needs a /package.Service/Method path and a handler", i,
             method->path ? method->path : "(null)");
+      if ((method->flags & RPC_BATCHED_STREAM) && !(method->flags & RPC_SERVER_STREAMING))
+        return husk_error_make (err, 0,
+                                "register gRPC method `%s`: RPC_BATCHED_STREAM without RPC_SERVER_STREAMING",
+                                method->path);
       server->slots[i].method = method;
       server->slots[i].handle = grpc_server_register_method (server->grpc, method->path, NULL,
                                                              GRPC_SRM_PAYLOAD_READ_INITIAL_BYTE_BUFFER, 0);

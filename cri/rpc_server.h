@@ -38,6 +38,14 @@ enum rpc_method_flags
   RPC_SLOW = 1 << 0,
   /* One request, a stream of replies (GetContainerEvents). */
   RPC_SERVER_STREAMING = 1 << 1,
+  /* With RPC_SERVER_STREAMING: a server stream whose handler answers like a
+   * unary one (the Stream* twins of the CRI List* calls).  rpc_reply() splits
+   * the reply between top-level protobuf fields into messages of at most
+   * stream_batch_bytes (a larger field goes alone), sends them and finishes
+   * with OK; an empty reply sends no message.  rpc_fail() ends the stream
+   * with its status, and a handler that returns without either gets
+   * INTERNAL, as a unary one would. */
+  RPC_BATCHED_STREAM = 1 << 2,
 };
 
 struct rpc_method
@@ -58,6 +66,7 @@ struct rpc_server_options
   unsigned shutdown_grace_ms; /* how long calls may finish before being cancelled: 2000 */
   unsigned stream_queue_max;  /* unsent messages a stream may hold: 1024 */
   size_t max_receive_bytes;   /* largest request accepted: 16 MiB, as kubelet sends */
+  size_t stream_batch_bytes;  /* largest message of an RPC_BATCHED_STREAM reply: 1 MiB */
 };
 
 /* Blocks SIGINT and SIGTERM in the calling thread (call it from main before
@@ -73,8 +82,9 @@ int rpc_server_start (const struct rpc_server_options *opts, const struct rpc_me
  * server: call rpc_server_shutdown() next. */
 int rpc_server_run (struct rpc_server *server);
 
-/* Stops taking calls, lets unary calls in progress finish for the grace
- * period (streams never end by themselves, so they do not hold it up),
+/* Stops taking calls, lets unary calls (and RPC_BATCHED_STREAM ones) in
+ * progress finish for the grace period (other streams never end by
+ * themselves, so they do not hold it up),
  * cancels the rest (the cancel callbacks of streams run), waits for RPC_SLOW
  * handlers still running to return (they should poll rpc_call_cancelled()),
  * removes the socket and frees the server.  Streams whose owners have not
@@ -87,7 +97,9 @@ void rpc_server_shutdown (struct rpc_server *server);
  * EALREADY when the call already has its status, ECANCELED when the client
  * went away (nothing is sent then; the call is still released). */
 
-/* Unary only: replies `len` bytes and OK. */
+/* Unary: replies `len` bytes and OK.  RPC_BATCHED_STREAM: sends them split
+ * (see there) and OK.  EINVAL on other streams; EPROTO (and INTERNAL to the
+ * client) when a batched reply is not a protobuf message. */
 int rpc_reply (struct rpc_call *call, const void *bytes, size_t len);
 /* Ends any call with a non-OK status and a message for the client.  On a
  * stream it is rpc_stream_finish() with that status. */

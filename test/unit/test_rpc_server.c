@@ -1,8 +1,10 @@
 /* Unit tests for rpc_server, driven with the grpc core client API over a
  * temp unix socket: unary replies and failures, unknown methods, the pool
  * for slow handlers, deadlines, metadata, streams and client cancels,
- * shutdown with open streams, the socket file, SIGTERM; and the latency
- * and RSS of a server in its own process (`test_rpc_server --serve PATH`). */
+ * shutdown with open streams, the socket file, SIGTERM; batched streams (a
+ * unary-style reply split between top-level protobuf fields) and their
+ * splitter; and the latency and RSS of a server in its own process
+ * (`test_rpc_server --serve PATH`). */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -30,6 +32,7 @@
 #include <grpc/support/time.h>
 #include <valgrind/valgrind.h>
 
+#include "cri/rpc_internal.h"
 #include "cri/rpc_server.h"
 #include "husk/cleanup.h"
 #include "husk/util.h"
@@ -43,6 +46,10 @@
 #define THREE "/test.Echo/Three"
 #define WATCH "/test.Echo/Watch"
 #define HOLD "/test.Echo/Hold"
+#define BATCH "/test.Echo/Batch"
+#define BATCH_FAIL "/test.Echo/BatchFail"
+#define BATCH_FORGET "/test.Echo/BatchForget"
+#define BATCH_SLOW "/test.Echo/BatchSlow"
 
 /* Timing bounds are generous, and ten times so under valgrind. */
 static long
@@ -140,6 +147,17 @@ handle_slow (struct rpc_call *call, const void *req, size_t len, void *user)
 
   usleep ((useconds_t) atoi (text) * 1000);
   rpc_reply (call, "slept", 5);
+}
+
+/* Sleeps as many milliseconds as the request says, then replies one
+ * protobuf field. */
+static void
+handle_slow_batch (struct rpc_call *call, const void *req, size_t len, void *user)
+{
+  cleanup_free char *text = xasprintf ("%.*s", (int) len, (const char *) req);
+
+  usleep ((useconds_t) atoi (text) * 1000);
+  rpc_reply (call, "\x08\x01", 2);
 }
 
 static void
@@ -242,6 +260,11 @@ static const struct rpc_method test_methods[] = {
   { THREE, handle_three, NULL, RPC_SERVER_STREAMING },
   { WATCH, handle_watch, NULL, RPC_SERVER_STREAMING },
   { HOLD, handle_hold, NULL, RPC_SERVER_STREAMING },
+  /* The unary handlers, answering on batched streams. */
+  { BATCH, handle_echo, NULL, RPC_SERVER_STREAMING | RPC_BATCHED_STREAM },
+  { BATCH_FAIL, handle_fail, NULL, RPC_SERVER_STREAMING | RPC_BATCHED_STREAM },
+  { BATCH_FORGET, handle_forget, NULL, RPC_SERVER_STREAMING | RPC_BATCHED_STREAM | RPC_SLOW },
+  { BATCH_SLOW, handle_slow_batch, NULL, RPC_SERVER_STREAMING | RPC_BATCHED_STREAM | RPC_SLOW },
 };
 #define N_TEST_METHODS (sizeof test_methods / sizeof test_methods[0])
 
@@ -407,7 +430,7 @@ struct stream
 };
 
 static void
-stream_open (struct stream *s, grpc_channel *channel, const char *method)
+stream_open_with (struct stream *s, grpc_channel *channel, const char *method, const void *req, size_t len)
 {
   grpc_slice path = grpc_slice_from_static_string (method);
 
@@ -417,7 +440,7 @@ stream_open (struct stream *s, grpc_channel *channel, const char *method)
                                       gpr_inf_future (GPR_CLOCK_MONOTONIC), NULL);
   grpc_metadata_array_init (&s->initial);
   grpc_metadata_array_init (&s->trailing);
-  s->request = buffer_of ("", 0);
+  s->request = buffer_of (req, len);
   grpc_op start[] = {
     { .op = GRPC_OP_SEND_INITIAL_METADATA },
     { .op = GRPC_OP_SEND_MESSAGE, .data.send_message.send_message = s->request },
@@ -431,6 +454,12 @@ stream_open (struct stream *s, grpc_channel *channel, const char *method)
   };
   assert_int_equal (grpc_call_start_batch (s->call, start, 4, (void *) STREAM_START, NULL), GRPC_CALL_OK);
   assert_int_equal (grpc_call_start_batch (s->call, status, 1, (void *) STREAM_STATUS, NULL), GRPC_CALL_OK);
+}
+
+static void
+stream_open (struct stream *s, grpc_channel *channel, const char *method)
+{
+  stream_open_with (s, channel, method, "", 0);
 }
 
 static bool
@@ -448,9 +477,10 @@ stream_wait (struct stream *s, enum stream_tag tag, long timeout_ms)
   return true;
 }
 
-/* The next message, or NULL at the end of the stream. */
+/* The next message (NUL-terminated, its length in *len), or NULL at the
+ * end of the stream. */
 static char *
-stream_recv (struct stream *s)
+stream_recv_len (struct stream *s, size_t *len)
 {
   grpc_op op = { .op = GRPC_OP_RECV_MESSAGE, .data.recv_message.recv_message = &s->message };
   char *text = NULL;
@@ -461,15 +491,22 @@ stream_recv (struct stream *s)
   assert_true (stream_wait (s, STREAM_MESSAGE, scaled (5000)));
   if (s->message)
     {
-      text = buffer_dup (s->message, NULL);
+      text = buffer_dup (s->message, len);
       grpc_byte_buffer_destroy (s->message);
     }
   return text;
 }
 
-/* Waits for the status and frees the stream; returns the status. */
+static char *
+stream_recv (struct stream *s)
+{
+  return stream_recv_len (s, NULL);
+}
+
+/* Waits for the status and frees the stream; returns the status, and its
+ * message in *details unless that is NULL. */
 static grpc_status_code
-stream_close (struct stream *s, long timeout_ms)
+stream_close_details (struct stream *s, long timeout_ms, char **details)
 {
   bool got_status = stream_wait (s, STREAM_STATUS, timeout_ms);
 
@@ -477,6 +514,8 @@ stream_close (struct stream *s, long timeout_ms)
     grpc_call_cancel (s->call, NULL);
   assert_true (stream_wait (s, STREAM_STATUS, scaled (5000)));
   assert_true (stream_wait (s, STREAM_START, scaled (5000)));
+  if (details)
+    *details = slice_dup (s->details, NULL);
   grpc_call_unref (s->call);
   grpc_byte_buffer_destroy (s->request);
   grpc_slice_unref (s->details);
@@ -485,6 +524,12 @@ stream_close (struct stream *s, long timeout_ms)
   cq_destroy (s->cq);
   assert_true (got_status);
   return s->status;
+}
+
+static grpc_status_code
+stream_close (struct stream *s, long timeout_ms)
+{
+  return stream_close_details (s, timeout_ms, NULL);
 }
 
 /* ---- fixture: a server on a fresh socket, and a client channel ---- */
@@ -833,6 +878,266 @@ test_client_cancel_reaches_stream (void **state)
   assert_int_equal (seen.errors, 0);
 }
 
+/* ---- batched streams and their splitter ---- */
+
+/* Appends field 1, length-delimited, `payload_len` bytes of `fill`;
+ * returns the field's whole size. */
+static size_t
+append_entry (uint8_t *buf, size_t *len, size_t payload_len, uint8_t fill)
+{
+  size_t start = *len;
+
+  buf[(*len)++] = 0x0a;
+  for (size_t rest = payload_len;; rest >>= 7)
+    {
+      buf[(*len)++] = (uint8_t) ((rest & 0x7f) | (rest >> 7 ? 0x80 : 0));
+      if (rest >> 7 == 0)
+        break;
+    }
+  memset (buf + *len, fill, payload_len);
+  *len += payload_len;
+  return *len - start;
+}
+
+static void
+test_batch_len_splits_at_fields (void **state)
+{
+  uint8_t buf[512];
+  size_t len = 0;
+
+  for (int i = 0; i < 3; i++)
+    assert_int_equal (append_entry (buf, &len, 10, (uint8_t) ('a' + i)), 12);
+  assert_int_equal (rpc_batch_len (buf, len, 24), 24);
+  assert_int_equal (rpc_batch_len (buf, len, 35), 24);
+  assert_int_equal (rpc_batch_len (buf, len, 36), 36);
+  assert_int_equal (rpc_batch_len (buf, len, SIZE_MAX), 36);
+  assert_int_equal (rpc_batch_len (buf + 24, len - 24, 24), 12);
+  assert_int_equal (rpc_batch_len (buf, 0, 24), 0);
+
+  /* A field larger than the limit goes alone, wherever it stands. */
+  len = 0;
+  append_entry (buf, &len, 10, 'a');
+  assert_int_equal (append_entry (buf, &len, 200, 'b'), 203);
+  append_entry (buf, &len, 10, 'c');
+  assert_int_equal (rpc_batch_len (buf, len, 24), 12);
+  assert_int_equal (rpc_batch_len (buf + 12, len - 12, 24), 203);
+  assert_int_equal (rpc_batch_len (buf + 215, len - 215, 24), 12);
+  assert_int_equal (rpc_batch_len (buf, len, 1), 12);
+  assert_int_equal (rpc_batch_len (buf, len, SIZE_MAX), 227);
+}
+
+static void
+test_batch_len_wire_types (void **state)
+{
+  static const uint8_t mixed[] = {
+    0x08, 0x96, 0x01,                   /* 1: varint 150 */
+    0x11, 1,    2,    3, 4, 5, 6, 7, 8, /* 2: fixed64 */
+    0x1d, 1,    2,    3, 4,             /* 3: fixed32 */
+    0x22, 0x00,                         /* 4: empty bytes */
+    0x80, 0x01, 0x00,                   /* 16: varint 0, a two-byte tag */
+  };
+  static const struct
+  {
+    const char *what;
+    uint8_t bytes[12];
+    size_t len;
+  } bad[] = {
+    { "a length past the end", { 0x0a, 0x05, 'a' }, 3 },
+    { "wire type 3 (group)", { 0x0b, 0x00 }, 2 },
+    { "wire type 7", { 0x0f, 0x00 }, 2 },
+    { "field number 0", { 0x02, 0x00 }, 2 },
+    { "a varint cut short", { 0x08 }, 1 },
+    { "fixed64 cut short", { 0x11, 1, 2, 3 }, 4 },
+    { "fixed32 cut short", { 0x1d, 1, 2 }, 3 },
+    { "a varint of 11 bytes",
+      { 0x08, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01 },
+      12 },
+  };
+  static const uint8_t bad_after_good[] = { 0x08, 0x01, 0x0b };
+
+  assert_int_equal (rpc_batch_len (mixed, sizeof mixed, SIZE_MAX), sizeof mixed);
+  assert_int_equal (rpc_batch_len (mixed, sizeof mixed, 3), 3);
+  assert_int_equal (rpc_batch_len (mixed, sizeof mixed, 12), 12);
+  assert_int_equal (rpc_batch_len (mixed + 3, sizeof mixed - 3, 3), 9);
+  assert_int_equal (rpc_batch_len (mixed + 12, sizeof mixed - 12, 7), 7);
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+    {
+      printf ("rpc_batch_len refuses %s\n", bad[i].what);
+      assert_int_equal (rpc_batch_len (bad[i].bytes, bad[i].len, SIZE_MAX), -1);
+    }
+  /* The walk stops at the limit; what lies past it is read next time. */
+  assert_int_equal (rpc_batch_len (bad_after_good, 3, 2), 2);
+  assert_int_equal (rpc_batch_len (bad_after_good, 3, SIZE_MAX), -1);
+}
+
+/* What a batched stream sent: its messages (lengths, and joined), its
+ * status and message. */
+struct streamed
+{
+  size_t n;
+  size_t lens[64];
+  uint8_t *bytes;
+  size_t len;
+  grpc_status_code status;
+  char *details;
+};
+
+static void
+streamed_clear (struct streamed *out)
+{
+  free (out->bytes);
+  free (out->details);
+  memset (out, 0, sizeof *out);
+}
+
+static void
+stream_all (struct fixture *f, const char *method, const void *req, size_t len, struct streamed *out)
+{
+  struct stream s;
+  size_t msg_len;
+  char *msg;
+
+  memset (out, 0, sizeof *out);
+  stream_open_with (&s, f->channel, method, req, len);
+  while ((msg = stream_recv_len (&s, &msg_len)) != NULL)
+    {
+      assert_true (out->n < sizeof out->lens / sizeof out->lens[0]);
+      out->lens[out->n++] = msg_len;
+      out->bytes = xrealloc (out->bytes, out->len + msg_len + 1);
+      memcpy (out->bytes + out->len, msg, msg_len);
+      out->len += msg_len;
+      free (msg);
+    }
+  out->status = stream_close_details (&s, scaled (5000), &out->details);
+}
+
+/* Ten 12-byte entries under a 24-byte limit: five messages, more than the
+ * stream queue holds, every byte in order. */
+static void
+test_batched_stream_splits (void **state)
+{
+  struct fixture *f = *state;
+  struct rpc_server_options opts = { .stream_batch_bytes = 24, .stream_queue_max = 2 };
+  uint8_t req[256];
+  size_t len = 0;
+  struct streamed out;
+
+  restart_server (f, &opts);
+  for (int i = 0; i < 10; i++)
+    append_entry (req, &len, 10, (uint8_t) ('a' + i));
+  stream_all (f, BATCH, req, len, &out);
+  assert_int_equal (out.status, GRPC_STATUS_OK);
+  assert_int_equal (out.n, 5);
+  for (size_t i = 0; i < out.n; i++)
+    assert_int_equal (out.lens[i], 24);
+  assert_int_equal (out.len, len);
+  assert_memory_equal (out.bytes, req, len);
+  streamed_clear (&out);
+
+  len = 0;
+  for (int i = 0; i < 3; i++)
+    append_entry (req, &len, 10, 'x');
+  stream_all (f, BATCH, req, len, &out);
+  assert_int_equal (out.status, GRPC_STATUS_OK);
+  assert_int_equal (out.n, 2);
+  assert_int_equal (out.lens[0], 24);
+  assert_int_equal (out.lens[1], 12);
+  streamed_clear (&out);
+}
+
+static void
+test_batched_stream_large_entry_alone (void **state)
+{
+  struct fixture *f = *state;
+  struct rpc_server_options opts = { .stream_batch_bytes = 24 };
+  uint8_t req[512];
+  size_t len = 0;
+  struct streamed out;
+
+  restart_server (f, &opts);
+  append_entry (req, &len, 10, 'a');
+  append_entry (req, &len, 300, 'b');
+  append_entry (req, &len, 10, 'c');
+  stream_all (f, BATCH, req, len, &out);
+  assert_int_equal (out.status, GRPC_STATUS_OK);
+  assert_int_equal (out.n, 3);
+  assert_int_equal (out.lens[0], 12);
+  assert_int_equal (out.lens[1], 303);
+  assert_int_equal (out.lens[2], 12);
+  assert_memory_equal (out.bytes, req, len);
+  streamed_clear (&out);
+}
+
+/* The default limit is 1 MiB: three 300 KiB entries fit in one message,
+ * a fourth does not. */
+static void
+test_batched_stream_default_limit (void **state)
+{
+  struct fixture *f = *state;
+  const size_t entry = 300 << 10, whole = entry + 4;
+  cleanup_free uint8_t *req = xmalloc (5 * whole);
+  size_t len = 0;
+  struct streamed out;
+
+  for (int i = 0; i < 5; i++)
+    assert_int_equal (append_entry (req, &len, entry, (uint8_t) ('a' + i)), whole);
+  stream_all (f, BATCH, req, len, &out);
+  assert_int_equal (out.status, GRPC_STATUS_OK);
+  assert_int_equal (out.n, 2);
+  assert_int_equal (out.lens[0], 3 * whole);
+  assert_int_equal (out.lens[1], 2 * whole);
+  assert_memory_equal (out.bytes, req, len);
+  streamed_clear (&out);
+}
+
+static void
+test_batched_stream_empty (void **state)
+{
+  struct fixture *f = *state;
+  struct streamed out;
+
+  stream_all (f, BATCH, "", 0, &out);
+  assert_int_equal (out.status, GRPC_STATUS_OK);
+  assert_int_equal (out.n, 0);
+  assert_string_equal (out.details, "");
+  streamed_clear (&out);
+}
+
+/* rpc_fail, a reply that is not protobuf and a forgotten reply each end
+ * the stream with their status and no message. */
+static void
+test_batched_stream_failures (void **state)
+{
+  struct fixture *f = *state;
+  static const uint8_t not_protobuf[] = { 0x0a, 0x05, 'a' };
+  struct streamed out;
+
+  stream_all (f, BATCH_FAIL, "nope", 4, &out);
+  assert_int_equal (out.status, GRPC_STATUS_INVALID_ARGUMENT);
+  assert_string_equal (out.details, "bad request `nope`");
+  assert_int_equal (out.n, 0);
+  streamed_clear (&out);
+
+  stream_all (f, BATCH, not_protobuf, sizeof not_protobuf, &out);
+  assert_int_equal (out.status, GRPC_STATUS_INTERNAL);
+  assert_non_null (strstr (out.details, "/test.Echo/Batch: the reply is not a protobuf message"));
+  assert_int_equal (out.n, 0);
+  streamed_clear (&out);
+
+  stream_all (f, BATCH_FORGET, "", 0, &out);
+  assert_int_equal (out.status, GRPC_STATUS_INTERNAL);
+  assert_non_null (strstr (out.details, "returned without a reply"));
+  assert_int_equal (out.n, 0);
+  streamed_clear (&out);
+
+  /* The server is still fine afterwards. */
+  stream_all (f, BATCH, "\x08\x01", 2, &out);
+  assert_int_equal (out.status, GRPC_STATUS_OK);
+  assert_int_equal (out.n, 1);
+  streamed_clear (&out);
+  assert_int_equal (seen.errors, 0);
+}
+
 static void *
 shutdown_thread (void *arg)
 {
@@ -897,6 +1202,29 @@ test_shutdown_with_open_streams (void **state)
   assert_int_equal (errno, ECANCELED);
   rpc_stream_finish (held_call, GRPC_STATUS_OK, NULL);
   assert_int_equal (seen.errors, 0);
+}
+
+/* A batched stream ends by itself, so shutdown's grace period lets it
+ * finish as it lets a unary call. */
+static void
+test_shutdown_waits_for_batched_stream (void **state)
+{
+  struct fixture *f = *state;
+  cleanup_free char *msg = NULL;
+  struct stream s;
+  pthread_t thread;
+  size_t len = 0;
+
+  stream_open_with (&s, f->channel, BATCH_SLOW, "250", 3);
+  usleep (50 * 1000);
+  assert_int_equal (pthread_create (&thread, NULL, shutdown_thread, f->server), 0);
+  f->server = NULL;
+  msg = stream_recv_len (&s, &len);
+  assert_non_null (msg);
+  assert_int_equal (len, 2);
+  assert_memory_equal (msg, "\x08\x01", 2);
+  assert_int_equal (stream_close (&s, scaled (5000)), GRPC_STATUS_OK);
+  pthread_join (thread, NULL);
 }
 
 static void
@@ -995,6 +1323,7 @@ test_bad_method_table (void **state)
   struct rpc_server_options opts = { .socket_path = path };
   struct rpc_method dup[] = { { ECHO, handle_echo, NULL, 0 }, { ECHO, handle_echo, NULL, 0 } };
   struct rpc_method no_slash = { "test.Echo/Echo", handle_echo, NULL, 0 };
+  struct rpc_method half_batched = { BATCH, handle_echo, NULL, RPC_BATCHED_STREAM };
   struct rpc_server *server = NULL;
   struct husk_error *err = NULL;
   struct stat st;
@@ -1006,6 +1335,10 @@ test_bad_method_table (void **state)
   assert_int_equal (rpc_server_start (&opts, &no_slash, 1, &server, &err), -1);
   assert_non_null (strstr (err->msg, "test.Echo/Echo"));
   husk_error_free (&err);
+  assert_int_equal (rpc_server_start (&opts, &half_batched, 1, &server, &err), -1);
+  assert_non_null (strstr (err->msg, "RPC_BATCHED_STREAM without RPC_SERVER_STREAMING"));
+  husk_error_free (&err);
+  assert_int_equal (stat (path, &st), -1);
 }
 
 static void *
@@ -1199,6 +1532,14 @@ main (int argc, char **argv)
     cmocka_unit_test_setup_teardown (test_stream_three_messages, setup, teardown),
     cmocka_unit_test_setup_teardown (test_client_cancel_reaches_stream, setup, teardown),
     cmocka_unit_test_setup_teardown (test_shutdown_with_open_streams, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_batch_len_splits_at_fields, NULL, NULL),
+    cmocka_unit_test_setup_teardown (test_batch_len_wire_types, NULL, NULL),
+    cmocka_unit_test_setup_teardown (test_batched_stream_splits, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_batched_stream_large_entry_alone, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_batched_stream_default_limit, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_batched_stream_empty, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_batched_stream_failures, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_shutdown_waits_for_batched_stream, setup, teardown),
     cmocka_unit_test_setup_teardown (test_socket_mode_and_directory, setup, teardown),
     cmocka_unit_test_setup_teardown (test_stale_socket_is_replaced, setup, teardown),
     cmocka_unit_test_setup_teardown (test_live_socket_is_refused, setup, teardown),
