@@ -1,0 +1,131 @@
+"""What the CRI e2e scripts share: a gRPC client of runtime.v1 on a unix
+socket, huskd started on a temp socket/root/state, and the pod and
+container configs they run.  Import it after putting the generated
+api_pb2 (protoc's output in WORK/gen) on sys.path."""
+import os
+import subprocess
+import time
+
+import grpc
+
+import api_pb2 as pb
+
+
+class Client:
+    """runtime.v1 calls over one channel to unix://SOCKET_PATH."""
+
+    def __init__(self, socket_path, options=None):
+        self.socket_path, self.options = socket_path, options
+        self.channel = grpc.insecure_channel("unix://" + socket_path, options=options)
+
+    def reconnect(self):
+        """A new channel (to a restarted daemon); the old one is closed."""
+        self.channel.close()
+        self.channel = grpc.insecure_channel("unix://" + self.socket_path, options=self.options)
+
+    def call(self, method, request, reply_type, timeout=60, service="RuntimeService"):
+        fn = self.channel.unary_unary(f"/runtime.v1.{service}/{method}",
+                                      request_serializer=lambda m: m.SerializeToString(),
+                                      response_deserializer=reply_type.FromString)
+        return fn(request, timeout=timeout, wait_for_ready=True)
+
+    def stream(self, method, request, reply_type, timeout=60, service="RuntimeService", raw=False):
+        """The response iterator of a server stream; RAW sends REQUEST as bytes."""
+        fn = self.channel.unary_stream(f"/runtime.v1.{service}/{method}",
+                                       request_serializer=(lambda b: b) if raw else (lambda m: m.SerializeToString()),
+                                       response_deserializer=reply_type.FromString)
+        return fn(request, timeout=timeout, wait_for_ready=True)
+
+    def pull(self, image, timeout=120):
+        self.call("PullImage", pb.PullImageRequest(image=pb.ImageSpec(image=image)), pb.PullImageResponse,
+                  timeout=timeout, service="ImageService")
+
+    def run_pod(self, config, timeout=60):
+        return self.call("RunPodSandbox", pb.RunPodSandboxRequest(config=config),
+                         pb.RunPodSandboxResponse, timeout=timeout).pod_sandbox_id
+
+    def stop_pod(self, pod, timeout=60):
+        self.call("StopPodSandbox", pb.StopPodSandboxRequest(pod_sandbox_id=pod), pb.StopPodSandboxResponse,
+                  timeout=timeout)
+
+    def remove_pod(self, pod, timeout=60):
+        self.call("RemovePodSandbox", pb.RemovePodSandboxRequest(pod_sandbox_id=pod),
+                  pb.RemovePodSandboxResponse, timeout=timeout)
+
+    def create(self, pod, config, sandbox_config, timeout=60):
+        return self.call("CreateContainer", pb.CreateContainerRequest(
+            pod_sandbox_id=pod, config=config, sandbox_config=sandbox_config),
+            pb.CreateContainerResponse, timeout=timeout).container_id
+
+    def start(self, cid, timeout=60):
+        self.call("StartContainer", pb.StartContainerRequest(container_id=cid), pb.StartContainerResponse,
+                  timeout=timeout)
+
+    def stop(self, cid, timeout=10):
+        self.call("StopContainer", pb.StopContainerRequest(container_id=cid, timeout=timeout),
+                  pb.StopContainerResponse, timeout=timeout + 30)
+
+    def remove(self, cid):
+        self.call("RemoveContainer", pb.RemoveContainerRequest(container_id=cid), pb.RemoveContainerResponse)
+
+    def status(self, cid):
+        return self.call("ContainerStatus", pb.ContainerStatusRequest(container_id=cid),
+                         pb.ContainerStatusResponse).status
+
+    def list(self, **filter_args):
+        """The ids of the containers ListContainers gives for FILTER_ARGS."""
+        f = pb.ContainerFilter(**filter_args) if filter_args else None
+        return [c.id for c in self.call("ListContainers", pb.ListContainersRequest(filter=f),
+                                        pb.ListContainersResponse).containers]
+
+    def exec_sync(self, cid, cmd, timeout=0):
+        return self.call("ExecSync", pb.ExecSyncRequest(container_id=cid, cmd=cmd, timeout=timeout),
+                         pb.ExecSyncResponse, timeout=timeout + 30 if timeout else 60)
+
+
+def start_huskd(huskd, work, sock, root, state, config):
+    """huskd on SOCK, logging to WORK/huskd.log, its pid in WORK/huskd.pid
+    (for the shell's trap); returns once the socket exists (10 s at most)."""
+    log = open(os.path.join(work, "huskd.log"), "a")
+    proc = subprocess.Popen([huskd, "--listen", "unix://" + sock, "--root", root, "--state", state,
+                             "--config", config], stdout=log, stderr=log)
+    with open(os.path.join(work, "huskd.pid"), "w") as f:
+        f.write(str(proc.pid))
+    for _ in range(200):
+        if os.path.exists(sock):
+            break
+        time.sleep(0.05)
+    return proc
+
+
+def stop_huskd(proc):
+    """SIGTERM, then SIGKILL after 20 s."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def pod_config(name, log_root, namespace="husk-test", attempt=0, network=pb.POD, labels=None, annotations=None,
+               cgroup_parent=""):
+    """A pod of its own network namespace (or NETWORK), ipc of the pod and
+    a pid namespace per container, logging under LOG_ROOT/NAME."""
+    return pb.PodSandboxConfig(
+        metadata=pb.PodSandboxMetadata(name=name, namespace=namespace, uid="uid-" + name, attempt=attempt),
+        hostname=name, log_directory=os.path.join(log_root, name), labels=labels or {},
+        annotations=annotations or {},
+        linux=pb.LinuxPodSandboxConfig(cgroup_parent=cgroup_parent, security_context=pb.LinuxSandboxSecurityContext(
+            namespace_options=pb.NamespaceOption(network=network, ipc=pb.POD, pid=pb.CONTAINER))))
+
+
+def container_config(name, image, args, sc=None, command=("/bin/sh", "-c"), attempt=0, **fields):
+    """COMMAND ARGS of IMAGE logging to NAME.log; a linux security context
+    only where SC is given; FIELDS (labels, annotations, mounts, ...) go to
+    the ContainerConfig as they are."""
+    if sc is not None:
+        fields["linux"] = pb.LinuxContainerConfig(security_context=sc)
+    return pb.ContainerConfig(metadata=pb.ContainerMetadata(name=name, attempt=attempt),
+                              image=pb.ImageSpec(image=image), command=list(command), args=args,
+                              log_path=name + ".log", **fields)
