@@ -116,6 +116,9 @@ void cri_reopen_container_log (struct rpc_call *call, const void *req, size_t le
 int cri_container_events_start (struct cri_service *svc, struct husk_error **err);
 void cri_container_events_stop (struct cri_service *svc);
 void cri_get_container_events (struct rpc_call *call, const void *req, size_t len, void *user);
+/* An event for the pod itself, as containerd sends them: its id as the
+ * container id (CREATED and STARTED on run, STOPPED, DELETED). */
+void cri_pod_event (struct cri_service *svc, Runtime__V1__ContainerEventType type, const char *sandbox_id);
 
 /* PodSandboxStatus of SB as the PodSandboxStatus RPC builds it, pointing
  * into SB (service_sandbox.c); free it before SB. */

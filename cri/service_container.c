@@ -1192,7 +1192,8 @@ pod_statuses_clear (struct pod_statuses *statuses)
 /* Sends TYPE for C with its pod's status and the statuses of the pod's
  * containers as they are now (a deleted one is no longer among them). */
 static void
-publish_event (struct cri_service *svc, Runtime__V1__ContainerEventType type, const struct cri_container *c)
+publish_for (struct cri_service *svc, Runtime__V1__ContainerEventType type, const char *id,
+             const char *sandbox_id)
 {
   Runtime__V1__ContainerEventResponse event = RUNTIME__V1__CONTAINER_EVENT_RESPONSE__INIT;
   struct husk_error *ignored = NULL;
@@ -1203,13 +1204,13 @@ publish_event (struct cri_service *svc, Runtime__V1__ContainerEventType type, co
 
   if (cri_events_subscribers (svc->events) == 0)
     return;
-  event.container_id = c->id;
+  event.container_id = (char *) id;
   event.container_event_type = type;
   event.created_at = cri_now_ns ();
-  if (sandbox_lookup (svc->sandboxes, c->sandbox_id, &sb, &ignored) == 0)
+  if (sandbox_lookup (svc->sandboxes, sandbox_id, &sb, &ignored) == 0)
     event.pod_sandbox_status = cri_pod_status_new (sb);
   husk_error_free (&ignored);
-  pod_statuses_init (svc, c->sandbox_id, &statuses);
+  pod_statuses_init (svc, sandbox_id, &statuses);
   event.n_containers_statuses = statuses.n;
   event.containers_statuses = statuses.ptrs;
   size = protobuf_c_message_get_packed_size (&event.base);
@@ -1219,6 +1220,22 @@ publish_event (struct cri_service *svc, Runtime__V1__ContainerEventType type, co
   pod_statuses_clear (&statuses);
   cri_pod_status_free (event.pod_sandbox_status);
   sandbox_free (sb);
+}
+
+static void
+publish_event (struct cri_service *svc, Runtime__V1__ContainerEventType type, const struct cri_container *c)
+{
+  publish_for (svc, type, c->id, c->sandbox_id);
+}
+
+void
+cri_pod_event (struct cri_service *svc, Runtime__V1__ContainerEventType type, const char *sandbox_id)
+{
+  if (svc->events == NULL)
+    return;
+  cri_events_lock (svc->events);
+  publish_for (svc, type, sandbox_id, sandbox_id);
+  cri_events_unlock (svc->events);
 }
 
 static void

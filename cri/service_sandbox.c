@@ -48,6 +48,8 @@ cri_run_pod_sandbox (struct rpc_call *call, const void *req, size_t len, void *u
     fail (call, "RunPodSandbox", &err);
   else
     {
+      cri_pod_event (svc, RUNTIME__V1__CONTAINER_EVENT_TYPE__CONTAINER_CREATED_EVENT, id);
+      cri_pod_event (svc, RUNTIME__V1__CONTAINER_EVENT_TYPE__CONTAINER_STARTED_EVENT, id);
       reply.pod_sandbox_id = id;
       cri_reply (call, &reply.base);
     }
@@ -112,9 +114,16 @@ static int
 stop (struct cri_service *svc, const char *id, struct husk_error **err)
 {
   struct stop_job job = { .svc = svc, .id = id };
+  struct sandbox *before = NULL;
+  bool was_ready
+      = sandbox_lookup (svc->sandboxes, id, &before, &job.err) == 0 && before->state == SANDBOX_READY;
   pthread_t thread;
-  bool threaded = pthread_create (&thread, NULL, stop_containers, &job) == 0;
+  bool threaded;
   int ret;
+
+  sandbox_free (before);
+  husk_error_free (&job.err);
+  threaded = pthread_create (&thread, NULL, stop_containers, &job) == 0;
 
   if (!threaded)
     stop_containers (&job);
@@ -133,6 +142,8 @@ stop (struct cri_service *svc, const char *id, struct husk_error **err)
       *err = steal_pointer (&job.err);
       return husk_error_wrap (err, "stop the containers of pod sandbox %s", id);
     }
+  if (ret == 0 && was_ready)
+    cri_pod_event (svc, RUNTIME__V1__CONTAINER_EVENT_TYPE__CONTAINER_STOPPED_EVENT, id);
   return ret;
 }
 
@@ -162,9 +173,14 @@ remove_pod (struct cri_service *svc, const char *id, struct husk_error **err)
     return -1;
   if (run_hook (svc, svc->remove_pod_containers, id, err) < 0)
     return husk_error_wrap (err, "remove the containers of pod sandbox %s", id);
-  if (sandbox_remove (svc->sandboxes, id, err) < 0 && (*err)->errnum != ENOENT)
-    return -1;
-  husk_error_free (err);
+  if (sandbox_remove (svc->sandboxes, id, err) < 0)
+    {
+      if ((*err)->errnum != ENOENT)
+        return -1;
+      husk_error_free (err);
+      return 0;
+    }
+  cri_pod_event (svc, RUNTIME__V1__CONTAINER_EVENT_TYPE__CONTAINER_DELETED_EVENT, id);
   return 0;
 }
 

@@ -151,6 +151,29 @@ def test_lifecycle(c, s):
     s["streams"] = [a, b]
 
 
+def test_pod_events(c, s):
+    """The pod itself has events under its id, as containerd sends them."""
+    a, = subscribe(c, s, 1)
+    config = cri_client.pod_config("events-pod", LOGS)
+    pod = c.run_pod(config)
+    c.stop_pod(pod)
+    c.stop_pod(pod)
+    c.remove_pod(pod)
+    c.remove_pod(pod)
+    a.wait_for(pod, DELETED)
+    time.sleep(0.3)  # a duplicate would come now
+    events = a.of(pod)
+    kinds = [NAMES[e.container_event_type] for e in events]
+    ok(kinds == ["CREATED", "STARTED", "STOPPED", "DELETED"],
+       "a pod: CREATED and STARTED on run, STOPPED once for two stops, DELETED once for two removes", kinds)
+    ok(len(events) == 4 and events[0].pod_sandbox_status.id == pod
+       and events[0].pod_sandbox_status.state == pb.SANDBOX_READY
+       and events[2].pod_sandbox_status.state == pb.SANDBOX_NOTREADY,
+       "pod events carry the pod's status (READY, then NOTREADY once stopped)",
+       [e.pod_sandbox_status for e in events])
+    a.call.cancel()
+
+
 def test_disconnect(c, s):
     a, b = s["streams"]
     gone = subscribe(c, s, 1)[0]
@@ -224,7 +247,7 @@ def main():
         s["pod_config"] = cri_client.pod_config("events", LOGS)
         s["pod"] = c.run_pod(s["pod_config"])
         ok(len(s["pod"]) == 64, "pull busybox and run a pod")
-        for test in (test_lifecycle, test_disconnect, test_stop_latency, test_shutdown):
+        for test in (test_lifecycle, test_pod_events, test_disconnect, test_stop_latency, test_shutdown):
             try:
                 test(c, s)
             except Exception as e:  # a crash of one test is one failure
