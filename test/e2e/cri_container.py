@@ -9,6 +9,7 @@ bad input and the latency of create+start.  Prints TAP lines.
 import json
 import os
 import statistics
+import subprocess
 import sys
 import time
 
@@ -295,6 +296,46 @@ def test_shared_shm(c, s):
         c.remove(x)
 
 
+def test_pod_sharing(c, s):
+    """Two containers of one pod share its network, IPC and (pid=POD) PID
+    namespaces; a port mapping reaches the pod over the host's loopback
+    and the pod IP answers from the host."""
+    import urllib.request
+    config = cri_client.pod_config("sharing", LOGS)
+    config.linux.security_context.namespace_options.pid = pb.POD
+    config.port_mappings.append(pb.PortMapping(protocol=pb.TCP, container_port=8080, host_port=18180,
+                                               host_ip="127.0.0.1"))
+    pod = c.run_pod(config)
+    web = c.create(pod, container_config(
+        "web", ["mkdir -p /tmp/www && echo hello-from-pod > /tmp/www/index.html && exec httpd -f -p 8080 -h /tmp/www"]),
+        config)
+    side = c.create(pod, container_config("side", ["exec sleep 1000"]), config)
+    for x in (web, side):
+        c.start(x)
+    time.sleep(0.5)
+    links = {x: [c.exec_sync(x, ["readlink", f"/proc/self/ns/{ns}"]).stdout for ns in ("net", "ipc", "pid")]
+             for x in (web, side)}
+    ok(links[web] == links[side] and all(links[web]), "the pod's containers share net, ipc and pid namespaces",
+       links)
+    ps = c.exec_sync(side, ["ps", "-o", "args"]).stdout
+    ok(b"httpd -f -p 8080" in ps and b"husk-pause" in ps, "with pid=POD a container sees the other's and the pause"
+       " process", ps)
+    r = c.exec_sync(side, ["wget", "-qO-", "http://127.0.0.1:8080/"])
+    ok(r.stdout == b"hello-from-pod\n", "a container reaches the other on the pod's loopback", r)
+    ip = c.call("PodSandboxStatus", pb.PodSandboxStatusRequest(pod_sandbox_id=pod),
+                pb.PodSandboxStatusResponse).status.network.ip
+    for url, name in ((f"http://{ip}:8080/", "the pod IP"), ("http://127.0.0.1:18180/", "the port mapping on 127.0.0.1")):
+        try:
+            body = urllib.request.urlopen(url, timeout=5).read()
+        except OSError as e:
+            body = repr(e).encode()
+        ok(body == b"hello-from-pod\n", f"the host reaches the pod through {name}", body)
+    c.stop_pod(pod)
+    c.remove_pod(pod)
+    nat = subprocess.run(["iptables-save", "-t", "nat"], capture_output=True, text=True).stdout
+    ok(pod not in nat and "18180" not in nat, "removing the pod removes its port mapping rules")
+
+
 def test_update(c, s):
     created = c.create(s["pod"], container_config("to-update", ["sleep 100"]), s["pod_config"])
     update(c, created, cpu_shares=512, cpuset_cpus="0", unified={"memory.high": "64M"})
@@ -497,7 +538,7 @@ def main():
         s["pod"] = c.run_pod(s["pod_config"])
         ok(len(s["pod"]) == 64, "pull busybox and run a pod")
         for test in (test_exit_and_logs, test_exec_sync, test_stop_remove, test_security, test_bad_input,
-                     test_shared_shm, test_update, test_reopen_log, test_restart, test_recovery, test_crash_during_start, test_latency):
+                     test_shared_shm, test_pod_sharing, test_update, test_reopen_log, test_restart, test_recovery, test_crash_during_start, test_latency):
             try:
                 test(c, s)
             except Exception as e:  # a crash of one test is one failure

@@ -8,6 +8,6 @@
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/cri_lib.sh"
 
-cri_setup container 10.88.79 --registry
+cri_setup container 10.88.79 --portmap --registry
 cri_run_py cri_container.py "$HUSKD" "$ADDR" "$E2E"
 finish
