@@ -97,6 +97,7 @@ def test_exec_sync(c, s):
     c.start(cid)
     s["sleeper"] = cid
     ok(c.status(cid).state == pb.CONTAINER_RUNNING, "a started sleep is RUNNING")
+    ok(cgroups_named([cid]) != [], "a running container has a cgroup named by its id", cgroups_named([cid]))
     r = c.exec_sync(cid, ["echo", "hi"])
     ok(r.stdout == b"hi\n" and r.exit_code == 0, "ExecSync echo hi: stdout hi, exit 0", r)
     r = c.exec_sync(cid, ["/bin/sh", "-c", "echo oops >&2; exit 7"])
@@ -144,6 +145,7 @@ def test_stop_remove(c, s):
     ok(not any(cid in m or hard in m for m in mounts_under(ROOT)), "no mount of theirs left under ROOT",
        mounts_under(ROOT))
     ok(not os.path.exists(os.path.join(ROOT, "containers", cid)), "their directory is gone")
+    ok(cgroups_named([cid, hard]) == [], "their cgroups are gone", cgroups_named([cid, hard]))
     c.remove(cid)
     ok(True, "RemoveContainer again succeeds")
     e = rpc_error(lambda: c.status(cid))
@@ -438,8 +440,19 @@ def monitors_of(cid):
     return found
 
 
+def cgroups_named(ids):
+    found = []
+    for mount in ("/sys/fs/cgroup/unified", "/sys/fs/cgroup"):
+        if os.path.exists(os.path.join(mount, "cgroup.controllers")):
+            for top, dirs, _ in os.walk(mount):
+                found += [os.path.join(top, d) for d in dirs if any(i in d for i in ids)]
+            break
+    return found
+
+
 def container_leftovers(ids):
     left = [f"mount {m}" for m in mounts_under(ROOT) if any(i in m for i in ids)]
+    left += [f"cgroup {g}" for g in cgroups_named(ids)]
     left += [f"dir {i}" for i in ids if os.path.exists(os.path.join(ROOT, "containers", i))]
     left += [f"monitor {p} of {i}" for i in ids for p in monitors_of(i)]
     return left
