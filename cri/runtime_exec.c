@@ -91,7 +91,12 @@ cri_child_run (struct cri_child_run *run, struct husk_error **err)
     }
   pid = fork ();
   if (pid < 0)
-    return husk_error_make (err, errno, "fork `%s`", run->argv[0]);
+    {
+      int fork_errno = errno;
+      for (int i = 0; i < 2; i++)
+        close (pipes[i][0]), close (pipes[i][1]);
+      return husk_error_make (err, fork_errno, "fork `%s`", run->argv[0]);
+    }
   if (pid == 0)
     child_exec (run->argv, pipes[0][1], pipes[1][1]);
   close (pipes[0][1]);

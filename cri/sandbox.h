@@ -84,10 +84,12 @@ void sandboxes_free (struct sandbox **list, size_t n);
  * result cache lives in ROOT/cni-cache. */
 void sandbox_store_set_network (struct sandbox_store *store, const char *conf_dir, const char *bin_dirs);
 
-/* After a crash: rolls back every RunPodSandbox that did not finish and
- * removes what a record that cannot be read leaves (its CNI network, the
- * processes in its network namespace, the pins, the directories), with a
- * warning for each.  Call once, after sandbox_store_set_network and
+/* After a crash: rolls back every RunPodSandbox that did not finish (its
+ * CNI network, the processes in its network namespace, the pins, the
+ * directories) and removes the files of a pod without a readable record
+ * whose namespaces are gone; one whose namespaces are still pinned is left
+ * alone (ROOT not mounted yet, a record of another version).  A warning
+ * for each.  Call once, after sandbox_store_set_network and
  * before serving. */
 void sandbox_store_recover (struct sandbox_store *store);
 
@@ -97,10 +99,11 @@ void sandbox_store_recover (struct sandbox_store *store);
 int sandbox_run (struct sandbox_store *store, const Runtime__V1__PodSandboxConfig *config,
                  const char *runtime_handler, char **id, struct husk_error **err);
 
-/* CNI DEL, kills the pause process, marks it NOTREADY.  The namespace pins
- * stay until remove (containers may still hold them, as with containerd).
- * Unknown id: ENOENT.  Stopping a stopped pod succeeds. */
-int sandbox_stop (struct sandbox_store *store, const char *id, struct husk_error **err);
+/* CNI DEL, kills the pause process, unmounts the pod's /dev/shm, marks it
+ * NOTREADY.  The namespace pins stay until remove (containers may still
+ * hold them, as with containerd).  *WAS_READY: this call stopped a READY
+ * pod (false for a stopped one, which succeeds).  Unknown id: ENOENT. */
+int sandbox_stop (struct sandbox_store *store, const char *id, bool *was_ready, struct husk_error **err);
 
 /* Stops it if needed, unmounts the pins and removes its directories and
  * record.  Unknown id: ENOENT. */

@@ -297,9 +297,9 @@ static void __attribute__ ((noreturn)) pause_exec (const char *pause_path, int e
   sigset_t none;
   int exec_errno;
 
-  for (int fd = 3; fd < 1024; fd++)
-    if (fd != exec_error_fd)
-      close (fd);
+  if (exec_error_fd > 3)
+    close_range (3, (unsigned) exec_error_fd - 1, 0);
+  close_range ((unsigned) exec_error_fd + 1, ~0U, 0);
   sigemptyset (&none);
   sigprocmask (SIG_SETMASK, &none, NULL);
   execv (pause_path, argv);

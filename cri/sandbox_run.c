@@ -449,7 +449,23 @@ sandbox_store_recover (struct sandbox_store *store)
   for (size_t i = 0; store->unreadable[i]; i++)
     {
       struct sandbox *sb = unreadable_record (store, store->unreadable[i]);
-      roll_back (store, sb, "no readable record");
+      const char *pins[] = { sb->netns_path, sb->ipcns_path, sb->utsns_path };
+      bool live = false;
+
+      for (size_t p = 0; p < 3; p++)
+        live = live || sandbox_ns_pinned (pins[p]);
+      /* A pod that may be running (ROOT not mounted yet, a record this
+       * version cannot read) is not torn down on a guess. */
+      if (live)
+        husk_warn ("pod sandbox %s: no readable record under %s but its namespaces are pinned: left alone",
+                   sb->id, store->sandboxes_dir);
+      else
+        {
+          /* CNI DEL from the cache frees what the plugins hold (a lease,
+           * portmap rules) without a namespace. */
+          husk_warn ("pod sandbox %s: no readable record and no namespaces: CNI DEL, files removed", sb->id);
+          teardown (store, sb, true);
+        }
       sandbox_free (sb);
     }
   husk_strvfreep (&store->unreadable);
@@ -505,6 +521,10 @@ stop_locked (struct sandbox_store *store, struct sandbox *sb, struct husk_error 
   if (sb->netns_path && network_del (store, sb, err) < 0)
     return -1;
   sandbox_pause_kill (sb->pause_pid, sb->pause_start_time);
+  /* The pod's tmpfs pages go now, not when kubelet gets to removing it:
+   * containers that still hold it keep their own mount of it. */
+  if (sb->ipcns_path)
+    sandbox_shm_unmount (sb->shm_path);
   pthread_mutex_lock (&store->lock);
   sb->state = SANDBOX_NOTREADY;
   sb->network_down = true;
@@ -513,13 +533,15 @@ stop_locked (struct sandbox_store *store, struct sandbox *sb, struct husk_error 
 }
 
 int
-sandbox_stop (struct sandbox_store *store, const char *id, struct husk_error **err)
+sandbox_stop (struct sandbox_store *store, const char *id, bool *was_ready, struct husk_error **err)
 {
   struct sandbox *sb = acquire (store, id, err);
   int ret;
 
+  *was_ready = false;
   if (sb == NULL)
     return -1;
+  *was_ready = sb->state == SANDBOX_READY;
   ret = stop_locked (store, sb, err);
   release (store, sb, false);
   return ret;

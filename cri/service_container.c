@@ -232,13 +232,14 @@ set_marker (struct cri_service *svc, const char *id, const char *marker, struct 
   return husk_write_file_replace (path, "", 0, 0600, err);
 }
 
-static void
-clear_marker (struct cri_service *svc, const char *id, const char *marker)
+static int
+clear_marker (struct cri_service *svc, const char *id, const char *marker, struct husk_error **err)
 {
   cleanup_free char *path = marker_path (svc, id, marker);
 
   if (unlink (path) < 0 && errno != ENOENT)
-    husk_warn ("remove `%s`: %s", path, strerror (errno));
+    return husk_error_make (err, errno, "remove `%s`", path);
+  return 0;
 }
 
 static bool
@@ -280,8 +281,8 @@ build_bundle (struct create_job *job, struct husk_error **err)
   json_decref (config);
   if (ret < 0 || container_save (store, job->c, true, err) < 0)
     return -1;
-  clear_marker (job->svc, job->c->id, "creating");
-  return 0;
+  /* A marker left would have the next restart undo this create. */
+  return clear_marker (job->svc, job->c->id, "creating", err);
 }
 
 static struct cri_container *
@@ -487,6 +488,7 @@ static int
 start_container (struct cri_service *svc, const char *id, struct husk_error **err)
 {
   struct cri_container *c = NULL;
+  struct husk_error *ignored = NULL;
   const struct huskd_runtime *rt;
   int ret = -1;
 
@@ -500,7 +502,12 @@ start_container (struct cri_service *svc, const char *id, struct husk_error **er
       ret = set_marker (svc, c->id, "starting", err);
       if (ret == 0)
         ret = run_container (svc, c, rt, err);
-      clear_marker (svc, c->id, "starting");
+      /* Harmless if it stays: recovery only acts on a CREATED record. */
+      if (clear_marker (svc, c->id, "starting", &ignored) < 0)
+        {
+          husk_warn ("%s", ignored->msg);
+          husk_error_free (&ignored);
+        }
       note_started (svc, c->id, ret == 0);
     }
   cri_container_free (c);
@@ -623,7 +630,11 @@ recover_container (struct cri_service *svc, const char *id)
     }
   husk_error_free (&ignored);
   cri_container_free (c);
-  clear_marker (svc, id, "starting");
+  if (clear_marker (svc, id, "starting", &ignored) < 0)
+    {
+      husk_warn ("%s", ignored->msg);
+      husk_error_free (&ignored);
+    }
 }
 
 static void
@@ -743,13 +754,12 @@ remove_container (struct cri_service *svc, const char *id, struct husk_error **e
     ret = -1;
   else
     {
-      const char *leftovers[] = { "container.log", "monitor.log" };
-      for (size_t i = 0; i < 2; i++)
-        {
-          cleanup_free char *path = xasprintf ("%s/%s", dir, leftovers[i]);
-          unlink (path);
-        }
+      /* Then the directory with whatever is left (the monitor's logs, or
+       * a record an unlocked lookup folded an exit into meanwhile: after
+       * this such a write fails for want of a directory). */
       ret = container_forget (svc->containers, c->id, err);
+      if (ret == 0)
+        ret = husk_rm_rf (dir, err);
     }
   if (ret == 0)
     note_deleted (svc, c);

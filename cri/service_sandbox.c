@@ -114,20 +114,18 @@ static int
 stop (struct cri_service *svc, const char *id, struct husk_error **err)
 {
   struct stop_job job = { .svc = svc, .id = id };
-  struct sandbox *before = NULL;
-  bool was_ready
-      = sandbox_lookup (svc->sandboxes, id, &before, &job.err) == 0 && before->state == SANDBOX_READY;
   pthread_t thread;
-  bool threaded;
+  bool threaded = pthread_create (&thread, NULL, stop_containers, &job) == 0;
+  bool was_ready;
   int ret;
-
-  sandbox_free (before);
-  husk_error_free (&job.err);
-  threaded = pthread_create (&thread, NULL, stop_containers, &job) == 0;
 
   if (!threaded)
     stop_containers (&job);
-  ret = sandbox_stop (svc->sandboxes, id, err);
+  ret = sandbox_stop (svc->sandboxes, id, &was_ready, err);
+  /* Sent by the one call that stopped it, whatever became of the
+   * containers (a retry finds the pod stopped already). */
+  if (ret == 0 && was_ready)
+    cri_pod_event (svc, RUNTIME__V1__CONTAINER_EVENT_TYPE__CONTAINER_STOPPED_EVENT, id);
   /* Removed meanwhile by another call: stopped is what was asked. */
   if (ret < 0 && (*err)->errnum == ENOENT)
     {
@@ -142,8 +140,6 @@ stop (struct cri_service *svc, const char *id, struct husk_error **err)
       *err = steal_pointer (&job.err);
       return husk_error_wrap (err, "stop the containers of pod sandbox %s", id);
     }
-  if (ret == 0 && was_ready)
-    cri_pod_event (svc, RUNTIME__V1__CONTAINER_EVENT_TYPE__CONTAINER_STOPPED_EVENT, id);
   return ret;
 }
 

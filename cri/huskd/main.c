@@ -1,6 +1,8 @@
 /* huskd: the CRI server.  kubelet, crictl or critest talk runtime.v1 gRPC
  * to it on a unix socket (default unix:///run/husk/husk.sock). */
 #include <getopt.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,8 +113,16 @@ serve (struct huskd_config *cfg, struct husk_error **err)
   struct rpc_server *server = NULL;
   const struct rpc_method *methods;
   size_t n = 0;
+  sigset_t stop_signals;
   int sig;
 
+  /* Before any thread starts (the exit watcher, gRPC's): only
+   * rpc_server_run waits for them, so a SIGTERM during the start-up
+   * recovery ends huskd cleanly once it serves. */
+  sigemptyset (&stop_signals);
+  sigaddset (&stop_signals, SIGINT);
+  sigaddset (&stop_signals, SIGTERM);
+  pthread_sigmask (SIG_BLOCK, &stop_signals, NULL);
   if (cri_service_init (&svc, cfg, err) < 0)
     return -1;
   methods = cri_service_methods (&svc, &n);

@@ -20,7 +20,7 @@ int
 main (int argc, char **argv)
 {
   struct sigaction sa;
-  sigset_t none;
+  sigset_t none, chld;
   int devnull;
 
   if (argc > 1 && (strcmp (argv[1], "--help") == 0 || strcmp (argv[1], "--version") == 0))
@@ -42,12 +42,16 @@ main (int argc, char **argv)
   sa.sa_flags = SA_NOCLDSTOP;
   sigaction (SIGCHLD, &sa, NULL);
   signal (SIGPIPE, SIG_IGN);
+  /* SIGCHLD stays blocked but while sigsuspend waits: one that comes
+   * between the last waitpid and the wait is not lost. */
   sigemptyset (&none);
-  sigprocmask (SIG_SETMASK, &none, NULL);
+  sigemptyset (&chld);
+  sigaddset (&chld, SIGCHLD);
+  sigprocmask (SIG_SETMASK, &chld, NULL);
   for (;;)
     {
       while (waitpid (-1, NULL, WNOHANG) > 0)
         ;
-      pause ();
+      sigsuspend (&none);
     }
 }
