@@ -58,6 +58,8 @@ container_store_open (const char *root, const char *state, struct container_stor
   store->containers_dir = xasprintf ("%s/containers", root);
   store->exit_dir = xasprintf ("%s/exits", state);
   pthread_mutex_init (&store->lock, NULL);
+  pthread_cond_init (&store->idle, NULL);
+  store->starting = xcalloc (1, sizeof *store->starting);
   if (husk_mkdir_p (store->containers_dir, 0700, err) < 0 || husk_mkdir_p (store->exit_dir, 0700, err) < 0)
     {
       container_store_free (store);
@@ -75,7 +77,49 @@ container_store_free (struct container_store *store)
   free (store->containers_dir);
   free (store->exit_dir);
   pthread_mutex_destroy (&store->lock);
+  pthread_cond_destroy (&store->idle);
+  husk_strvfreep (&store->starting);
   free (store);
+}
+
+static bool
+being_started (const struct container_store *store, const char *id)
+{
+  size_t len = strlen (id);
+
+  for (size_t i = 0; store->starting[i]; i++)
+    if (strncmp (store->starting[i], id, len) == 0)
+      return true;
+  return false;
+}
+
+void
+container_store_wait_idle (struct container_store *store, const char *id)
+{
+  while (being_started (store, id))
+    pthread_cond_wait (&store->idle, &store->lock);
+}
+
+void
+container_store_claim_start (struct container_store *store, const char *id)
+{
+  store->starting = husk_strv_append (store->starting, id);
+}
+
+void
+container_store_end_start (struct container_store *store, const char *id)
+{
+  size_t n = husk_strv_len (store->starting);
+
+  for (size_t i = 0; i < n; i++)
+    if (strcmp (store->starting[i], id) == 0)
+      {
+        free (store->starting[i]);
+        store->starting[i] = store->starting[n - 1];
+        store->starting[n - 1] = NULL;
+        break;
+      }
+  pthread_cond_broadcast (&store->idle);
 }
 
 char *

@@ -53,8 +53,11 @@ struct container_store
   char *containers_dir; /* ROOT/containers */
   char *exit_dir;       /* STATE/exits */
   /* Serialises create (name uniqueness) and the state changes of start,
-   * stop and remove. */
+   * update and remove.  A start holds it only to claim the container and
+   * to record the outcome: starts of different containers overlap. */
   pthread_mutex_t lock;
+  pthread_cond_t idle; /* a start ended */
+  char **starting;     /* ids being started, under LOCK */
 };
 
 int container_store_open (const char *root, const char *state, struct container_store **out,
@@ -64,6 +67,14 @@ void container_store_free (struct container_store *store);
 /* ROOT/containers/<id> and STATE/exits/<id> (malloc'd). */
 char *container_store_dir (const struct container_store *store, const char *id);
 char *container_store_exit_path (const struct container_store *store, const char *id);
+
+/* With LOCK held: waits (releasing it meanwhile) until no container whose
+ * id begins with ID is being started. */
+void container_store_wait_idle (struct container_store *store, const char *id);
+/* With LOCK held: claims ID for a start (after wait_idle), and gives it
+ * back, waking whoever waits. */
+void container_store_claim_start (struct container_store *store, const char *id);
+void container_store_end_start (struct container_store *store, const char *id);
 
 /* Writes cri.json atomically; with WITH_CONFIG config.pb as well. */
 int container_save (struct container_store *store, const struct cri_container *c, bool with_config,

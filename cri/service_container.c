@@ -484,32 +484,58 @@ run_container (struct cri_service *svc, struct cri_container *c, const struct hu
   return ret;
 }
 
+/* Claims ID for the start under the store lock, or says why not; *OUT
+ * the record and *RT its runtime. */
+static int
+claim_start (struct cri_service *svc, const char *id, struct cri_container **out,
+             const struct huskd_runtime **rt, struct husk_error **err)
+{
+  struct container_store *store = svc->containers;
+  int ret = 0;
+
+  pthread_mutex_lock (&store->lock);
+  container_store_wait_idle (store, id);
+  if (container_lookup (store, id, out, err) < 0)
+    ret = -1;
+  else if ((*out)->state != CRI_CONTAINER_CREATED)
+    ret = husk_error_make (err, EAGAIN, "container %s is not in state created", (*out)->id);
+  else if ((*rt = cri_runtime_for (svc->cfg, (*out)->runtime_handler, err)) == NULL)
+    ret = -1;
+  else
+    container_store_claim_start (store, (*out)->id);
+  pthread_mutex_unlock (&store->lock);
+  return ret;
+}
+
+/* Outside the store lock once claimed: starts of different containers
+ * overlap; remove, update and the pod hooks wait for this one. */
 static int
 start_container (struct cri_service *svc, const char *id, struct husk_error **err)
 {
   struct cri_container *c = NULL;
   struct husk_error *ignored = NULL;
-  const struct huskd_runtime *rt;
-  int ret = -1;
+  const struct huskd_runtime *rt = NULL;
+  int ret;
 
-  if (container_lookup (svc->containers, id, &c, err) < 0)
-    return -1;
-  if (c->state != CRI_CONTAINER_CREATED)
-    ret = husk_error_make (err, EAGAIN, "container %s is not in state created", c->id);
-  else if ((rt = cri_runtime_for (svc->cfg, c->runtime_handler, err)) != NULL)
+  if (claim_start (svc, id, &c, &rt, err) < 0)
     {
-      note_starting (svc, c->id);
-      ret = set_marker (svc, c->id, "starting", err);
-      if (ret == 0)
-        ret = run_container (svc, c, rt, err);
-      /* Harmless if it stays: recovery only acts on a CREATED record. */
-      if (clear_marker (svc, c->id, "starting", &ignored) < 0)
-        {
-          husk_warn ("%s", ignored->msg);
-          husk_error_free (&ignored);
-        }
-      note_started (svc, c->id, ret == 0);
+      cri_container_free (c);
+      return -1;
     }
+  note_starting (svc, c->id);
+  ret = set_marker (svc, c->id, "starting", err);
+  if (ret == 0)
+    ret = run_container (svc, c, rt, err);
+  /* Harmless if it stays: recovery only acts on a CREATED record. */
+  if (clear_marker (svc, c->id, "starting", &ignored) < 0)
+    {
+      husk_warn ("%s", ignored->msg);
+      husk_error_free (&ignored);
+    }
+  note_started (svc, c->id, ret == 0);
+  pthread_mutex_lock (&svc->containers->lock);
+  container_store_end_start (svc->containers, c->id);
+  pthread_mutex_unlock (&svc->containers->lock);
   cri_container_free (c);
   return ret;
 }
@@ -527,9 +553,7 @@ cri_start_container (struct rpc_call *call, const void *req_bytes, size_t len, v
 
   if (req == NULL)
     return;
-  pthread_mutex_lock (&store->lock);
   ret = start_container (svc, req->container_id, &err);
-  pthread_mutex_unlock (&store->lock);
   if (ret < 0 && err->errnum == EAGAIN)
     {
       rpc_fail (call, GRPC_STATUS_FAILED_PRECONDITION, "%s", err->msg);
@@ -781,7 +805,10 @@ for_pod (struct cri_service *svc, const char *sandbox_id, bool remove, struct hu
     ret = -1;
   for (size_t i = 0; i < n && ret == 0; i++)
     if (strcmp (list[i]->sandbox_id, sandbox_id) == 0)
-      ret = remove ? remove_container (svc, list[i]->id, err) : stop_container (svc, list[i]->id, 0, err);
+      {
+        container_store_wait_idle (svc->containers, list[i]->id);
+        ret = remove ? remove_container (svc, list[i]->id, err) : stop_container (svc, list[i]->id, 0, err);
+      }
   pthread_mutex_unlock (&svc->containers->lock);
   cri_containers_free (list, n);
   return ret;
@@ -836,6 +863,7 @@ cri_remove_container (struct rpc_call *call, const void *req_bytes, size_t len, 
   if (req == NULL)
     return;
   pthread_mutex_lock (&store->lock);
+  container_store_wait_idle (store, req->container_id);
   ret = remove_container (svc, req->container_id, &err);
   pthread_mutex_unlock (&store->lock);
   if (ret < 0)

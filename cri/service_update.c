@@ -192,8 +192,10 @@ cri_update_container_resources (struct rpc_call *call, const void *req_bytes, si
       runtime__v1__update_container_resources_request__free_unpacked (req, NULL);
       return;
     }
-  /* Under the store lock: no start races with the update. */
+  /* Under the store lock, after any start of it: the runtime sees the
+   * container in one state. */
   pthread_mutex_lock (&svc->containers->lock);
+  container_store_wait_idle (svc->containers, req->container_id);
   ret = update_resources (svc, req->container_id, req->linux ? req->linux : &none, &err);
   pthread_mutex_unlock (&svc->containers->lock);
   if (ret < 0)

@@ -338,6 +338,37 @@ def test_pod_sharing(c, s):
     ok(pod not in nat and "18180" not in nat, "removing the pod removes its port mapping rules")
 
 
+def test_parallel_start(c, s):
+    """Starts of different containers overlap; two starts of one container:
+    one starts it, the other gets FAILED_PRECONDITION; a remove racing a
+    start waits for it."""
+    import concurrent.futures
+    ids = [c.create(s["pod"], container_config(f"par-{i}", ["exec sleep 1000"]), s["pod_config"]) for i in range(6)]
+    with concurrent.futures.ThreadPoolExecutor(max_workers=6) as pool:
+        t = time.monotonic()
+        errors = list(pool.map(lambda x: rpc_error(lambda: c.start(x)), ids))
+        took = time.monotonic() - t
+    states = [c.status(x).state for x in ids]
+    ok(all(e is None for e in errors) and all(st == pb.CONTAINER_RUNNING for st in states),
+       f"6 parallel StartContainer: all RUNNING ({took * 1000:.0f} ms in all)", errors)
+    twin = c.create(s["pod"], container_config("twin-start", ["exec sleep 1000"]), s["pod_config"])
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+        results = list(pool.map(lambda _: rpc_error(lambda: c.start(twin)), range(2)))
+    codes = sorted(e.code().name if e else "OK" for e in results)
+    ok(codes == ["FAILED_PRECONDITION", "OK"] and c.status(twin).state == pb.CONTAINER_RUNNING,
+       "two parallel starts of one container: one OK, one FAILED_PRECONDITION", codes)
+    racer = c.create(s["pod"], container_config("racer", ["exec sleep 1000"]), s["pod_config"])
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+        start = pool.submit(lambda: rpc_error(lambda: c.start(racer)))
+        time.sleep(0.005)
+        removed = pool.submit(lambda: rpc_error(lambda: c.remove(racer)))
+        start.result(), removed.result()
+    ok(removed.result() is None and racer not in c.list() and container_leftovers([racer]) == [],
+       "a remove racing a start: the container is gone with nothing left", container_leftovers([racer]))
+    for x in ids + [twin]:
+        c.remove(x)
+
+
 def test_update(c, s):
     created = c.create(s["pod"], container_config("to-update", ["sleep 100"]), s["pod_config"])
     update(c, created, cpu_shares=512, cpuset_cpus="0", unified={"memory.high": "64M"})
@@ -551,7 +582,7 @@ def main():
         s["pod"] = c.run_pod(s["pod_config"])
         ok(len(s["pod"]) == 64, "pull busybox and run a pod")
         for test in (test_exit_and_logs, test_exec_sync, test_stop_remove, test_security, test_bad_input,
-                     test_shared_shm, test_pod_sharing, test_update, test_reopen_log, test_restart, test_recovery, test_crash_during_start, test_latency):
+                     test_shared_shm, test_pod_sharing, test_parallel_start, test_update, test_reopen_log, test_restart, test_recovery, test_crash_during_start, test_latency):
             try:
                 test(c, s)
             except Exception as e:  # a crash of one test is one failure
