@@ -59,7 +59,7 @@ container_store_open (const char *root, const char *state, struct container_stor
   store->exit_dir = xasprintf ("%s/exits", state);
   pthread_mutex_init (&store->lock, NULL);
   pthread_cond_init (&store->idle, NULL);
-  store->starting = xcalloc (1, sizeof *store->starting);
+  store->claims = xcalloc (1, sizeof *store->claims);
   if (husk_mkdir_p (store->containers_dir, 0700, err) < 0 || husk_mkdir_p (store->exit_dir, 0700, err) < 0)
     {
       container_store_free (store);
@@ -78,45 +78,54 @@ container_store_free (struct container_store *store)
   free (store->exit_dir);
   pthread_mutex_destroy (&store->lock);
   pthread_cond_destroy (&store->idle);
-  husk_strvfreep (&store->starting);
+  husk_strvfreep (&store->claims);
   free (store);
 }
 
 static bool
-being_started (const struct container_store *store, const char *id)
+claim_with_prefix (const struct container_store *store, const char *prefix)
 {
-  size_t len = strlen (id);
+  size_t len = strlen (prefix);
 
-  for (size_t i = 0; store->starting[i]; i++)
-    if (strncmp (store->starting[i], id, len) == 0)
+  for (size_t i = 0; store->claims[i]; i++)
+    if (strncmp (store->claims[i], prefix, len) == 0)
       return true;
   return false;
 }
 
 void
-container_store_wait_idle (struct container_store *store, const char *id)
+container_store_wait_idle (struct container_store *store, const char *prefix)
 {
-  while (being_started (store, id))
+  while (claim_with_prefix (store, prefix))
     pthread_cond_wait (&store->idle, &store->lock);
 }
 
-void
-container_store_claim_start (struct container_store *store, const char *id)
+bool
+container_store_claimed (const struct container_store *store, const char *key)
 {
-  store->starting = husk_strv_append (store->starting, id);
+  for (size_t i = 0; store->claims[i]; i++)
+    if (strcmp (store->claims[i], key) == 0)
+      return true;
+  return false;
 }
 
 void
-container_store_end_start (struct container_store *store, const char *id)
+container_store_claim (struct container_store *store, const char *key)
 {
-  size_t n = husk_strv_len (store->starting);
+  store->claims = husk_strv_append (store->claims, key);
+}
+
+void
+container_store_release (struct container_store *store, const char *key)
+{
+  size_t n = husk_strv_len (store->claims);
 
   for (size_t i = 0; i < n; i++)
-    if (strcmp (store->starting[i], id) == 0)
+    if (strcmp (store->claims[i], key) == 0)
       {
-        free (store->starting[i]);
-        store->starting[i] = store->starting[n - 1];
-        store->starting[n - 1] = NULL;
+        free (store->claims[i]);
+        store->claims[i] = store->claims[n - 1];
+        store->claims[n - 1] = NULL;
         break;
       }
   pthread_cond_broadcast (&store->idle);

@@ -52,12 +52,14 @@ struct container_store
 {
   char *containers_dir; /* ROOT/containers */
   char *exit_dir;       /* STATE/exits */
-  /* Serialises create (name uniqueness) and the state changes of start,
-   * update and remove.  A start holds it only to claim the container and
-   * to record the outcome: starts of different containers overlap. */
+  /* Serialises the checks and state changes of create, start, update and
+   * remove.  Create and start hold it only to claim what they work on and
+   * to record the outcome, so different containers' creates and starts
+   * overlap. */
   pthread_mutex_t lock;
-  pthread_cond_t idle; /* a start ended */
-  char **starting;     /* ids being started, under LOCK */
+  pthread_cond_t idle; /* a claim was released */
+  char **claims;       /* under LOCK: container ids being started, and
+                          "create:<sandbox id>/<name>/<attempt>" of creates */
 };
 
 int container_store_open (const char *root, const char *state, struct container_store **out,
@@ -68,13 +70,15 @@ void container_store_free (struct container_store *store);
 char *container_store_dir (const struct container_store *store, const char *id);
 char *container_store_exit_path (const struct container_store *store, const char *id);
 
-/* With LOCK held: waits (releasing it meanwhile) until no container whose
- * id begins with ID is being started. */
-void container_store_wait_idle (struct container_store *store, const char *id);
-/* With LOCK held: claims ID for a start (after wait_idle), and gives it
- * back, waking whoever waits. */
-void container_store_claim_start (struct container_store *store, const char *id);
-void container_store_end_start (struct container_store *store, const char *id);
+/* With LOCK held: waits (releasing it meanwhile) until no claim begins
+ * with PREFIX: a container id (or unique prefix) for its start, or
+ * "create:<sandbox id>/" for the creates in a pod. */
+void container_store_wait_idle (struct container_store *store, const char *prefix);
+/* With LOCK held: whether KEY is claimed; claims it; releases it, waking
+ * whoever waits. */
+bool container_store_claimed (const struct container_store *store, const char *key);
+void container_store_claim (struct container_store *store, const char *key);
+void container_store_release (struct container_store *store, const char *key);
 
 /* Writes cri.json atomically; with WITH_CONFIG config.pb as well. */
 int container_save (struct container_store *store, const struct cri_container *c, bool with_config,

@@ -325,10 +325,39 @@ undo_create (struct cri_service *svc, const char *id)
   husk_error_free (&ignored);
 }
 
+/* What a create in progress claims: its pod, name and attempt. */
+static char *
+create_key (const char *sandbox_id, const Runtime__V1__ContainerMetadata *meta)
+{
+  return xasprintf ("create:%s/%s/%u", sandbox_id, meta->name, meta->attempt);
+}
+
+/* Under the store lock: the name is neither taken by a record nor by a
+ * create in progress, and is claimed for this one. */
+static int
+claim_name (struct container_store *store, const char *key, const char *sandbox_id,
+            const Runtime__V1__ContainerMetadata *meta, struct husk_error **err)
+{
+  int ret = 0;
+
+  pthread_mutex_lock (&store->lock);
+  if (container_store_claimed (store, key))
+    ret = husk_error_make (err, EEXIST, "container `%s` attempt %u is being created in pod %s", meta->name,
+                           meta->attempt, sandbox_id);
+  else if ((ret = check_name_free (store, sandbox_id, meta, err)) == 0)
+    container_store_claim (store, key);
+  pthread_mutex_unlock (&store->lock);
+  return ret;
+}
+
+/* Outside the store lock once the name is claimed: creates overlap, and
+ * the pod hooks wait for those of their pod. */
 static int
 create_container (struct create_job *job, char **id, struct husk_error **err)
 {
   const Runtime__V1__CreateContainerRequest *req = job->req;
+  cleanup_free char *key = NULL;
+  int ret;
 
   if (check_create_request (req, err) < 0)
     return -1;
@@ -338,17 +367,22 @@ create_container (struct create_job *job, char **id, struct husk_error **err)
     return husk_error_make (err, EAGAIN, "pod sandbox %s is not ready", job->sb->id);
   if (images_lookup (job->svc->cfg->root, req->config->image->image, &job->image, err) < 0)
     return husk_error_wrap (err, "config.image.image `%s`", req->config->image->image);
-  if (check_name_free (job->svc->containers, job->sb->id, req->config->metadata, err) < 0)
+  key = create_key (job->sb->id, req->config->metadata);
+  if (claim_name (job->svc->containers, key, job->sb->id, req->config->metadata, err) < 0)
     return -1;
   job->c = new_record (job);
-  if (build_bundle (job, err) < 0)
+  ret = build_bundle (job, err);
+  if (ret < 0)
+    undo_create (job->svc, job->c->id);
+  else
     {
-      undo_create (job->svc, job->c->id);
-      return -1;
+      note_created (job->svc, job->c);
+      *id = xstrdup (job->c->id);
     }
-  note_created (job->svc, job->c);
-  *id = xstrdup (job->c->id);
-  return 0;
+  pthread_mutex_lock (&job->svc->containers->lock);
+  container_store_release (job->svc->containers, key);
+  pthread_mutex_unlock (&job->svc->containers->lock);
+  return ret;
 }
 
 void
@@ -366,9 +400,7 @@ cri_create_container (struct rpc_call *call, const void *req_bytes, size_t len, 
 
   if (req == NULL)
     return;
-  pthread_mutex_lock (&store->lock);
   ret = create_container (&job, &id, &err);
-  pthread_mutex_unlock (&store->lock);
   if (ret < 0)
     {
       if (err->errnum == EAGAIN)
@@ -502,7 +534,7 @@ claim_start (struct cri_service *svc, const char *id, struct cri_container **out
   else if ((*rt = cri_runtime_for (svc->cfg, (*out)->runtime_handler, err)) == NULL)
     ret = -1;
   else
-    container_store_claim_start (store, (*out)->id);
+    container_store_claim (store, (*out)->id);
   pthread_mutex_unlock (&store->lock);
   return ret;
 }
@@ -534,7 +566,7 @@ start_container (struct cri_service *svc, const char *id, struct husk_error **er
     }
   note_started (svc, c->id, ret == 0);
   pthread_mutex_lock (&svc->containers->lock);
-  container_store_end_start (svc->containers, c->id);
+  container_store_release (svc->containers, c->id);
   pthread_mutex_unlock (&svc->containers->lock);
   cri_container_free (c);
   return ret;
@@ -800,7 +832,11 @@ for_pod (struct cri_service *svc, const char *sandbox_id, bool remove, struct hu
 
   if (svc->containers == NULL && cri_containers_init (svc, err) < 0)
     return -1;
+  cleanup_free char *creates = xasprintf ("create:%s/", sandbox_id);
+
   pthread_mutex_lock (&svc->containers->lock);
+  /* A create in progress in the pod would be missed by the list. */
+  container_store_wait_idle (svc->containers, creates);
   if (container_list (svc->containers, &list, &n, err) < 0)
     ret = -1;
   for (size_t i = 0; i < n && ret == 0; i++)

@@ -339,11 +339,24 @@ def test_pod_sharing(c, s):
 
 
 def test_parallel_start(c, s):
-    """Starts of different containers overlap; two starts of one container:
+    """Creates and starts of different containers overlap; two creates of
+    one name: one wins; two starts of one container:
     one starts it, the other gets FAILED_PRECONDITION; a remove racing a
     start waits for it."""
     import concurrent.futures
-    ids = [c.create(s["pod"], container_config(f"par-{i}", ["exec sleep 1000"]), s["pod_config"]) for i in range(6)]
+    with concurrent.futures.ThreadPoolExecutor(max_workers=6) as pool:
+        t = time.monotonic()
+        ids = list(pool.map(lambda i: c.create(s["pod"], container_config(f"par-{i}", ["exec sleep 1000"]),
+                                               s["pod_config"]), range(6)))
+        took = time.monotonic() - t
+        same = list(pool.map(lambda _: rpc_error(lambda: c.create(
+            s["pod"], container_config("same-name", ["true"]), s["pod_config"])), range(2)))
+    ok(len(set(ids)) == 6, f"6 parallel CreateContainer: 6 containers ({took * 1000:.0f} ms in all)", ids)
+    codes = sorted(e.code().name if e else "OK" for e in same)
+    ok(codes == ["ALREADY_EXISTS", "OK"], "two parallel creates of one name: one OK, one ALREADY_EXISTS", codes)
+    for x in c.list():
+        if c.status(x).metadata.name == "same-name":
+            c.remove(x)
     with concurrent.futures.ThreadPoolExecutor(max_workers=6) as pool:
         t = time.monotonic()
         errors = list(pool.map(lambda x: rpc_error(lambda: c.start(x)), ids))
