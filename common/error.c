@@ -43,6 +43,26 @@ husk_error_make (struct husk_error **err, int errnum, const char *fmt, ...)
 }
 
 int
+husk_error_kindv (struct husk_error **err, int errnum, const char *fmt, va_list ap)
+{
+  husk_error_makev (err, 0, fmt, ap);
+  if (err)
+    (*err)->errnum = errnum;
+  return -1;
+}
+
+int
+husk_error_kind (struct husk_error **err, int errnum, const char *fmt, ...)
+{
+  va_list ap;
+
+  va_start (ap, fmt);
+  husk_error_kindv (err, errnum, fmt, ap);
+  va_end (ap);
+  return -1;
+}
+
+int
 husk_error_wrap (struct husk_error **err, const char *fmt, ...)
 {
   char *prefix = NULL;

@@ -60,7 +60,7 @@ cni_build_args (const struct cni_pod *pod, struct husk_error **err)
         continue;
       if (strpbrk (args[i].value, ";=") != NULL)
         {
-          husk_error_make (err, EINVAL, "CNI_ARGS: %s `%s` holds `;` or `=`", args[i].key, args[i].value);
+          husk_error_kind (err, EINVAL, "CNI_ARGS: %s `%s` holds `;` or `=`", args[i].key, args[i].value);
           return NULL;
         }
       longer = xasprintf ("%s%s=%s;", joined, args[i].key, args[i].value);
@@ -442,11 +442,11 @@ check_pod (const struct cni_pod *pod, bool need_netns, struct husk_error **err)
   const char *ifname = pod->ifname ? pod->ifname : CNI_DEFAULT_IFNAME;
 
   if (!cni_name_is_valid (pod->container_id))
-    return husk_error_make (err, EINVAL, "invalid CNI container id `%s`", pod->container_id ?: "");
+    return husk_error_kind (err, EINVAL, "invalid CNI container id `%s`", pod->container_id ?: "");
   if (need_netns && (pod->netns == NULL || pod->netns[0] != '/'))
-    return husk_error_make (err, EINVAL, "sandbox %s: the netns must be an absolute path", pod->container_id);
+    return husk_error_kind (err, EINVAL, "sandbox %s: the netns must be an absolute path", pod->container_id);
   if (!ifname_is_valid (ifname))
-    return husk_error_make (err, EINVAL, "invalid interface name `%s`", ifname);
+    return husk_error_kind (err, EINVAL, "invalid interface name `%s`", ifname);
   return 0;
 }
 
@@ -666,7 +666,7 @@ cni_cached_result (const struct cni_ctx *ctx, const char *network, const char *c
 
   *result = NULL;
   if (!cni_name_is_valid (network) || !cni_name_is_valid (container_id))
-    return husk_error_make (err, EINVAL, "invalid CNI network `%s` or container id `%s`", network ?: "",
+    return husk_error_kind (err, EINVAL, "invalid CNI network `%s` or container id `%s`", network ?: "",
                             container_id ?: "");
   path = cni_cache_path (ctx_cache_dir (ctx), network, container_id);
   if (cni_cache_read (path, &entry, err) < 0)

@@ -342,7 +342,7 @@ cni_find_plugin (const char *bin_dirs, const char *type, char **path, struct hus
           return 0;
         }
     }
-  return husk_error_make (err, ENOENT, "CNI plugin `%s` not found in %s", type,
+  return husk_error_kind (err, ENOENT, "CNI plugin `%s` not found in %s", type,
                           bin_dirs ? bin_dirs : CNI_DEFAULT_BIN_DIRS);
 }
 

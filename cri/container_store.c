@@ -245,7 +245,7 @@ read_record (struct container_store *store, const char *id, struct cri_container
   cleanup_free char *state = NULL;
 
   if (doc == NULL)
-    return husk_error_make (err, ENOENT, "container `%s`: no record (%s)", id, jerr.text);
+    return husk_error_kind (err, ENOENT, "container `%s`: no record (%s)", id, jerr.text);
   c = xcalloc (1, sizeof *c);
   c->id = member (doc, "id");
   c->sandbox_id = member (doc, "sandbox_id");
@@ -371,7 +371,7 @@ container_lookup (struct container_store *store, const char *id, struct cri_cont
   bool exact = false;
 
   if (id == NULL || id[0] == '\0')
-    return husk_error_make (err, EINVAL, "container_id: required");
+    return husk_error_kind (err, EINVAL, "container_id: required");
   if (container_list (store, &list, &n, err) < 0)
     return -1;
   for (size_t i = 0; i < n && !exact; i++)
@@ -387,9 +387,9 @@ container_lookup (struct container_store *store, const char *id, struct cri_cont
         list[i] = NULL;
   cri_containers_free (list, n);
   if (found == NULL)
-    return husk_error_make (err, ENOENT, "container `%s` not found", id);
+    return husk_error_kind (err, ENOENT, "container `%s` not found", id);
   if (!exact && matches > 1)
-    return husk_error_make (err, EINVAL, "container id prefix `%s` is ambiguous", id);
+    return husk_error_kind (err, EINVAL, "container id prefix `%s` is ambiguous", id);
   *out = found;
   return 0;
 }

@@ -113,7 +113,7 @@ read_record (const struct containers_ctx *ctx, const char *id, struct container_
   json_t *doc = json_load_file (path, 0, &jerr);
 
   if (doc == NULL)
-    return husk_error_make (err, ENOENT, "container `%s`: no record (%s)", id, jerr.text);
+    return husk_error_kind (err, ENOENT, "container `%s`: no record (%s)", id, jerr.text);
   rec = xcalloc (1, sizeof *rec);
   rec->id = member (doc, "id");
   rec->name = member (doc, "name");
@@ -193,7 +193,7 @@ containers_lookup (const struct containers_ctx *ctx, const char *name_or_id, str
     }
   container_records_free (recs, n);
   if (matches == 0)
-    return husk_error_make (err, ENOENT, "no such container: %s", name_or_id);
+    return husk_error_kind (err, ENOENT, "no such container: %s", name_or_id);
   if (matches > 1)
     return husk_error_make (err, 0, "container name or id prefix `%s` is ambiguous", name_or_id);
   *out = found;

@@ -26,21 +26,6 @@
 typedef Runtime__V1__ContainerConfig container_config;
 typedef Runtime__V1__LinuxContainerSecurityContext security_context;
 
-static int bad_input (struct husk_error **err, const char *fmt, ...) __attribute__ ((format (printf, 2, 3)));
-
-static int
-bad_input (struct husk_error **err, const char *fmt, ...)
-{
-  va_list ap;
-  int ret;
-
-  va_start (ap, fmt);
-  ret = husk_error_makev (err, 0, fmt, ap);
-  va_end (ap);
-  (*err)->errnum = EINVAL;
-  return ret;
-}
-
 static const security_context *
 security_of (const container_config *config)
 {
@@ -86,15 +71,16 @@ user_spec (const security_context *sc, char **out, struct husk_error **err)
 
   *out = NULL;
   if (sc && sc->run_as_group && !has_user)
-    return bad_input (err, "linux.security_context.run_as_group: needs run_as_user or run_as_username");
+    return husk_error_kind (err, EINVAL,
+                            "linux.security_context.run_as_group: needs run_as_user or run_as_username");
   if (!has_user)
     return 0;
   if (sc->run_as_user && sc->run_as_user->value < 0)
-    return bad_input (err, "linux.security_context.run_as_user: %lld is negative",
-                      (long long) sc->run_as_user->value);
+    return husk_error_kind (err, EINVAL, "linux.security_context.run_as_user: %lld is negative",
+                            (long long) sc->run_as_user->value);
   if (sc->run_as_group && sc->run_as_group->value < 0)
-    return bad_input (err, "linux.security_context.run_as_group: %lld is negative",
-                      (long long) sc->run_as_group->value);
+    return husk_error_kind (err, EINVAL, "linux.security_context.run_as_group: %lld is negative",
+                            (long long) sc->run_as_group->value);
   {
     cleanup_free char *user = sc->run_as_user ? xasprintf ("%lld", (long long) sc->run_as_user->value)
                                               : xstrdup (sc->run_as_username);
@@ -188,8 +174,9 @@ add_supplemental_groups (json_t *config, const struct cri_spec_input *in, struct
       json_t *have;
 
       if (gid < 0 || gid > UINT32_MAX)
-        return bad_input (err, "linux.security_context.supplemental_groups[%zu]: %lld is out of range", i,
-                          (long long) gid);
+        return husk_error_kind (err, EINVAL,
+                                "linux.security_context.supplemental_groups[%zu]: %lld is out of range", i,
+                                (long long) gid);
       json_array_foreach (gids, j, have) present |= json_integer_value (have) == gid;
       if (!present)
         json_array_append_new (gids, json_integer (gid));
@@ -271,8 +258,9 @@ apply_caps (uint64_t *mask, char **names, size_t n, bool add, const char *field,
       if (strcasecmp (names[i], "ALL") == 0)
         bits = all_caps ();
       else if ((name = cri_spec_capability_name (names[i])) == NULL)
-        return bad_input (err, "linux.security_context.capabilities.%s[%zu]: unknown capability `%s`", field,
-                          i, names[i]);
+        return husk_error_kind (err, EINVAL,
+                                "linux.security_context.capabilities.%s[%zu]: unknown capability `%s`", field,
+                                i, names[i]);
       else
         bits = UINT64_C (1) << spec_capability_from_name (name);
       *mask = add ? (*mask | bits) : (*mask & ~bits);
@@ -383,12 +371,14 @@ pid_namespace (json_t *config, const struct cri_spec_input *in, struct husk_erro
       return 0;
     case RUNTIME__V1__NAMESPACE_MODE__TARGET:
       if (in->target_pidns_path == NULL)
-        return bad_input (err, "linux.security_context.namespace_options.target_id `%s`: no such container",
-                          sc->namespace_options->target_id);
+        return husk_error_kind (err, EINVAL,
+                                "linux.security_context.namespace_options.target_id `%s`: no such container",
+                                sc->namespace_options->target_id);
       set_namespace (config, "pid", in->target_pidns_path, false);
       return 0;
     default:
-      return bad_input (err, "linux.security_context.namespace_options.pid: unknown mode %d", (int) mode);
+      return husk_error_kind (err, EINVAL, "linux.security_context.namespace_options.pid: unknown mode %d",
+                              (int) mode);
     }
 }
 
@@ -515,11 +505,14 @@ check_mount (const Runtime__V1__Mount *m, size_t i, struct husk_error **err)
   struct stat st;
 
   if (!nonempty (m->container_path) || m->container_path[0] != '/')
-    return bad_input (err, "mounts[%zu].container_path `%s`: must be an absolute path", i, m->container_path);
+    return husk_error_kind (err, EINVAL, "mounts[%zu].container_path `%s`: must be an absolute path", i,
+                            m->container_path);
   if (!nonempty (m->host_path))
-    return bad_input (err, "mounts[%zu].host_path: required (image mounts are not supported)", i);
+    return husk_error_kind (err, EINVAL, "mounts[%zu].host_path: required (image mounts are not supported)",
+                            i);
   if (propagation_option (m->propagation) == NULL)
-    return bad_input (err, "mounts[%zu].propagation: unknown value %d", i, (int) m->propagation);
+    return husk_error_kind (err, EINVAL, "mounts[%zu].propagation: unknown value %d", i,
+                            (int) m->propagation);
   if (stat (m->host_path, &st) < 0)
     return husk_error_make (err, errno, "mounts[%zu].host_path `%s`", i, m->host_path);
   return 0;
@@ -614,14 +607,15 @@ static int
 check_device (const Runtime__V1__Device *d, size_t i, struct stat *st, struct husk_error **err)
 {
   if (!nonempty (d->container_path) || d->container_path[0] != '/')
-    return bad_input (err, "devices[%zu].container_path `%s`: must be an absolute path", i,
-                      d->container_path);
+    return husk_error_kind (err, EINVAL, "devices[%zu].container_path `%s`: must be an absolute path", i,
+                            d->container_path);
   if (strspn (d->permissions, "rwm") != strlen (d->permissions))
-    return bad_input (err, "devices[%zu].permissions `%s`: only r, w and m are allowed", i, d->permissions);
+    return husk_error_kind (err, EINVAL, "devices[%zu].permissions `%s`: only r, w and m are allowed", i,
+                            d->permissions);
   if (stat (d->host_path, st) < 0)
     return husk_error_make (err, errno, "devices[%zu].host_path `%s`", i, d->host_path);
   if (!S_ISCHR (st->st_mode) && !S_ISBLK (st->st_mode))
-    return bad_input (err, "devices[%zu].host_path `%s`: not a device", i, d->host_path);
+    return husk_error_kind (err, EINVAL, "devices[%zu].host_path `%s`: not a device", i, d->host_path);
   return 0;
 }
 
@@ -714,12 +708,13 @@ set_masked_paths (json_t *config, const struct cri_spec_input *in, struct husk_e
     }
   for (size_t i = 0; sc && i < sc->n_masked_paths; i++)
     if (sc->masked_paths[i][0] != '/')
-      return bad_input (err, "linux.security_context.masked_paths[%zu] `%s`: must be absolute", i,
-                        sc->masked_paths[i]);
+      return husk_error_kind (err, EINVAL, "linux.security_context.masked_paths[%zu] `%s`: must be absolute",
+                              i, sc->masked_paths[i]);
   for (size_t i = 0; sc && i < sc->n_readonly_paths; i++)
     if (sc->readonly_paths[i][0] != '/')
-      return bad_input (err, "linux.security_context.readonly_paths[%zu] `%s`: must be absolute", i,
-                        sc->readonly_paths[i]);
+      return husk_error_kind (err, EINVAL,
+                              "linux.security_context.readonly_paths[%zu] `%s`: must be absolute", i,
+                              sc->readonly_paths[i]);
   if (sc && sc->n_masked_paths)
     json_object_set_new (linux_obj, "maskedPaths", path_list (sc->masked_paths, sc->n_masked_paths));
   if (sc && sc->n_readonly_paths)
@@ -809,16 +804,16 @@ load_profile (const char *path, json_t **out, struct husk_error **err)
   json_error_t jerr;
 
   if (path[0] != '/')
-    return bad_input (err, "linux.security_context.seccomp.localhost_ref `%s`: must be an absolute path",
-                      path);
+    return husk_error_kind (
+        err, EINVAL, "linux.security_context.seccomp.localhost_ref `%s`: must be an absolute path", path);
   if (access (path, R_OK) < 0)
     return husk_error_make (err, errno, "linux.security_context.seccomp.localhost_ref `%s`", path);
   *out = json_load_file (path, 0, &jerr);
   if (*out == NULL || !json_is_object (*out))
     {
       json_decref (*out);
-      return bad_input (err, "linux.security_context.seccomp.localhost_ref `%s`: line %d: %s", path,
-                        jerr.line, *out ? "not a JSON object" : jerr.text);
+      return husk_error_kind (err, EINVAL, "linux.security_context.seccomp.localhost_ref `%s`: line %d: %s",
+                              path, jerr.line, *out ? "not a JSON object" : jerr.text);
     }
   return 0;
 }
@@ -869,13 +864,14 @@ set_seccomp (json_t *config, const struct cri_spec_input *in, struct husk_error 
       break;
     case RUNTIME__V1__SECURITY_PROFILE__PROFILE_TYPE__Localhost:
       if (!nonempty (localhost))
-        return bad_input (err, "linux.security_context.seccomp.localhost_ref: required for Localhost");
+        return husk_error_kind (err, EINVAL,
+                                "linux.security_context.seccomp.localhost_ref: required for Localhost");
       if (load_profile (localhost, &profile, err) < 0)
         return -1;
       break;
     default:
-      return bad_input (err, "linux.security_context.seccomp.profile_type: unknown value %d",
-                        (int) sc->seccomp->profile_type);
+      return husk_error_kind (err, EINVAL, "linux.security_context.seccomp.profile_type: unknown value %d",
+                              (int) sc->seccomp->profile_type);
     }
   json_object_set_new (linux_of (config), "seccomp", profile);
   return 0;
@@ -1006,7 +1002,7 @@ cri_spec_build (const struct cri_spec_input *in, json_t **out, struct husk_error
   json_t *config;
 
   if (in->config == NULL)
-    return bad_input (err, "config: required");
+    return husk_error_kind (err, EINVAL, "config: required");
   if (build_process (in, &config, err) < 0)
     return -1;
   for (size_t i = 0; i < N_ELEMENTS (spec_steps); i++)

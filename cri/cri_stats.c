@@ -270,19 +270,19 @@ parse_net_dev_line (char *line, struct cri_net_dev *dev, struct husk_error **err
   uint64_t v[16];
 
   if (colon == NULL)
-    return husk_error_make (err, EINVAL, "/proc/net/dev line `%s`: no interface name", line);
+    return husk_error_kind (err, EINVAL, "/proc/net/dev line `%s`: no interface name", line);
   *colon = '\0';
   while (*name == ' ')
     name++;
   if (*name == '\0' || strlen (name) >= sizeof dev->name)
-    return husk_error_make (err, EINVAL, "/proc/net/dev: bad interface name `%s`", name);
+    return husk_error_kind (err, EINVAL, "/proc/net/dev: bad interface name `%s`", name);
   if (sscanf (colon + 1,
               "%" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64
               " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64,
               &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7], &v[8], &v[9], &v[10], &v[11], &v[12],
               &v[13], &v[14], &v[15])
       != 16)
-    return husk_error_make (err, EINVAL, "/proc/net/dev: interface `%s`: expected 16 counters", name);
+    return husk_error_kind (err, EINVAL, "/proc/net/dev: interface `%s`: expected 16 counters", name);
   memset (dev, 0, sizeof *dev);
   strcpy (dev->name, name);
   dev->rx_bytes = v[0];

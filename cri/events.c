@@ -342,7 +342,7 @@ cri_events_watch (struct cri_events *hub, const char *dir, cri_events_file_fn on
   int ret;
 
   if (hub->watching)
-    return husk_error_make (err, EBUSY, "watch `%s`: already watching `%s`", dir, hub->watch_dir);
+    return husk_error_kind (err, EBUSY, "watch `%s`: already watching `%s`", dir, hub->watch_dir);
   if (inotify_fd < 0)
     return husk_error_make (err, errno, "watch `%s`: inotify_init1", dir);
   if (inotify_add_watch (inotify_fd, dir, IN_MOVED_TO | IN_ONLYDIR) < 0)

@@ -187,6 +187,6 @@ cri_runtime_for (const struct huskd_config *cfg, const char *handler, struct hus
   const struct huskd_runtime *rt = huskd_config_runtime (cfg, handler);
 
   if (rt == NULL)
-    husk_error_make (err, EINVAL, "runtime handler `%s` is not configured", handler ?: "");
+    husk_error_kind (err, EINVAL, "runtime handler `%s` is not configured", handler ?: "");
   return rt;
 }

@@ -171,7 +171,7 @@ load_config (struct sandbox *sb, struct husk_error **err)
     return -1;
   sb->config = runtime__v1__pod_sandbox_config__unpack (NULL, len, (const uint8_t *) buf);
   if (sb->config == NULL || sb->config->metadata == NULL)
-    return husk_error_make (err, EINVAL, "`%s`: not a PodSandboxConfig", path);
+    return husk_error_kind (err, EINVAL, "`%s`: not a PodSandboxConfig", path);
   sb->name = xstrdup (sb->config->metadata->name);
   sb->namespace_ = xstrdup (sb->config->metadata->namespace_);
   sb->uid = xstrdup (sb->config->metadata->uid);
@@ -367,18 +367,14 @@ sandbox_store_find (struct sandbox_store *store, const char *id, struct husk_err
 
   if (len == 0)
     {
-      husk_error_make (err, 0, "pod_sandbox_id is required");
-      (*err)->errnum = EINVAL;
-      return -1;
+      return husk_error_kind (err, EINVAL, "pod_sandbox_id is required");
     }
   for (size_t i = 0; i < store->n; i++)
     if (strncmp (store->items[i]->id, id, len) == 0)
       {
         if (found >= 0)
           {
-            husk_error_make (err, 0, "pod sandbox id prefix `%s` is ambiguous", id);
-            (*err)->errnum = EINVAL;
-            return -1;
+            return husk_error_kind (err, EINVAL, "pod sandbox id prefix `%s` is ambiguous", id);
           }
         found = (ssize_t) i;
         if (len == 64)
@@ -386,8 +382,7 @@ sandbox_store_find (struct sandbox_store *store, const char *id, struct husk_err
       }
   if (found < 0)
     {
-      husk_error_make (err, 0, "pod sandbox `%s` not found", id);
-      (*err)->errnum = ENOENT;
+      husk_error_kind (err, ENOENT, "pod sandbox `%s` not found", id);
     }
   return found;
 }

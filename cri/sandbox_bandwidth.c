@@ -54,22 +54,16 @@ sandbox_parse_quantity (const char *text, double *value)
 }
 
 static int
-bad_rate (struct husk_error **err, const char *annotation, const char *text, const char *why)
-{
-  husk_error_make (err, 0, "config.annotations[%s] `%s`: %s", annotation, text, why);
-  (*err)->errnum = EINVAL;
-  return -1;
-}
-
-static int
 rate_of (const char *annotation, const char *text, uint64_t *rate, struct husk_error **err)
 {
   double value;
 
   if (sandbox_parse_quantity (text, &value) < 0)
-    return bad_rate (err, annotation, text, "not a quantity (like 10M or 1Gi)");
+    return husk_error_kind (err, EINVAL, "config.annotations[%s] `%s`: not a quantity (like 10M or 1Gi)",
+                            annotation, text);
   if (value < RATE_MIN || value > RATE_MAX)
-    return bad_rate (err, annotation, text, "must be between 1k and 1P bits/s");
+    return husk_error_kind (err, EINVAL, "config.annotations[%s] `%s`: must be between 1k and 1P bits/s",
+                            annotation, text);
   *rate = (uint64_t) ceil (value);
   return 0;
 }

@@ -16,14 +16,6 @@
 #include "husk/cleanup.h"
 #include "husk/util.h"
 
-static int
-invalid (struct husk_error **err, const char *what)
-{
-  husk_error_make (err, 0, "%s", what);
-  (*err)->errnum = EINVAL;
-  return -1;
-}
-
 static bool
 empty (const char *s)
 {
@@ -36,19 +28,19 @@ validate (const Runtime__V1__PodSandboxConfig *config, struct husk_error **err)
   const Runtime__V1__PodSandboxMetadata *md = config ? config->metadata : NULL;
 
   if (config == NULL)
-    return invalid (err, "config is required");
+    return husk_error_kind (err, EINVAL, "config is required");
   if (md == NULL)
-    return invalid (err, "config.metadata is required");
+    return husk_error_kind (err, EINVAL, "config.metadata is required");
   if (empty (md->name))
-    return invalid (err, "config.metadata.name is required");
+    return husk_error_kind (err, EINVAL, "config.metadata.name is required");
   if (empty (md->namespace_))
-    return invalid (err, "config.metadata.namespace is required");
+    return husk_error_kind (err, EINVAL, "config.metadata.namespace is required");
   if (empty (md->uid))
-    return invalid (err, "config.metadata.uid is required");
+    return husk_error_kind (err, EINVAL, "config.metadata.uid is required");
   if (!empty (config->log_directory) && config->log_directory[0] != '/')
-    return invalid (err, "config.log_directory must be an absolute path");
+    return husk_error_kind (err, EINVAL, "config.log_directory must be an absolute path");
   if (config->hostname && strlen (config->hostname) > 64)
-    return invalid (err, "config.hostname is longer than 64 characters");
+    return husk_error_kind (err, EINVAL, "config.hostname is longer than 64 characters");
   return 0;
 }
 
@@ -379,10 +371,8 @@ sandbox_run (struct sandbox_store *store, const Runtime__V1__PodSandboxConfig *c
   sb = new_record (store, config, runtime_handler);
   if (!reserve (store, sb))
     {
-      husk_error_make (err, 0, "pod sandbox %s/%s (attempt %u) already exists", sb->namespace_, sb->name,
-                       sb->attempt);
-      (*err)->errnum = EEXIST;
-      ret = -1;
+      ret = husk_error_kind (err, EEXIST, "pod sandbox %s/%s (attempt %u) already exists", sb->namespace_,
+                             sb->name, sb->attempt);
     }
   else if ((ret = create (store, sb, sysctls, n_sysctls, &network_added, err)) < 0)
     {

@@ -9,18 +9,6 @@
 #include "cri/sandbox_internal.h"
 #include "husk/util.h"
 
-/* EINVAL for the status code, without strerror's text in the message. */
-static int __attribute__ ((format (printf, 2, 3))) invalid (struct husk_error **err, const char *fmt, ...)
-{
-  va_list ap;
-
-  va_start (ap, fmt);
-  husk_error_makev (err, 0, fmt, ap);
-  va_end (ap);
-  (*err)->errnum = EINVAL;
-  return -1;
-}
-
 static const struct
 {
   const char *prefix;
@@ -66,7 +54,7 @@ static int
 check_one (const char *key, const char *name, bool pod_net, bool pod_ipc, struct husk_error **err)
 {
   if (strstr (name, "..") || strchr (name, ' ') || name[0] == '.' || strstr (key, "../"))
-    return invalid (err, "linux.sysctls: `%s` is not a sysctl name", key);
+    return husk_error_kind (err, EINVAL, "linux.sysctls: `%s` is not a sysctl name", key);
   for (size_t i = 0; i < sizeof namespaced_sysctls / sizeof namespaced_sysctls[0]; i++)
     {
       bool match = namespaced_sysctls[i].exact ? strcmp (name, namespaced_sysctls[i].prefix) == 0
@@ -75,10 +63,12 @@ check_one (const char *key, const char *name, bool pod_net, bool pod_ipc, struct
         continue;
       if (namespaced_sysctls[i].needs_net ? pod_net : pod_ipc)
         return 0;
-      return invalid (err, "linux.sysctls: `%s` needs the pod's own %s namespace, not the host's", key,
-                      namespaced_sysctls[i].needs_net ? "network" : "ipc");
+      return husk_error_kind (err, EINVAL,
+                              "linux.sysctls: `%s` needs the pod's own %s namespace, not the host's", key,
+                              namespaced_sysctls[i].needs_net ? "network" : "ipc");
     }
-  return invalid (err, "linux.sysctls: `%s` is not namespaced: it would change the node", key);
+  return husk_error_kind (err, EINVAL, "linux.sysctls: `%s` is not namespaced: it would change the node",
+                          key);
 }
 
 int

@@ -185,6 +185,9 @@ cri_status_of (const struct husk_error *err)
       return GRPC_STATUS_ALREADY_EXISTS;
     case EINVAL:
       return GRPC_STATUS_INVALID_ARGUMENT;
+    case EAGAIN:
+    case ENONET:
+      return GRPC_STATUS_FAILED_PRECONDITION;
     default:
       return GRPC_STATUS_UNKNOWN;
     }

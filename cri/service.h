@@ -75,7 +75,10 @@ cri_nonempty (const char *s)
 }
 
 /* grpc status for a husk error: ENOENT -> NOT_FOUND, EEXIST ->
- * ALREADY_EXISTS, EINVAL -> INVALID_ARGUMENT, otherwise UNKNOWN. */
+ * ALREADY_EXISTS, EINVAL -> INVALID_ARGUMENT, EAGAIN (the object is not
+ * in the state the call needs: a pod not ready, a container not running)
+ * and ENONET (no CNI network config) -> FAILED_PRECONDITION, otherwise
+ * UNKNOWN. */
 grpc_status_code cri_status_of (const struct husk_error *err);
 
 /* The handlers, by service (service_runtime.c, service_image.c). */

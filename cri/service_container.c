@@ -135,15 +135,15 @@ check_create_request (const Runtime__V1__CreateContainerRequest *req, struct hus
   const Runtime__V1__ContainerConfig *config = req->config;
 
   if (!cri_nonempty (req->pod_sandbox_id))
-    return husk_error_make (err, EINVAL, "pod_sandbox_id: required");
+    return husk_error_kind (err, EINVAL, "pod_sandbox_id: required");
   if (config == NULL)
-    return husk_error_make (err, EINVAL, "config: required");
+    return husk_error_kind (err, EINVAL, "config: required");
   if (config->metadata == NULL || !cri_nonempty (config->metadata->name))
-    return husk_error_make (err, EINVAL, "config.metadata.name: required");
+    return husk_error_kind (err, EINVAL, "config.metadata.name: required");
   if (config->image == NULL || !cri_nonempty (config->image->image))
-    return husk_error_make (err, EINVAL, "config.image.image: required");
+    return husk_error_kind (err, EINVAL, "config.image.image: required");
   if (cri_nonempty (config->log_path) && config->log_path[0] == '/')
-    return husk_error_make (err, EINVAL, "config.log_path `%s`: must be relative to the log directory",
+    return husk_error_kind (err, EINVAL, "config.log_path `%s`: must be relative to the log directory",
                             config->log_path);
   return 0;
 }
@@ -161,7 +161,7 @@ check_name_free (struct container_store *store, const char *sandbox_id,
   for (size_t i = 0; i < n && ret == 0; i++)
     if (strcmp (list[i]->sandbox_id, sandbox_id) == 0 && strcmp (list[i]->name, meta->name) == 0
         && list[i]->attempt == meta->attempt)
-      ret = husk_error_make (err, EEXIST, "container `%s` attempt %u exists already in pod %s as %s",
+      ret = husk_error_kind (err, EEXIST, "container `%s` attempt %u exists already in pod %s as %s",
                              meta->name, meta->attempt, sandbox_id, list[i]->id);
   cri_containers_free (list, n);
   return ret;
@@ -342,7 +342,7 @@ claim_name (struct container_store *store, const char *key, const char *sandbox_
 
   pthread_mutex_lock (&store->lock);
   if (container_store_claimed (store, key))
-    ret = husk_error_make (err, EEXIST, "container `%s` attempt %u is being created in pod %s", meta->name,
+    ret = husk_error_kind (err, EEXIST, "container `%s` attempt %u is being created in pod %s", meta->name,
                            meta->attempt, sandbox_id);
   else if ((ret = check_name_free (store, sandbox_id, meta, err)) == 0)
     container_store_claim (store, key);
@@ -364,7 +364,7 @@ create_container (struct create_job *job, char **id, struct husk_error **err)
   if (sandbox_lookup (job->svc->sandboxes, req->pod_sandbox_id, &job->sb, err) < 0)
     return -1;
   if (job->sb->state != SANDBOX_READY)
-    return husk_error_make (err, EAGAIN, "pod sandbox %s is not ready", job->sb->id);
+    return husk_error_kind (err, EAGAIN, "pod sandbox %s is not ready", job->sb->id);
   if (images_lookup (job->svc->cfg->root, req->config->image->image, &job->image, err) < 0)
     return husk_error_wrap (err, "config.image.image `%s`", req->config->image->image);
   key = create_key (job->sb->id, req->config->metadata);
@@ -402,15 +402,7 @@ cri_create_container (struct rpc_call *call, const void *req_bytes, size_t len, 
     return;
   ret = create_container (&job, &id, &err);
   if (ret < 0)
-    {
-      if (err->errnum == EAGAIN)
-        {
-          rpc_fail (call, GRPC_STATUS_FAILED_PRECONDITION, "%s", err->msg);
-          husk_error_free (&err);
-        }
-      else
-        cri_fail (call, &err);
-    }
+    cri_fail (call, &err);
   else
     {
       resp.container_id = id;
@@ -530,7 +522,7 @@ claim_start (struct cri_service *svc, const char *id, struct cri_container **out
   if (container_lookup (store, id, out, err) < 0)
     ret = -1;
   else if ((*out)->state != CRI_CONTAINER_CREATED)
-    ret = husk_error_make (err, EAGAIN, "container %s is not in state created", (*out)->id);
+    ret = husk_error_kind (err, EAGAIN, "container %s is not in state created", (*out)->id);
   else if ((*rt = cri_runtime_for (svc->cfg, (*out)->runtime_handler, err)) == NULL)
     ret = -1;
   else
@@ -586,12 +578,7 @@ cri_start_container (struct rpc_call *call, const void *req_bytes, size_t len, v
   if (req == NULL)
     return;
   ret = start_container (svc, req->container_id, &err);
-  if (ret < 0 && err->errnum == EAGAIN)
-    {
-      rpc_fail (call, GRPC_STATUS_FAILED_PRECONDITION, "%s", err->msg);
-      husk_error_free (&err);
-    }
-  else if (ret < 0)
+  if (ret < 0)
     cri_fail (call, &err);
   else
     cri_reply (call, &resp.base);
@@ -764,7 +751,7 @@ stop_container (struct cri_service *svc, const char *id, int64_t timeout, struct
       if (cri_run_runtime (rt, (const char *[]){ "kill", "--all", c->id, "KILL", NULL }, &ignored) < 0)
         husk_error_free (&ignored);
       if (!wait_exit_file (svc, c->id, KILL_GRACE_MS))
-        ret = husk_error_make (err, ETIMEDOUT, "container %s did not exit after SIGKILL", c->id);
+        ret = husk_error_kind (err, ETIMEDOUT, "container %s did not exit after SIGKILL", c->id);
     }
   /* Folds the exit file into the record and sends STOPPED, unless the
    * watcher did already: before the reply, whichever is first. */
@@ -1087,11 +1074,11 @@ exec_sync (struct cri_service *svc, const Runtime__V1__ExecSyncRequest *req, str
   int ret = 0;
 
   if (req->n_cmd == 0)
-    return husk_error_make (err, EINVAL, "cmd: required");
+    return husk_error_kind (err, EINVAL, "cmd: required");
   if (container_lookup (svc->containers, req->container_id, &c, err) < 0)
     return -1;
   if (c->state != CRI_CONTAINER_RUNNING)
-    ret = husk_error_make (err, EAGAIN, "container %s is not running", c->id);
+    ret = husk_error_kind (err, EAGAIN, "container %s is not running", c->id);
   else if ((rt = cri_runtime_for (svc->cfg, c->runtime_handler, err)) == NULL)
     ret = -1;
   else
@@ -1125,15 +1112,7 @@ cri_exec_sync (struct rpc_call *call, const void *req_bytes, size_t len, void *u
   if (req == NULL)
     return;
   if (exec_sync (svc, req, &run, &err) < 0)
-    {
-      if (err->errnum == EAGAIN)
-        {
-          rpc_fail (call, GRPC_STATUS_FAILED_PRECONDITION, "%s", err->msg);
-          husk_error_free (&err);
-        }
-      else
-        cri_fail (call, &err);
-    }
+    cri_fail (call, &err);
   else if (run.timed_out)
     rpc_fail (call, GRPC_STATUS_DEADLINE_EXCEEDED, "ExecSync in %s: timeout %llds exceeded",
               req->container_id, (long long) req->timeout);
@@ -1162,7 +1141,7 @@ reopen_log (struct cri_service *svc, const char *id, struct husk_error **err)
   if (container_lookup (svc->containers, id, &c, err) < 0)
     return -1;
   if (c->state != CRI_CONTAINER_RUNNING || c->monitor_pid <= 0)
-    ret = husk_error_make (err, EAGAIN, "container %s is not running", c->id);
+    ret = husk_error_kind (err, EAGAIN, "container %s is not running", c->id);
   else if (kill (c->monitor_pid, SIGUSR1) < 0)
     ret = husk_error_make (err, errno, "signal the monitor of %s (pid %d)", c->id, (int) c->monitor_pid);
   else if (cri_nonempty (c->log_path))
@@ -1171,7 +1150,7 @@ reopen_log (struct cri_service *svc, const char *id, struct husk_error **err)
       while (access (c->log_path, F_OK) < 0 && cri_monotonic_ms () < deadline)
         poll (NULL, 0, 10);
       if (access (c->log_path, F_OK) < 0)
-        ret = husk_error_make (err, ETIMEDOUT, "container %s: log `%s` was not reopened", c->id, c->log_path);
+        ret = husk_error_kind (err, ETIMEDOUT, "container %s: log `%s` was not reopened", c->id, c->log_path);
     }
   cri_container_free (c);
   return ret;
@@ -1191,15 +1170,7 @@ cri_reopen_container_log (struct rpc_call *call, const void *req_bytes, size_t l
   if (req == NULL)
     return;
   if (reopen_log (svc, req->container_id, &err) < 0)
-    {
-      if (err->errnum == EAGAIN)
-        {
-          rpc_fail (call, GRPC_STATUS_FAILED_PRECONDITION, "%s", err->msg);
-          husk_error_free (&err);
-        }
-      else
-        cri_fail (call, &err);
-    }
+    cri_fail (call, &err);
   else
     cri_reply (call, &resp.base);
   runtime__v1__reopen_container_log_request__free_unpacked (req, NULL);

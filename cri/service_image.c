@@ -224,7 +224,7 @@ add_auth (struct registry_client *client, const char *host, const Runtime__V1__A
       size_t in = strlen (auth->auth);
       decoded = xcalloc (in + 1, 1);
       if (base64_decode (auth->auth, decoded) < 0 || strchr (decoded, ':') == NULL)
-        return husk_error_make (err, EINVAL, "PullImage: auth.auth: not base64 of user:password");
+        return husk_error_kind (err, EINVAL, "PullImage: auth.auth: not base64 of user:password");
       *strchr (decoded, ':') = '\0';
       user = decoded;
       pass = decoded + strlen (decoded) + 1;
@@ -245,7 +245,7 @@ pull (struct cri_service *svc, const Runtime__V1__PullImageRequest *request, str
   int ret;
 
   if (name == NULL)
-    return husk_error_make (err, EINVAL, "PullImage: image.image is required");
+    return husk_error_kind (err, EINVAL, "PullImage: image.image is required");
   if (reference_parse (name, &ref, err) < 0)
     {
       (*err)->errnum = EINVAL;

@@ -14,16 +14,10 @@
 #include "husk/cleanup.h"
 #include "husk/util.h"
 
-static grpc_status_code
-sandbox_status_code (const struct husk_error *err)
-{
-  return err->errnum == ENONET ? GRPC_STATUS_FAILED_PRECONDITION : cri_status_of (err);
-}
-
 static void
 fail (struct rpc_call *call, const char *rpc, struct husk_error **err)
 {
-  rpc_fail (call, sandbox_status_code (*err), "%s: %s", rpc, (*err)->msg);
+  rpc_fail (call, cri_status_of (*err), "%s: %s", rpc, (*err)->msg);
   husk_error_free (err);
 }
 
@@ -73,9 +67,7 @@ resolve (struct cri_service *svc, const char *given, char **id, struct husk_erro
   *id = NULL;
   if (given == NULL || *given == '\0')
     {
-      husk_error_make (err, 0, "pod_sandbox_id is required");
-      (*err)->errnum = EINVAL;
-      return -1;
+      return husk_error_kind (err, EINVAL, "pod_sandbox_id is required");
     }
   if (sandbox_lookup (svc->sandboxes, given, &sb, err) < 0)
     {

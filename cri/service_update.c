@@ -146,9 +146,7 @@ update_resources (struct cri_service *svc, const char *id, const Resources *want
   if (merged == NULL)
     {
       cri_container_free (c);
-      husk_error_make (err, 0, "linux: resources cannot be merged");
-      (*err)->errnum = EINVAL;
-      return -1;
+      return husk_error_kind (err, EINVAL, "linux: resources cannot be merged");
     }
   drop_duplicates (merged);
   resources = cri_spec_resources (merged);

@@ -19,6 +19,14 @@ int husk_error_make (struct husk_error **err, int errnum, const char *fmt, ...)
     __attribute__ ((format (printf, 3, 4)));
 int husk_error_makev (struct husk_error **err, int errnum, const char *fmt, va_list ap);
 
+/* An error husk found itself (bad input, a wrong state, an unknown id):
+ * the message is FMT alone, no strerror, and errnum says its kind
+ * (EINVAL, ENOENT, EEXIST, EAGAIN, ...) to callers that map it, as the
+ * CRI server maps it to a gRPC status.  Always returns -1. */
+int husk_error_kind (struct husk_error **err, int errnum, const char *fmt, ...)
+    __attribute__ ((format (printf, 3, 4)));
+int husk_error_kindv (struct husk_error **err, int errnum, const char *fmt, va_list ap);
+
 /* Prefixes "fmt: " to the message in *err (which must be set).  Returns -1. */
 int husk_error_wrap (struct husk_error **err, const char *fmt, ...) __attribute__ ((format (printf, 2, 3)));
 
