@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -300,4 +301,15 @@ husk_strv_append (char **v, const char *s)
   v[n] = xstrdup (s);
   v[n + 1] = NULL;
   return v;
+}
+
+int
+husk_ms_until (const struct timespec *deadline)
+{
+  struct timespec now;
+  long long ms;
+
+  clock_gettime (CLOCK_MONOTONIC, &now);
+  ms = (deadline->tv_sec - now.tv_sec) * 1000LL + (deadline->tv_nsec - now.tv_nsec) / 1000000;
+  return ms < 0 ? 0 : (int) ms;
 }

@@ -236,17 +236,6 @@ feed_stdin (struct supervision *sup)
   husk_closep (&sup->stdin_fd);
 }
 
-static int
-ms_until (const struct timespec *deadline)
-{
-  struct timespec now;
-  long long ms;
-
-  clock_gettime (CLOCK_MONOTONIC, &now);
-  ms = (deadline->tv_sec - now.tv_sec) * 1000LL + (deadline->tv_nsec - now.tv_nsec) / 1000000;
-  return ms < 0 ? 0 : (int) ms;
-}
-
 static void
 reap (struct supervision *sup, int options)
 {
@@ -291,7 +280,7 @@ supervise (struct supervision *sup)
         { .fd = sup->out.eof ? -1 : sup->stdout_fd, .events = POLLIN },
         { .fd = sup->errout.eof ? -1 : sup->stderr_fd, .events = POLLIN },
       };
-      int timeout_ms = ms_until (&deadline);
+      int timeout_ms = husk_ms_until (&deadline);
       int n;
 
       if (sup->pidfd < 0 && timeout_ms > NO_PIDFD_TICK_MS)
@@ -307,7 +296,7 @@ supervise (struct supervision *sup)
       capture_read (sup->stderr_fd, &sup->errout);
       if (has_exited (sup, fds[0].revents != 0))
         return 0;
-      if (ms_until (&deadline) == 0)
+      if (husk_ms_until (&deadline) == 0)
         return 1;
     }
 }

@@ -154,8 +154,8 @@ word_in_list (const char *list, const char *word)
   return false;
 }
 
-static char *
-read_cgroup_file (const char *dir, const char *name)
+char *
+cgroup_read_file (const char *dir, const char *name)
 {
   cleanup_free char *path = xasprintf ("%s/%s", dir, name);
   char *content = NULL;
@@ -168,7 +168,7 @@ read_cgroup_file (const char *dir, const char *name)
 bool
 cgroup_has_controller (const char *path, const char *controller)
 {
-  cleanup_free char *list = read_cgroup_file (path, "cgroup.controllers");
+  cleanup_free char *list = cgroup_read_file (path, "cgroup.controllers");
 
   return list && word_in_list (list, controller);
 }
@@ -179,8 +179,8 @@ cgroup_has_controller (const char *path, const char *controller)
 static void
 enable_controllers (const char *dir)
 {
-  cleanup_free char *available = read_cgroup_file (dir, "cgroup.controllers");
-  cleanup_free char *enabled = read_cgroup_file (dir, "cgroup.subtree_control");
+  cleanup_free char *available = cgroup_read_file (dir, "cgroup.controllers");
+  cleanup_free char *enabled = cgroup_read_file (dir, "cgroup.subtree_control");
   cleanup_free char *control = xasprintf ("%s/cgroup.subtree_control", dir);
   cleanup_free char *wanted = xstrdup ("");
   char *word, *save = NULL;
@@ -253,7 +253,7 @@ cgroup_controller_error (const char *path, const char *field, const char *contro
 
   if (mount == NULL)
     return husk_error_make (err, 0, "%s: cannot apply: no cgroup v2 hierarchy is mounted", field);
-  root_list = read_cgroup_file (mount, "cgroup.controllers");
+  root_list = cgroup_read_file (mount, "cgroup.controllers");
   if (root_list && word_in_list (root_list, controller))
     return husk_error_make (err, 0,
                             "%s: cannot apply: the %s controller of the cgroup v2 hierarchy at %s is not "

@@ -37,6 +37,9 @@ int cgroup_create (const char *path, struct husk_error **err);
 
 /* True if PATH's cgroup.controllers lists CONTROLLER. */
 bool cgroup_has_controller (const char *path, const char *controller);
+/* DIR/NAME's whole content, NULL when it cannot be read (a controller's
+ * file that does not exist). */
+char *cgroup_read_file (const char *dir, const char *name);
 
 /* The error for a limit (FIELD) that needs CONTROLLER, missing in PATH. */
 int cgroup_controller_error (const char *path, const char *field, const char *controller,

@@ -611,15 +611,14 @@ plan_add (struct cgroup_plan *plan, const char *field, const char *file, bool ke
   va_end (ap);
 }
 
+/* The first line of a one-value cgroup file, NULL when it is missing. */
 static char *
-read_in (const char *path, const char *file)
+read_value (const char *path, const char *file)
 {
-  cleanup_free char *full = xasprintf ("%s/%s", path, file);
-  char *content = NULL;
+  char *content = cgroup_read_file (path, file);
 
-  if (husk_read_file (full, &content, NULL, NULL) < 0)
-    return NULL;
-  content[strcspn (content, "\n")] = '\0';
+  if (content)
+    content[strcspn (content, "\n")] = '\0';
   return content;
 }
 
@@ -635,7 +634,7 @@ exists_in (const char *path, const char *file)
 static int64_t
 current_memory_limit (const char *path)
 {
-  cleanup_free char *max = read_in (path, "memory.max");
+  cleanup_free char *max = read_value (path, "memory.max");
   long long value;
 
   if (max == NULL || husk_parse_int64 (max, 0, INT64_MAX, &value) < 0)
@@ -709,7 +708,7 @@ plan_cpu (struct cgroup_plan *plan, const struct cgroup_resources *res, struct h
   if (res->cpu.quota.set || res->cpu.period.set)
     {
       /* cpu.max is "QUOTA PERIOD": keep the half that is not changed. */
-      cleanup_free char *current = read_in (plan->path, "cpu.max");
+      cleanup_free char *current = read_value (plan->path, "cpu.max");
       char quota[32] = "max", period[32] = "100000";
 
       if (current && sscanf (current, "%31s %31s", quota, period) < 1)
@@ -922,7 +921,7 @@ check_memory_usage (const struct cgroup_plan *plan, const struct cgroup_resource
 
   if (!res->memory.check_before_update || !res->memory.limit.set || res->memory.limit.value == -1)
     return 0;
-  current = read_in (plan->path, "memory.current");
+  current = read_value (plan->path, "memory.current");
   if (current == NULL || husk_parse_int64 (current, 0, INT64_MAX, &usage) < 0)
     return 0;
   if (res->memory.limit.value < usage)

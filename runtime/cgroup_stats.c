@@ -14,19 +14,8 @@
 #include "husk/cgroup_stats.h"
 #include "husk/cleanup.h"
 #include "husk/util.h"
+#include "runtime/cgroup.h"
 #include "runtime/state.h"
-
-/* A file's whole content, or NULL if it does not exist. */
-static char *
-read_in (const char *path, const char *file)
-{
-  cleanup_free char *full = xasprintf ("%s/%s", path, file);
-  char *content = NULL;
-
-  if (husk_read_file (full, &content, NULL, NULL) < 0)
-    return NULL;
-  return content;
-}
 
 /* "max" -> HUSK_CGROUP_UNLIMITED. */
 static uint64_t
@@ -41,7 +30,7 @@ parse_value (const char *text)
 static bool
 read_value (const char *path, const char *file, uint64_t *out)
 {
-  cleanup_free char *content = read_in (path, file);
+  cleanup_free char *content = cgroup_read_file (path, file);
 
   if (content == NULL)
     return false;
@@ -88,7 +77,7 @@ static bool
 read_keyed (const char *path, const char *file, const struct key_field *keys, size_t n_keys,
             struct husk_cgroup_stats *out)
 {
-  cleanup_free char *content = read_in (path, file);
+  cleanup_free char *content = cgroup_read_file (path, file);
   char *line, *save = NULL;
 
   if (content == NULL)
@@ -137,7 +126,7 @@ read_cpu (const char *path, struct husk_cgroup_stats *out)
       = read_keyed (path, "cpu.stat", cpu_stat_keys, sizeof cpu_stat_keys / sizeof cpu_stat_keys[0], out);
   read_value (path, "cpu.weight", &out->cpu.weight);
   out->cpu.quota_usec = HUSK_CGROUP_UNLIMITED;
-  max = read_in (path, "cpu.max");
+  max = cgroup_read_file (path, "cpu.max");
   if (max && sscanf (max, "%31s %llu", quota, &period) == 2)
     {
       out->cpu.quota_usec = parse_value (quota);
@@ -157,7 +146,7 @@ read_pids (const char *path, struct husk_cgroup_stats *out)
 static void
 read_io (const char *path, struct husk_cgroup_stats *out)
 {
-  cleanup_free char *content = read_in (path, "io.stat");
+  cleanup_free char *content = cgroup_read_file (path, "io.stat");
   char *line, *save = NULL;
   size_t lines = 0;
 
@@ -220,7 +209,7 @@ read_hugetlb (const char *path, struct husk_cgroup_stats *out)
       read_value (path, limit_file, &hp->limit);
       free (limit_file);
       limit_file = xasprintf ("hugetlb.%s.events", hp->page_size);
-      events = read_in (path, limit_file);
+      events = cgroup_read_file (path, limit_file);
       if (events && husk_str_has_prefix (events, "max "))
         hp->max_events = parse_value (events + 4);
     }

@@ -83,17 +83,6 @@ hook_child (const struct hook_run *run)
   _exit (127);
 }
 
-static int
-ms_until (const struct timespec *deadline)
-{
-  struct timespec now;
-  long long ms;
-
-  clock_gettime (CLOCK_MONOTONIC, &now);
-  ms = (deadline->tv_sec - now.tv_sec) * 1000LL + (deadline->tv_nsec - now.tv_nsec) / 1000000;
-  return ms < 0 ? 0 : (int) ms;
-}
-
 /* Writes as much of the state as the pipe takes without blocking; returns
  * true once nothing more is to be written (all done, or the hook closed its
  * stdin, which is its right). */
@@ -187,7 +176,7 @@ wait_for_exit (struct hook_wait *wait)
     {
       struct pollfd fds[2]
           = { { .fd = wait->pidfd, .events = POLLIN }, { .fd = wait->stdin_write, .events = POLLOUT } };
-      int timeout_ms = wait->timeout > 0 ? ms_until (&deadline) : -1;
+      int timeout_ms = wait->timeout > 0 ? husk_ms_until (&deadline) : -1;
       int n;
 
       if (wait->stdin_write >= 0
@@ -205,7 +194,7 @@ wait_for_exit (struct hook_wait *wait)
         return -1;
       if (fds[0].revents)
         return 0;
-      if (n == 0 && wait->timeout > 0 && ms_until (&deadline) == 0)
+      if (n == 0 && wait->timeout > 0 && husk_ms_until (&deadline) == 0)
         return 1;
     }
 }

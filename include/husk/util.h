@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <time.h>
 #include <sys/types.h>
 
 #include "husk/error.h"
@@ -48,6 +49,9 @@ int husk_parse_int64 (const char *s, long long min, long long max, long long *ou
 
 /* Number of entries in a NULL-terminated string vector. */
 size_t husk_strv_len (char *const *v);
+
+/* Milliseconds from now (CLOCK_MONOTONIC) to DEADLINE, 0 once passed. */
+int husk_ms_until (const struct timespec *deadline);
 /* Appends a copy of S to V (which may be NULL); returns the new vector. */
 char **husk_strv_append (char **v, const char *s);
 
