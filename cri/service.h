@@ -27,7 +27,7 @@ struct cri_service
   const struct huskd_config *cfg;
   struct store *store;
   struct hosts_config *hosts;
-  pthread_mutex_t lock; /* guards the fields below */
+  pthread_mutex_t lock; /* guards pod_cidr; the rest is set once by cri_service_init */
   char *pod_cidr;       /* from UpdateRuntimeConfig */
   struct sandbox_store *sandboxes;
   cri_pod_hook stop_pod_containers;   /* NULL: none */
@@ -98,9 +98,9 @@ void cri_pod_sandbox_status (struct rpc_call *call, const void *req, size_t len,
 void cri_list_pod_sandbox (struct rpc_call *call, const void *req, size_t len, void *user);
 void cri_update_pod_sandbox_resources (struct rpc_call *call, const void *req, size_t len, void *user);
 
-/* Container RPCs (service_container.c).  cri_containers_init opens the
- * container store and sets the pod hooks; the handlers call it on first
- * use when cri_service_init did not. */
+/* Container RPCs (service_container.c).  cri_containers_init (called by
+ * cri_service_init) opens the container store, sets the pod hooks and
+ * rolls back what a crash cut short. */
 int cri_containers_init (struct cri_service *svc, struct husk_error **err);
 void cri_containers_clear (struct cri_service *svc);
 void cri_create_container (struct rpc_call *call, const void *req, size_t len, void *user);

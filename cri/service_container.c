@@ -45,24 +45,12 @@ static void recover_containers (struct cri_service *svc);
 int
 cri_containers_init (struct cri_service *svc, struct husk_error **err)
 {
-  bool opened = false;
-  int ret = 0;
-
-  pthread_mutex_lock (&svc->lock);
-  if (svc->containers == NULL)
-    {
-      ret = container_store_open (svc->cfg->root, svc->cfg->state, &svc->containers, err);
-      opened = ret == 0;
-    }
-  if (ret == 0)
-    {
-      svc->stop_pod_containers = pod_stop_hook;
-      svc->remove_pod_containers = pod_remove_hook;
-    }
-  pthread_mutex_unlock (&svc->lock);
-  if (opened)
-    recover_containers (svc);
-  return ret;
+  if (container_store_open (svc->cfg->root, svc->cfg->state, &svc->containers, err) < 0)
+    return -1;
+  svc->stop_pod_containers = pod_stop_hook;
+  svc->remove_pod_containers = pod_remove_hook;
+  recover_containers (svc);
+  return 0;
 }
 
 void
@@ -78,19 +66,6 @@ static void note_starting (struct cri_service *svc, const char *id);
 static void note_started (struct cri_service *svc, const char *id, bool started);
 static void note_exit (struct cri_service *svc, const char *id);
 static void note_deleted (struct cri_service *svc, const struct cri_container *c);
-
-static struct container_store *
-store_of (struct rpc_call *call, struct cri_service *svc)
-{
-  struct husk_error *err = NULL;
-
-  if (svc->containers == NULL && cri_containers_init (svc, &err) < 0)
-    {
-      cri_fail (call, &err);
-      return NULL;
-    }
-  return svc->containers;
-}
 
 /* ------------------------------------------------------------------ */
 /* CreateContainer                                                      */
@@ -389,9 +364,8 @@ void
 cri_create_container (struct rpc_call *call, const void *req_bytes, size_t len, void *user)
 {
   struct cri_service *svc = user;
-  struct container_store *store = store_of (call, svc);
   Runtime__V1__CreateContainerRequest *req
-      = store ? cri_unpack (call, &runtime__v1__create_container_request__descriptor, req_bytes, len) : NULL;
+      = cri_unpack (call, &runtime__v1__create_container_request__descriptor, req_bytes, len);
   struct create_job job = { .svc = svc, .req = req };
   Runtime__V1__CreateContainerResponse resp = RUNTIME__V1__CREATE_CONTAINER_RESPONSE__INIT;
   struct husk_error *err = NULL;
@@ -568,9 +542,8 @@ void
 cri_start_container (struct rpc_call *call, const void *req_bytes, size_t len, void *user)
 {
   struct cri_service *svc = user;
-  struct container_store *store = store_of (call, svc);
   Runtime__V1__StartContainerRequest *req
-      = store ? cri_unpack (call, &runtime__v1__start_container_request__descriptor, req_bytes, len) : NULL;
+      = cri_unpack (call, &runtime__v1__start_container_request__descriptor, req_bytes, len);
   Runtime__V1__StartContainerResponse resp = RUNTIME__V1__START_CONTAINER_RESPONSE__INIT;
   struct husk_error *err = NULL;
   int ret;
@@ -817,8 +790,6 @@ for_pod (struct cri_service *svc, const char *sandbox_id, bool remove, struct hu
   size_t n = 0;
   int ret = 0;
 
-  if (svc->containers == NULL && cri_containers_init (svc, err) < 0)
-    return -1;
   cleanup_free char *creates = xasprintf ("create:%s/", sandbox_id);
 
   pthread_mutex_lock (&svc->containers->lock);
@@ -853,9 +824,8 @@ void
 cri_stop_container (struct rpc_call *call, const void *req_bytes, size_t len, void *user)
 {
   struct cri_service *svc = user;
-  struct container_store *store = store_of (call, svc);
   Runtime__V1__StopContainerRequest *req
-      = store ? cri_unpack (call, &runtime__v1__stop_container_request__descriptor, req_bytes, len) : NULL;
+      = cri_unpack (call, &runtime__v1__stop_container_request__descriptor, req_bytes, len);
   Runtime__V1__StopContainerResponse resp = RUNTIME__V1__STOP_CONTAINER_RESPONSE__INIT;
   struct husk_error *err = NULL;
   int ret;
@@ -876,9 +846,9 @@ void
 cri_remove_container (struct rpc_call *call, const void *req_bytes, size_t len, void *user)
 {
   struct cri_service *svc = user;
-  struct container_store *store = store_of (call, svc);
+  struct container_store *store = svc->containers;
   Runtime__V1__RemoveContainerRequest *req
-      = store ? cri_unpack (call, &runtime__v1__remove_container_request__descriptor, req_bytes, len) : NULL;
+      = cri_unpack (call, &runtime__v1__remove_container_request__descriptor, req_bytes, len);
   Runtime__V1__RemoveContainerResponse resp = RUNTIME__V1__REMOVE_CONTAINER_RESPONSE__INIT;
   struct husk_error *err = NULL;
   int ret;
@@ -965,9 +935,9 @@ void
 cri_container_status (struct rpc_call *call, const void *req_bytes, size_t len, void *user)
 {
   struct cri_service *svc = user;
-  struct container_store *store = store_of (call, svc);
+  struct container_store *store = svc->containers;
   Runtime__V1__ContainerStatusRequest *req
-      = store ? cri_unpack (call, &runtime__v1__container_status_request__descriptor, req_bytes, len) : NULL;
+      = cri_unpack (call, &runtime__v1__container_status_request__descriptor, req_bytes, len);
   Runtime__V1__ContainerStatusResponse resp = RUNTIME__V1__CONTAINER_STATUS_RESPONSE__INIT;
   Runtime__V1__ContainerStatus status;
   struct status_parts parts;
@@ -1008,9 +978,9 @@ void
 cri_list_containers (struct rpc_call *call, const void *req_bytes, size_t len, void *user)
 {
   struct cri_service *svc = user;
-  struct container_store *store = store_of (call, svc);
+  struct container_store *store = svc->containers;
   Runtime__V1__ListContainersRequest *req
-      = store ? cri_unpack (call, &runtime__v1__list_containers_request__descriptor, req_bytes, len) : NULL;
+      = cri_unpack (call, &runtime__v1__list_containers_request__descriptor, req_bytes, len);
   Runtime__V1__ListContainersResponse resp = RUNTIME__V1__LIST_CONTAINERS_RESPONSE__INIT;
   struct cri_container **list = NULL;
   struct husk_error *err = NULL;
@@ -1102,9 +1072,8 @@ void
 cri_exec_sync (struct rpc_call *call, const void *req_bytes, size_t len, void *user)
 {
   struct cri_service *svc = user;
-  struct container_store *store = store_of (call, svc);
   Runtime__V1__ExecSyncRequest *req
-      = store ? cri_unpack (call, &runtime__v1__exec_sync_request__descriptor, req_bytes, len) : NULL;
+      = cri_unpack (call, &runtime__v1__exec_sync_request__descriptor, req_bytes, len);
   Runtime__V1__ExecSyncResponse resp = RUNTIME__V1__EXEC_SYNC_RESPONSE__INIT;
   struct cri_child_run run = { 0 };
   struct husk_error *err = NULL;
@@ -1160,10 +1129,8 @@ void
 cri_reopen_container_log (struct rpc_call *call, const void *req_bytes, size_t len, void *user)
 {
   struct cri_service *svc = user;
-  struct container_store *store = store_of (call, svc);
   Runtime__V1__ReopenContainerLogRequest *req
-      = store ? cri_unpack (call, &runtime__v1__reopen_container_log_request__descriptor, req_bytes, len)
-              : NULL;
+      = cri_unpack (call, &runtime__v1__reopen_container_log_request__descriptor, req_bytes, len);
   Runtime__V1__ReopenContainerLogResponse resp = RUNTIME__V1__REOPEN_CONTAINER_LOG_RESPONSE__INIT;
   struct husk_error *err = NULL;
 
