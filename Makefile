@@ -6,7 +6,9 @@
 #   image/cli/*.c, cri/cli/*.c -> build/husk-image.so, the plugin husk loads
 #                        for its `image` and `container` verbs, so that the
 #                        runtime's hot path never loads libcurl/libarchive
-#   cri/*.c           -> build/libhusk-cri.a     (CRI translation, shared with huskd)
+#   cri/*.c           -> build/libhusk-cri.a     (CRI translation, shared with huskd),
+#                        with the libraries in its rooms: cri/rpc/ (gRPC server),
+#                        cri/cni/ (CNI client), cri/cdi/ and cri/streaming/
 #   test/unit/test_*.c -> one cmocka binary each
 PREFIX ?= /usr/local
 BUILD ?= build
@@ -36,7 +38,10 @@ IMAGE_SRCS := $(wildcard image/*.c)
 PROTO := $(wildcard cri/proto/api.proto)
 PROTO_C := $(if $(PROTO),$(BUILD)/gen/cri/proto/api.pb-c.c)
 PROTO_O := $(if $(PROTO),$(BUILD)/gen/cri/proto/api.pb-c.o)
-CRI_SRCS := $(wildcard cri/*.c)
+# cri/rpc/ and cri/cni/ know nothing of CRI (hack/check-layers.sh keeps it
+# so): they are built without the generated messages.
+CRI_LIB_SRCS := $(wildcard cri/rpc/*.c cri/cni/*.c)
+CRI_SRCS := $(wildcard cri/*.c cri/cdi/*.c cri/streaming/*.c)
 HUSKD_SRCS := $(wildcard cri/huskd/*.c)
 HUSK_SRCS := $(wildcard runtime/cli/*.c)
 PLUGIN_SRCS := $(wildcard image/cli/*.c cri/cli/*.c)
@@ -58,7 +63,8 @@ MONITOR := $(BUILD)/husk-monitor
 PAUSE := $(BUILD)/husk-pause
 UNIT_TESTS := $(patsubst test/unit/%.c,$(BUILD)/test/unit/%,$(UNIT_SRCS))
 
-.PHONY: all deps build test unit-test integration-test vm-test run demo bench clean format format-check install
+.PHONY: all deps build test unit-test integration-test vm-test run demo bench clean format format-check \
+	check-layers install
 
 all: build
 
@@ -103,7 +109,7 @@ CRI_UNIT_OBJS := $(call objs,$(wildcard test/unit/test_cri_*.c))
 $(call objs,$(CRI_SRCS) $(HUSKD_SRCS)) $(CRI_UNIT_OBJS): CFLAGS += -I$(BUILD)/gen -Ulinux
 $(call objs,$(CRI_SRCS) $(HUSKD_SRCS)) $(CRI_UNIT_OBJS): $(PROTO_C)
 
-$(CRI_LIB): $(call objs,$(CRI_SRCS)) $(PROTO_O)
+$(CRI_LIB): $(call objs,$(CRI_SRCS) $(CRI_LIB_SRCS)) $(PROTO_O)
 	@mkdir -p $(dir $@)
 	@rm -f $@
 	@ar rcs $@ $^
@@ -152,7 +158,7 @@ $(BUILD)/test/unit/%: $(BUILD)/test/unit/%.o $(LIBS_ALL)
 # `make test`: install what is missing, build, run every test, print one
 # summary line at the end.
 test: deps
-	$(MAKE) --no-print-directory format-check build $(UNIT_TESTS)
+	$(MAKE) --no-print-directory format-check check-layers build $(UNIT_TESTS)
 	./test/run-all.sh $(BUILD)
 
 unit-test: build $(UNIT_TESTS)
@@ -197,6 +203,10 @@ format:
 
 format-check:
 	@clang-format --dry-run --Werror $$(git ls-files '*.c' '*.h') && echo "  FORMAT  clean"
+
+# The layers of DESIGN.md: which folder may include which (hack/check-layers.sh).
+check-layers:
+	@./hack/check-layers.sh && echo "  LAYERS  clean"
 
 
 clean:

@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "cri/rpc_server.h"
+#include "cri/rpc/server.h"
 #include "husk/error.h"
 
 struct cri_events;

@@ -6,7 +6,7 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
-#include "cri/cni.h"
+#include "cri/cni/cni.h"
 #include "cri/sandbox.h"
 
 /* One sysctl to write inside the pod's namespaces. */

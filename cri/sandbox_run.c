@@ -9,7 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cri/cni.h"
+#include "cri/cni/cni.h"
 #include "cri/runtime_exec.h"
 #include "cri/sandbox_internal.h"
 #include "cri/sandbox_store.h"

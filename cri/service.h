@@ -12,7 +12,7 @@
 
 #include "cri/config.h"
 #include "cri/proto/api.pb-c.h"
-#include "cri/rpc_server.h"
+#include "cri/rpc/server.h"
 #include "image/hosts.h"
 #include "image/store.h"
 

@@ -2,7 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cri/cni.h"
+#include "cri/cni/cni.h"
 #include "cri/service.h"
 #include "husk/cleanup.h"
 #include "husk/util.h"

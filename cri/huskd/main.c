@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "cri/config.h"
-#include "cri/rpc_server.h"
+#include "cri/rpc/server.h"
 #include "cri/service.h"
 #include "husk/util.h"
 

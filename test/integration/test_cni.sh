@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# husk's CNI client (cri/cni*.c) against Debian's real plugins in
+# husk's CNI client (cri/cni/) against Debian's real plugins in
 # /usr/lib/cni: a conflist of bridge (host-local IPAM) + portmap + loopback
 # on pod netns made with `ip netns add`.  ADD gives the pod an address on
 # eth0 that the host reaches, a port mapping on 127.0.0.1 reaches a busybox
@@ -111,7 +111,7 @@ free_port() {
 
 write_driver() {
 	cat >"$DRIVER.c" <<'EOF'
-/* Calls cri/cni as huskd would:
+/* Calls cri/cni/ as huskd would:
  *   cni-driver ready CONF_DIR
  *   cni-driver add|check|del CONF_DIR CACHE_DIR ID NETNS [HOSTIP:HOSTPORT:PORT/PROTO...]
  *   cni-driver padd|pdel CONF_DIR CACHE_DIR ID=NETNS...   (one thread each)
@@ -125,7 +125,7 @@ write_driver() {
 #include <string.h>
 #include <time.h>
 
-#include "cri/cni.h"
+#include "cri/cni/cni.h"
 #include "husk/util.h"
 
 struct job

@@ -17,7 +17,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include "cri/cni_internal.h"
+#include "cri/cni/internal.h"
 #include "husk/cleanup.h"
 #include "husk/util.h"
 

@@ -32,8 +32,8 @@
 #include <grpc/support/time.h>
 #include <valgrind/valgrind.h>
 
-#include "cri/rpc_internal.h"
-#include "cri/rpc_server.h"
+#include "cri/rpc/internal.h"
+#include "cri/rpc/server.h"
 #include "husk/cleanup.h"
 #include "husk/util.h"
 

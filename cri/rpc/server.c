@@ -3,7 +3,7 @@
  * which gRPC binds to one queue); a posted request per method and thread,
  * plus a generic one so unknown methods are refused at once; and the
  * shutdown order that keeps gRPC from waiting forever on open streams.
- * Calls themselves live in rpc_call.c. */
+ * Calls themselves live in call.c. */
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
@@ -17,7 +17,7 @@
 #include <grpc/grpc_security.h>
 #include <grpc/support/time.h>
 
-#include "cri/rpc_internal.h"
+#include "cri/rpc/internal.h"
 #include "husk/cleanup.h"
 #include "husk/util.h"
 

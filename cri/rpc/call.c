@@ -26,7 +26,7 @@
 #include <grpc/support/alloc.h>
 #include <grpc/support/time.h>
 
-#include "cri/rpc_internal.h"
+#include "cri/rpc/internal.h"
 #include "husk/util.h"
 
 #define container_of(ptr, type, member) ((type *) ((char *) (ptr) -offsetof (type, member)))

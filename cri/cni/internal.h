@@ -4,7 +4,7 @@
 #ifndef HUSK_CRI_CNI_INTERNAL_H
 #define HUSK_CRI_CNI_INTERNAL_H
 
-#include "cri/cni.h"
+#include "cri/cni/cni.h"
 
 /* The spec's rule for network names and container ids: an alphanumeric,
  * then alphanumerics, '_', '.', '-'.  Both become file names here. */

@@ -1,6 +1,6 @@
-/* What rpc_server.c (the server, its completion-queue threads and requests),
- * rpc_call.c (one call: replies, streams, cancels) and rpc_socket.c (the
- * unix socket file) share.  Private to those files (and their unit test). */
+/* What server.c (the server, its completion-queue threads and requests),
+ * call.c (one call: replies, streams, cancels) and socket.c (the unix
+ * socket file) share.  Private to those files (and their unit test). */
 #ifndef HUSK_CRI_RPC_INTERNAL_H
 #define HUSK_CRI_RPC_INTERNAL_H
 
@@ -13,8 +13,8 @@
 
 #include <grpc/grpc.h>
 
-#include "cri/rpc_pool.h"
-#include "cri/rpc_server.h"
+#include "cri/rpc/pool.h"
+#include "cri/rpc/server.h"
 
 /* Every completion-queue event's tag points at one of these, embedded in
  * the call or server it belongs to. */
@@ -50,7 +50,7 @@ struct rpc_call
 {
   struct rpc_server *server;
   const struct rpc_method_slot *slot;
-  atomic_uint refs; /* see rpc_call.c */
+  atomic_uint refs; /* see call.c */
 
   /* Filled in by gRPC when the request completes. */
   grpc_call *call;
@@ -114,7 +114,7 @@ void rpc_server_unref (struct rpc_server *server);
 /* After a call's close event. */
 void rpc_server_call_closed (struct rpc_server *server, const struct rpc_method_slot *slot);
 
-/* rpc_call.c */
+/* call.c */
 struct rpc_call *rpc_call_new (struct rpc_server *server, const struct rpc_method_slot *slot);
 void rpc_call_unref (struct rpc_call *call);
 /* A request completed with a call: watches for its close, reads the
@@ -128,7 +128,7 @@ struct rpc_call *rpc_call_from_tag (struct rpc_tag *tag);
  * parse (cut short, field number 0, wire type 3, 4, 6 or 7). */
 ssize_t rpc_batch_len (const uint8_t *bytes, size_t len, size_t limit);
 
-/* rpc_socket.c */
+/* socket.c */
 /* Checks and clears `path` for binding: see rpc_server_start(). */
 int rpc_socket_prepare (const char *path, struct husk_error **err);
 int rpc_socket_set_mode (const char *path, struct husk_error **err);

@@ -9,7 +9,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "cri/rpc_internal.h"
+#include "cri/rpc/internal.h"
 #include "husk/cleanup.h"
 #include "husk/util.h"
 

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cri/cni_internal.h"
+#include "cri/cni/internal.h"
 #include "husk/cleanup.h"
 #include "husk/util.h"
 

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "cri/cni_internal.h"
+#include "cri/cni/internal.h"
 #include "husk/cleanup.h"
 #include "husk/util.h"
 

@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cri/cni_internal.h"
+#include "cri/cni/internal.h"
 #include "husk/cleanup.h"
 #include "husk/util.h"
 

@@ -10,7 +10,7 @@
 #include <sys/statfs.h>
 #include <sys/wait.h>
 
-#include "cri/cni_internal.h"
+#include "cri/cni/internal.h"
 #include "husk/cleanup.h"
 #include "husk/util.h"
 

@@ -6,7 +6,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 
-#include "cri/rpc_pool.h"
+#include "cri/rpc/pool.h"
 #include "husk/util.h"
 
 struct rpc_job
