@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cri/runtime_exec.h"
+#include "husk/cleanup.h"
 #include "husk/util.h"
 
 int64_t
@@ -32,8 +33,10 @@ cri_monotonic_ms (void)
   return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* EXEC_ERR_FD is close-on-exec: a successful execv closes it, a failed one
+ * sends its errno through it. */
 static void
-child_exec (char *const *argv, int out_fd, int err_fd)
+child_exec (char *const *argv, int out_fd, int err_fd, int exec_err_fd)
 {
   sigset_t none;
   int null_fd = open ("/dev/null", O_RDWR | O_CLOEXEC);
@@ -46,7 +49,24 @@ child_exec (char *const *argv, int out_fd, int err_fd)
   dup2 (out_fd >= 0 ? out_fd : null_fd, 1);
   dup2 (err_fd >= 0 ? err_fd : null_fd, 2);
   execv (argv[0], argv);
+  {
+    int exec_errno = errno;
+    if (write (exec_err_fd, &exec_errno, sizeof exec_errno) < 0)
+      _exit (127);
+  }
   _exit (127);
+}
+
+/* Waits until the child has exec'd (EOF) or says why it could not. */
+static int
+child_exec_errno (int exec_err_fd)
+{
+  int exec_errno = 0;
+  ssize_t n;
+
+  while ((n = read (exec_err_fd, &exec_errno, sizeof exec_errno)) < 0 && errno == EINTR)
+    ;
+  return n == (ssize_t) sizeof exec_errno ? exec_errno : 0;
 }
 
 static void
@@ -72,12 +92,35 @@ child_read (int fd, struct cri_child_output *out, size_t max, bool *open_flag)
   out->data[out->len] = '\0';
 }
 
+/* How long a child gets to reap the process of its pid file and exit. */
+#define CHILD_REAP_GRACE_MS 5000
+
+/* Kills the process named in PID_FILE; false when there is none (the file
+ * is not written yet, or not a pid). */
+static bool
+kill_pid_file (const char *pid_file)
+{
+  cleanup_free char *text = NULL;
+  struct husk_error *err = NULL;
+  long long pid;
+
+  if (pid_file == NULL || husk_read_file (pid_file, &text, NULL, &err) < 0)
+    {
+      husk_error_free (&err);
+      return false;
+    }
+  text[strcspn (text, "\n")] = '\0';
+  if (husk_parse_int64 (text, 2, INT32_MAX, &pid) < 0)
+    return false;
+  return kill ((pid_t) pid, SIGKILL) == 0;
+}
+
 /* Runs RUN->argv with stdout and stderr captured, killing its process
  * group at the deadline. */
 int
 cri_child_run (struct cri_child_run *run, struct husk_error **err)
 {
-  int pipes[2][2];
+  int pipes[2][2], exec_err[2];
   int64_t deadline = run->timeout_ms > 0 ? cri_monotonic_ms () + run->timeout_ms : 0;
   bool open_flags[2] = { true, true };
   pid_t pid;
@@ -89,18 +132,38 @@ cri_child_run (struct cri_child_run *run, struct husk_error **err)
       close (pipes[0][0]), close (pipes[0][1]);
       return husk_error_make (err, errno, "pipe");
     }
+  if (pipe2 (exec_err, O_CLOEXEC) < 0)
+    {
+      for (int i = 0; i < 2; i++)
+        close (pipes[i][0]), close (pipes[i][1]);
+      return husk_error_make (err, errno, "pipe");
+    }
   pid = fork ();
   if (pid < 0)
     {
       int fork_errno = errno;
       for (int i = 0; i < 2; i++)
-        close (pipes[i][0]), close (pipes[i][1]);
+        close (pipes[i][0]), close (pipes[i][1]), close (exec_err[i]);
       return husk_error_make (err, fork_errno, "fork `%s`", run->argv[0]);
     }
   if (pid == 0)
-    child_exec (run->argv, pipes[0][1], pipes[1][1]);
+    child_exec (run->argv, pipes[0][1], pipes[1][1], exec_err[1]);
   close (pipes[0][1]);
   close (pipes[1][1]);
+  close (exec_err[1]);
+  {
+    /* E2BIG (arguments too long) and the like: an error, not exit 127. */
+    int exec_errno = child_exec_errno (exec_err[0]);
+    close (exec_err[0]);
+    if (exec_errno)
+      {
+        close (pipes[0][0]);
+        close (pipes[1][0]);
+        while (waitpid (pid, NULL, 0) < 0 && errno == EINTR)
+          ;
+        return husk_error_make (err, exec_errno, "run `%s`", run->argv[0]);
+      }
+  }
   while (open_flags[0] || open_flags[1])
     {
       struct pollfd fds[2] = { { open_flags[0] ? pipes[0][0] : -1, POLLIN, 0 },
@@ -109,6 +172,14 @@ cri_child_run (struct cri_child_run *run, struct husk_error **err)
 
       if (deadline && left <= 0)
         {
+          /* The exec'd process first: its parent (`RUNTIME exec`) reaps
+           * it, so no zombie of it is left in the container. */
+          if (!run->timed_out && kill_pid_file (run->pid_file))
+            {
+              run->timed_out = true;
+              deadline = cri_monotonic_ms () + CHILD_REAP_GRACE_MS;
+              continue;
+            }
           run->timed_out = true;
           kill (-pid, SIGKILL);
           kill (pid, SIGKILL);

@@ -22,6 +22,10 @@ struct cri_child_run
 {
   char *const *argv;
   int64_t timeout_ms; /* 0: none */
+  /* Where the child writes the pid of the process it runs for us (`exec
+   * --pid-file`): at the deadline that process is killed first and the
+   * child given time to reap it, so nothing it ran outlives the call. */
+  const char *pid_file;
   size_t output_max;
   struct cri_child_output out[2]; /* stdout, stderr */
   int wait_status;
@@ -30,7 +34,8 @@ struct cri_child_run
 
 /* Runs RUN->argv (stdin /dev/null, its own process group, no signals
  * blocked) with stdout and stderr captured up to output_max each, killing
- * the process group at the deadline.  Fails only when it cannot start. */
+ * the process group at the deadline (after RUN->pid_file's process and a
+ * grace period, when there is one).  Fails only when it cannot start. */
 int cri_child_run (struct cri_child_run *run, struct husk_error **err);
 void cri_child_run_clear (struct cri_child_run *run);
 

@@ -3,6 +3,8 @@
  * before the first namespace exists, so a crash mid-way leaves a record
  * that Stop and Remove clean up, never an unlisted leak. */
 #include <errno.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -235,19 +237,20 @@ new_record (struct sandbox_store *store, const Runtime__V1__PodSandboxConfig *co
   return sb;
 }
 
-static const char *
-hostname_of (const struct sandbox *sb)
-{
-  if (sb->utsns_path == NULL)
-    return NULL;
-  return empty (sb->config->hostname) ? sb->name : sb->config->hostname;
-}
-
+/* The pod's hostname: the config's, or (as containerd and CRI-O do) the
+ * node's when the config has none or the pod shares the node's UTS
+ * namespace.  Pod names can be longer than the 64 characters sethostname
+ * allows, so they are never used. */
 static int
-host_hostname (char *buf, size_t len)
+hostname_of (const struct sandbox *sb, char *buf, size_t len, struct husk_error **err)
 {
+  if (sb->utsns_path && !empty (sb->config->hostname))
+    {
+      snprintf (buf, len, "%s", sb->config->hostname);
+      return 0;
+    }
   if (gethostname (buf, len) < 0)
-    return -1;
+    return husk_error_make (err, errno, "gethostname");
   buf[len - 1] = '\0';
   return 0;
 }
@@ -260,11 +263,15 @@ create (struct sandbox_store *store, struct sandbox *sb, const struct sandbox_sy
   struct sandbox_ns_setup setup = { .net_pin = sb->netns_path,
                                     .ipc_pin = sb->ipcns_path,
                                     .uts_pin = sb->utsns_path,
-                                    .hostname = hostname_of (sb),
+                                    .hostname = NULL,
                                     .sysctls = sysctls,
                                     .n_sysctls = n_sysctls };
-  char host_name[256];
+  char host_name[HOST_NAME_MAX + 1];
 
+  if (hostname_of (sb, host_name, sizeof host_name, err) < 0)
+    return -1;
+  if (sb->utsns_path)
+    setup.hostname = host_name;
   if (husk_mkdir_p (sb->dir, 0700, err) < 0 || husk_mkdir_p (sb->state_dir, 0700, err) < 0
       || sandbox_save (sb, true, err) < 0)
     return -1;
@@ -289,9 +296,7 @@ create (struct sandbox_store *store, struct sandbox *sb, const struct sandbox_sy
         return -1;
       *network_added = true;
     }
-  if (setup.hostname == NULL && host_hostname (host_name, sizeof host_name) < 0)
-    return husk_error_make (err, errno, "gethostname");
-  if (sandbox_write_files (sb, setup.hostname ? setup.hostname : host_name, err) < 0)
+  if (sandbox_write_files (sb, host_name, err) < 0)
     return -1;
   sb->state = SANDBOX_READY;
   sb->creating = false;

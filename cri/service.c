@@ -184,6 +184,7 @@ cri_status_of (const struct husk_error *err)
     case EEXIST:
       return GRPC_STATUS_ALREADY_EXISTS;
     case EINVAL:
+    case E2BIG: /* a command longer than exec takes */
       return GRPC_STATUS_INVALID_ARGUMENT;
     case EAGAIN:
     case ENONET:

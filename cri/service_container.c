@@ -7,8 +7,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,8 +82,10 @@ config_copy (const Runtime__V1__ContainerConfig *config)
   return runtime__v1__container_config__unpack (NULL, size, buf);
 }
 
+/* NODE_NAME (HOST_NAME_MAX + 1 bytes) holds the node's hostname, the pod's
+ * when its config names none (see sandbox_run.c). */
 static void
-spec_sandbox_of (const struct sandbox *sb, struct cri_spec_sandbox *out)
+spec_sandbox_of (const struct sandbox *sb, struct cri_spec_sandbox *out, char *node_name)
 {
   const Runtime__V1__PodSandboxConfig *config = sb->config;
   const Runtime__V1__LinuxPodSandboxConfig *lc = config ? config->linux : NULL;
@@ -102,6 +106,21 @@ spec_sandbox_of (const struct sandbox *sb, struct cri_spec_sandbox *out)
     .shm_path = sb->shm_path,
     .cgroup_parent = sb->cgroup_parent,
   };
+  if (out->hostname == NULL && gethostname (node_name, HOST_NAME_MAX + 1) == 0)
+    {
+      node_name[HOST_NAME_MAX] = '\0';
+      out->hostname = node_name;
+    }
+}
+
+/* A ".." component would let a log path leave the pod's log directory. */
+static bool
+has_dotdot (const char *path)
+{
+  for (const char *p = path; (p = strstr (p, "..")) != NULL; p += 2)
+    if ((p == path || p[-1] == '/') && (p[2] == '\0' || p[2] == '/'))
+      return true;
+  return false;
 }
 
 static int
@@ -117,8 +136,8 @@ check_create_request (const Runtime__V1__CreateContainerRequest *req, struct hus
     return husk_error_kind (err, EINVAL, "config.metadata.name: required");
   if (config->image == NULL || !cri_nonempty (config->image->image))
     return husk_error_kind (err, EINVAL, "config.image.image: required");
-  if (cri_nonempty (config->log_path) && config->log_path[0] == '/')
-    return husk_error_kind (err, EINVAL, "config.log_path `%s`: must be relative to the log directory",
+  if (cri_nonempty (config->log_path) && (config->log_path[0] == '/' || has_dotdot (config->log_path)))
+    return husk_error_kind (err, EINVAL, "config.log_path `%s`: must stay inside the log directory",
                             config->log_path);
   return 0;
 }
@@ -243,9 +262,10 @@ build_bundle (struct create_job *job, struct husk_error **err)
     .target_pidns_path = target,
   };
   json_t *config = NULL;
+  char node_name[HOST_NAME_MAX + 1];
   int ret;
 
-  spec_sandbox_of (job->sb, &in.sandbox);
+  spec_sandbox_of (job->sb, &in.sandbox, node_name);
   if (set_marker (job->svc, job->c->id, "creating", err) < 0
       || containers_prepare_rootfs (root, job->c->id, job->image, false, &rootfs, err) < 0)
     return -1;
@@ -1053,15 +1073,24 @@ exec_sync (struct cri_service *svc, const Runtime__V1__ExecSyncRequest *req, str
     ret = -1;
   else
     {
-      argv = xcalloc (req->n_cmd + 6, sizeof *argv);
+      static atomic_uint exec_serial;
+      cleanup_free char *pid_file
+          = xasprintf ("%s/exec-%s-%u.pid", svc->cfg->state, c->id, atomic_fetch_add (&exec_serial, 1));
+
+      argv = xcalloc (req->n_cmd + 8, sizeof *argv);
       argv[n++] = rt->path, argv[n++] = "--root", argv[n++] = rt->root;
-      argv[n++] = "exec", argv[n++] = c->id;
+      argv[n++] = "exec", argv[n++] = "--pid-file", argv[n++] = pid_file, argv[n++] = c->id;
       for (size_t i = 0; i < req->n_cmd; i++)
         argv[n++] = req->cmd[i];
       run->argv = (char *const *) argv;
       run->timeout_ms = req->timeout > 0 ? req->timeout * 1000 : 0;
+      run->pid_file = pid_file;
       run->output_max = EXEC_OUTPUT_MAX;
       ret = cri_child_run (run, err);
+      if (ret < 0)
+        husk_error_wrap (err, "ExecSync in %s", c->id);
+      run->pid_file = NULL;
+      unlink (pid_file);
       free (argv);
     }
   cri_container_free (c);

@@ -126,6 +126,6 @@ def container_config(name, image, args, sc=None, command=("/bin/sh", "-c"), atte
     the ContainerConfig as they are."""
     if sc is not None:
         fields["linux"] = pb.LinuxContainerConfig(security_context=sc)
+    fields.setdefault("log_path", name + ".log")
     return pb.ContainerConfig(metadata=pb.ContainerMetadata(name=name, attempt=attempt),
-                              image=pb.ImageSpec(image=image), command=list(command), args=args,
-                              log_path=name + ".log", **fields)
+                              image=pb.ImageSpec(image=image), command=list(command), args=args, **fields)

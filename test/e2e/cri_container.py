@@ -107,9 +107,22 @@ def test_exec_sync(c, s):
     took = time.monotonic() - t
     ok(e is not None and e.code() == grpc.StatusCode.DEADLINE_EXCEEDED and took < 3,
        f"ExecSync sleep 10 with timeout 1 ends with DEADLINE_EXCEEDED in {took:.1f} s", e)
-    time.sleep(0.2)
+    # At once, as critest's `pgrep sleep` does: the killed process must be
+    # reaped too, not left a zombie in the container's pid namespace.
+    r = c.exec_sync(cid, ["/bin/sh", "-c", "cat /proc/[0-9]*/stat"])
+    procs = [(line.split(b" (")[1].split(b")")[0], line.rsplit(b") ", 1)[1].split()[0])
+             for line in r.stdout.splitlines() if b") " in line]
+    ok(r.exit_code == 0 and procs and not [p for p in procs if p[1] == b"Z"],
+       "the timed-out command is killed and reaped before ExecSync returns (no zombie)", procs)
     r = c.exec_sync(cid, ["ps", "-o", "args"])
-    ok(r.exit_code == 0 and b"sleep 10" not in r.stdout, "the timed-out command is killed in the container", r)
+    ok(r.exit_code == 0 and b"sleep 10" not in r.stdout, "the timed-out command is gone from ps", r)
+    # More than exec takes (one argument over MAX_ARG_STRLEN, 128 KiB): an
+    # error naming why, not exit 127 with an empty stderr.
+    e = rpc_error(lambda: c.exec_sync(cid, ["echo", "x" * (256 * 1024)]))
+    ok(e is not None and e.code() == grpc.StatusCode.INVALID_ARGUMENT and "Argument list too long" in e.details(),
+       "ExecSync with an argument too long for exec: INVALID_ARGUMENT, E2BIG", e)
+    r = c.exec_sync(cid, ["echo", "y" * 4096])
+    ok(r.exit_code == 0 and r.stdout == b"y" * 4096 + b"\n", "a long but valid argument still works", r.exit_code)
     ok(set(c.list(state=pb.ContainerStateValue(state=pb.CONTAINER_RUNNING))) == {cid},
        "ListContainers state=RUNNING filter", c.list())
     ok(c.list(id=cid[:12]) == [cid], "ListContainers id prefix filter")
@@ -222,6 +235,19 @@ def test_bad_input(c, s):
     mnt = pb.Mount(host_path="/nonexistent/husk", container_path="/x")
     e = rpc_error(lambda: c.create(s["pod"], container_config("bad", ["true"], mounts=[mnt]), s["pod_config"]))
     ok(e is not None and "mounts[0].host_path" in e.details(), "missing mount source: error names the field", e)
+    # A log path may not leave the pod's log directory (an attacker's
+    # ContainerConfig would otherwise have huskd write any host file).
+    log_dir = s["pod_config"].log_directory
+    for bad in ("../escaped-%d.log" % os.getpid(), "a/../../escaped-%d.log" % os.getpid(), ".."):
+        escape = os.path.normpath(os.path.join(log_dir, bad))
+        e = rpc_error(lambda: c.create(s["pod"], container_config("badlog", ["true"], log_path=bad),
+                                       s["pod_config"]))
+        ok(e is not None and e.code() == grpc.StatusCode.INVALID_ARGUMENT and "config.log_path" in e.details(),
+           f"log_path {bad!r}: INVALID_ARGUMENT naming config.log_path", e)
+        ok(bad == ".." or not os.path.exists(escape), f"no file was made at {escape}")
+    cid = c.create(s["pod"], container_config("dotlog", ["true"], log_path="dotlog/..0.log"), s["pod_config"])
+    ok(c.status(cid).log_path.endswith("/dotlog/..0.log"), "a name merely starting with '..' is fine")
+    c.remove(cid)
     unknown = "0" * 64
     cases = [
         ("CreateContainer without config", grpc.StatusCode.INVALID_ARGUMENT, "config",

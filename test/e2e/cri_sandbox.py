@@ -9,6 +9,7 @@ import concurrent.futures
 import json
 import os
 import signal
+import socket
 import statistics
 import subprocess
 import sys
@@ -163,6 +164,24 @@ def test_pod_network(h, state):
        hosts)
     ok(open(info["hostname"]).read() == "husk-web\n", "hostname file")
     ok(os.path.exists(os.path.join(IPAM_DIR, NET, s.network.ip)), "host-local holds the lease")
+
+
+def test_long_name_no_hostname(h, state):
+    """critest names pods with 68 characters and sets no hostname: the pod
+    gets the node's hostname (as containerd and CRI-O give it), never its
+    name, which sethostname would refuse."""
+    name = "long-name-" + "x" * 58
+    cfg = pod_config(name, hostname="")
+    pod = h.run(cfg)
+    st = h.status(pod)
+    info = info_of(st)
+    node = socket.gethostname()
+    ok(st.status.state == pb.SANDBOX_READY, "a 68-character pod name without hostname runs", st.status)
+    ok(sh("nsenter", "--uts=" + info["utsns"], "hostname") == node, "its uts namespace has the node's hostname",
+       sh("nsenter", "--uts=" + info["utsns"], "hostname"))
+    ok(open(info["hostname"]).read() == node + "\n", "its hostname file names the node")
+    h.stop(pod)
+    h.remove(pod)
 
 
 def test_host_network(h, state):
@@ -516,7 +535,7 @@ def main():
     h.start()
     state = {}
     try:
-        for test in (test_pod_network, test_host_network, test_list, test_bad_input, test_stop_remove,
+        for test in (test_pod_network, test_long_name_no_hostname, test_host_network, test_list, test_bad_input, test_stop_remove,
                      test_pid_pod_restart, test_reboot, test_recovery, test_crash_during_run, test_latency,
                      test_parallel):
             try:
