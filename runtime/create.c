@@ -79,8 +79,17 @@ validate_spec (const struct spec *spec, struct husk_error **err)
 {
   if (!spec->has_process)
     return husk_error_make (err, 0, "config.json: process: required to create a container");
-  if (!spec->namespaces[SPEC_NS_MOUNT].present)
-    return husk_error_make (err, 0, "config.json: linux.namespaces: a mount namespace is required");
+  /* Without a mount namespace the container shares the runtime's, as the
+   * spec allows: its mounts are made there and it is chroot'ed into its
+   * root.  Masks and a read-only root would change the host's mounts. */
+  if (!spec->namespaces[SPEC_NS_MOUNT].present
+      && ((spec->masked_paths && spec->masked_paths[0]) || (spec->readonly_paths && spec->readonly_paths[0])))
+    return husk_error_make (err, 0,
+                            "config.json: linux.maskedPaths/readonlyPaths need a mount namespace "
+                            "(linux.namespaces has none)");
+  if (!spec->namespaces[SPEC_NS_MOUNT].present && spec->root_readonly)
+    return husk_error_make (err, 0,
+                            "config.json: root.readonly needs a mount namespace (linux.namespaces has none)");
   if (spec->namespaces[SPEC_NS_USER].present && spec->namespaces[SPEC_NS_USER].path)
     return husk_error_make (err, 0,
                             "config.json: linux.namespaces: joining a user namespace by path is not "
@@ -215,7 +224,9 @@ drive_child (struct create_job *job, bool in_cgroup, struct husk_error **err)
       && (write_id_map (pid, "uid_map", spec->uid_mappings, spec->n_uid_mappings, err) < 0
           || write_id_map (pid, "gid_map", spec->gid_mappings, spec->n_gid_mappings, err) < 0))
     return -1;
-  if (job->state.cgroup_path && !in_cgroup && cgroup_enter (job->state.cgroup_path, pid, err) < 0)
+  /* clone3 put it in the cgroup of one hierarchy at most: the v1 ones too. */
+  if (job->state.cgroup_path && (!in_cgroup || cgroup_v1_hierarchies ()[0])
+      && cgroup_enter (job->state.cgroup_path, pid, err) < 0)
     return -1;
   job->state.pid_start = state_proc_start_time (pid);
   job->state.creating = true;
@@ -348,11 +359,12 @@ setup_cgroup (struct create_job *job, struct husk_error **err)
                       &cg_err)
       < 0)
     {
-      /* No v2 hierarchy at all: fine unless limits were asked for. */
-      if (cgroup_unified_mount () == NULL && !job->spec->resources.has_limits)
+      /* No cgroup hierarchy at all: fine unless limits or device rules
+       * were asked for. */
+      if (cgroup_primary_mount () == NULL)
         {
           husk_error_free (&cg_err);
-          return 0;
+          return cgroup_apply_resources (job->spec, NULL, err);
         }
       *err = cg_err;
       return -1;
@@ -360,7 +372,7 @@ setup_cgroup (struct create_job *job, struct husk_error **err)
   job->cgroup_fd = cgroup_create (job->state.cgroup_path, err);
   if (job->cgroup_fd < 0)
     return -1;
-  /* Limits and the device filter are in place before the init enters. */
+  /* Limits and the device rules are in place before the init enters. */
   return cgroup_apply_resources (job->spec, job->state.cgroup_path, err);
 }
 

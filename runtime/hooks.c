@@ -307,14 +307,36 @@ int
 hooks_run (const struct spec_hooks *hooks, enum spec_hook_kind kind, const char *state_json,
            struct husk_error **err)
 {
+  /* The runtime spec: after the process started, a failing hook is only
+   * a warning, so the hooks after it still run. */
+  bool keep_going = kind == SPEC_HOOK_POSTSTART || kind == SPEC_HOOK_POSTSTOP;
+  cleanup_free char *failures = NULL;
+
   if (hooks == NULL || (unsigned) kind >= SPEC_HOOK_KIND_COUNT)
     return 0;
   for (size_t i = 0; i < hooks->count[kind]; i++)
     {
       const struct spec_hook *hook = &hooks->list[kind][i];
+      struct husk_error *hook_err = NULL;
+      char *joined;
 
-      if (run_one_hook (hook, state_json ? state_json : "", err) < 0)
-        return husk_error_wrap (err, "%s hook #%zu (`%s`)", spec_hook_kind_name (kind), i, hook->path);
+      if (run_one_hook (hook, state_json ? state_json : "", &hook_err) == 0)
+        continue;
+      husk_error_wrap (&hook_err, "%s hook #%zu (`%s`)", spec_hook_kind_name (kind), i, hook->path);
+      if (!keep_going)
+        {
+          if (err)
+            *err = hook_err;
+          else
+            husk_error_free (&hook_err);
+          return -1;
+        }
+      joined = failures ? xasprintf ("%s; %s", failures, hook_err->msg) : xstrdup (hook_err->msg);
+      free (failures);
+      failures = joined;
+      husk_error_free (&hook_err);
     }
+  if (failures)
+    return husk_error_make (err, 0, "%s", failures);
   return 0;
 }

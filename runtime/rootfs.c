@@ -446,23 +446,26 @@ find_mount_handler (const struct spec_mount *mnt)
   return mount_generic;
 }
 
-/* "rro" and the propagation option apply to the new mount once it exists. */
+/* The recursive options ("rro", "rnoexec", ...) and the propagation option
+ * apply to the new mount, and every mount below it, once it exists. */
 static int
 apply_mount_attributes (int root_fd, const struct spec_mount *mnt, struct husk_error **err)
 {
-  struct rootfs_mount_attr attr = { .attr_set = MOUNT_ATTR_RDONLY };
+  struct rootfs_mount_attr attr = { .attr_set = mnt->rec_attr_set, .attr_clr = mnt->rec_attr_clr };
+  bool recursive = mnt->rec_attr_set || mnt->rec_attr_clr;
   cleanup_close int target_fd = -1;
 
-  if (!mnt->recursive_ro && mnt->propagation == 0)
+  if (!recursive && mnt->propagation == 0)
     return 0;
   target_fd = open_target (root_fd, mnt, ROOTFS_CREATE_NONE, err);
   if (target_fd < 0)
     return -1;
-  if (mnt->recursive_ro
+  if (recursive
       && syscall (SYS_mount_setattr, target_fd, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) < 0)
     {
       if (errno == ENOSYS)
-        return husk_error_make (err, errno, "mount `%s` on `%s`: option rro needs mount_setattr (Linux 5.12)",
+        return husk_error_make (err, errno,
+                                "mount `%s` on `%s`: recursive mount options need mount_setattr (Linux 5.12)",
                                 mnt->source ? mnt->source : "none", mnt->destination);
       return mount_error (err, errno, mnt);
     }
@@ -492,7 +495,9 @@ rootfs_prepare (const struct spec *spec, struct husk_error **err)
 {
   cleanup_close int root_fd = -1;
 
-  if (bind_rootfs (spec, err) < 0)
+  /* In the runtime's own mount namespace nothing of the host's is
+   * re-propagated or rebound: the mounts go under the root as they are. */
+  if (spec->namespaces[SPEC_NS_MOUNT].present && bind_rootfs (spec, err) < 0)
     return -1;
   root_fd = open (spec->root_path, O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (root_fd < 0)
@@ -603,9 +608,26 @@ for_each_path (char *const *paths, int (*apply) (const char *path, struct husk_e
   return 0;
 }
 
+/* No mount namespace of its own (create refused masks and a read-only
+ * root for it): pivot_root would move the host's root, so chroot, as runc
+ * does. */
+static int
+chroot_into (const struct spec *spec, struct husk_error **err)
+{
+  if (chdir (spec->root_path) < 0)
+    return husk_error_make (err, errno, "enter the rootfs `%s`", spec->root_path);
+  if (chroot (".") < 0)
+    return husk_error_make (err, errno, "chroot into the rootfs");
+  if (chdir ("/") < 0)
+    return husk_error_make (err, errno, "chdir to the new `/`");
+  return 0;
+}
+
 int
 rootfs_finalize (const struct spec *spec, bool no_pivot, struct husk_error **err)
 {
+  if (!spec->namespaces[SPEC_NS_MOUNT].present)
+    return chroot_into (spec, err);
   if (enter_rootfs (spec, no_pivot, err) < 0)
     return -1;
   if (for_each_path (spec->masked_paths, mask_path, err) < 0

@@ -45,8 +45,10 @@ struct spec_mount
   unsigned long flags;       /* MS_* set by options (MS_BIND, MS_REC, MS_RDONLY, ...) */
   unsigned long propagation; /* MS_PRIVATE/MS_SLAVE/MS_SHARED/MS_UNBINDABLE (| MS_REC), or 0 */
   bool bind;                 /* bind or rbind */
-  bool recursive_ro;         /* "rro": mount_setattr(AT_RECURSIVE, MOUNT_ATTR_RDONLY) */
-  char *data;                /* unrecognised options joined with ',' (fs data), or NULL */
+  /* Recursive options ("rro", "rnoexec", "rnoatime", ...): MOUNT_ATTR_* to
+   * set and clear with mount_setattr(AT_RECURSIVE) once the mount exists. */
+  uint64_t rec_attr_set, rec_attr_clr;
+  char *data; /* unrecognised options joined with ',' (fs data), or NULL */
 };
 
 struct spec_device

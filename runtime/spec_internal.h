@@ -112,12 +112,12 @@ int lookup_name (const struct named_value *table, size_t n, const char *name, lo
 /* Mount options (spec_mounts.c); linux.rootfsPropagation reads them too. */
 enum mount_option_kind
 {
-  MOUNT_OPT_FLAGS,        /* sets SET, clears CLEAR in mount->flags */
-  MOUNT_OPT_BIND,         /* also marks the mount as a bind mount */
-  MOUNT_OPT_PROPAGATION,  /* SET goes to mount->propagation */
-  MOUNT_OPT_RECURSIVE_RO, /* mount_setattr(AT_RECURSIVE) later */
-  MOUNT_OPT_IGNORED,      /* known, no effect in husk: warn */
-  MOUNT_OPT_UNSUPPORTED,  /* known, cannot be honoured: error */
+  MOUNT_OPT_FLAGS,       /* sets SET, clears CLEAR in mount->flags */
+  MOUNT_OPT_BIND,        /* also marks the mount as a bind mount */
+  MOUNT_OPT_PROPAGATION, /* SET goes to mount->propagation */
+  MOUNT_OPT_RECURSIVE,   /* SET/CLEAR are MOUNT_ATTR_* for mount_setattr(AT_RECURSIVE) later */
+  MOUNT_OPT_IGNORED,     /* known, no effect in husk: warn */
+  MOUNT_OPT_UNSUPPORTED, /* known, cannot be honoured: error */
 };
 
 struct mount_option

@@ -46,7 +46,27 @@ static const struct mount_option mount_options[] = {
   { "rslave", MOUNT_OPT_PROPAGATION, MS_SLAVE | MS_REC, 0 },
   { "unbindable", MOUNT_OPT_PROPAGATION, MS_UNBINDABLE, 0 },
   { "runbindable", MOUNT_OPT_PROPAGATION, MS_UNBINDABLE | MS_REC, 0 },
-  { "rro", MOUNT_OPT_RECURSIVE_RO, 0, 0 },
+  /* The recursive forms, as runc and crun take them.  An atime option sets
+   * the whole atime mode (the kernel wants MOUNT_ATTR__ATIME cleared with
+   * it): "ratime", "rnostrictatime" = relatime, "rnorelatime" = strictatime. */
+  { "rro", MOUNT_OPT_RECURSIVE, MOUNT_ATTR_RDONLY, 0 },
+  { "rrw", MOUNT_OPT_RECURSIVE, 0, MOUNT_ATTR_RDONLY },
+  { "rnosuid", MOUNT_OPT_RECURSIVE, MOUNT_ATTR_NOSUID, 0 },
+  { "rsuid", MOUNT_OPT_RECURSIVE, 0, MOUNT_ATTR_NOSUID },
+  { "rnodev", MOUNT_OPT_RECURSIVE, MOUNT_ATTR_NODEV, 0 },
+  { "rdev", MOUNT_OPT_RECURSIVE, 0, MOUNT_ATTR_NODEV },
+  { "rnoexec", MOUNT_OPT_RECURSIVE, MOUNT_ATTR_NOEXEC, 0 },
+  { "rexec", MOUNT_OPT_RECURSIVE, 0, MOUNT_ATTR_NOEXEC },
+  { "rnodiratime", MOUNT_OPT_RECURSIVE, MOUNT_ATTR_NODIRATIME, 0 },
+  { "rdiratime", MOUNT_OPT_RECURSIVE, 0, MOUNT_ATTR_NODIRATIME },
+  { "rrelatime", MOUNT_OPT_RECURSIVE, MOUNT_ATTR_RELATIME, MOUNT_ATTR__ATIME },
+  { "rnorelatime", MOUNT_OPT_RECURSIVE, MOUNT_ATTR_STRICTATIME, MOUNT_ATTR__ATIME },
+  { "rnoatime", MOUNT_OPT_RECURSIVE, MOUNT_ATTR_NOATIME, MOUNT_ATTR__ATIME },
+  { "ratime", MOUNT_OPT_RECURSIVE, MOUNT_ATTR_RELATIME, MOUNT_ATTR__ATIME },
+  { "rstrictatime", MOUNT_OPT_RECURSIVE, MOUNT_ATTR_STRICTATIME, MOUNT_ATTR__ATIME },
+  { "rnostrictatime", MOUNT_OPT_RECURSIVE, MOUNT_ATTR_RELATIME, MOUNT_ATTR__ATIME },
+  { "rnosymfollow", MOUNT_OPT_RECURSIVE, MOUNT_ATTR_NOSYMFOLLOW, 0 },
+  { "rsymfollow", MOUNT_OPT_RECURSIVE, 0, MOUNT_ATTR_NOSYMFOLLOW },
   { "tmpcopyup", MOUNT_OPT_IGNORED, 0, 0 },
   { "idmap", MOUNT_OPT_UNSUPPORTED, 0, 0 },
   { "ridmap", MOUNT_OPT_UNSUPPORTED, 0, 0 },
@@ -94,8 +114,10 @@ apply_mount_option (struct spec_mount *mount, const struct mount_option *option,
     case MOUNT_OPT_PROPAGATION:
       mount->propagation = option->set;
       return 0;
-    case MOUNT_OPT_RECURSIVE_RO:
-      mount->recursive_ro = true;
+    case MOUNT_OPT_RECURSIVE:
+      /* A later option wins over an earlier one of the same attribute. */
+      mount->rec_attr_clr = (mount->rec_attr_clr & ~option->set) | option->clear;
+      mount->rec_attr_set = (mount->rec_attr_set & ~option->clear) | option->set;
       return 0;
     case MOUNT_OPT_IGNORED:
       husk_warn ("%s[%zu]: option \"%s\" is not supported, ignored", field, index, option->name);
@@ -115,7 +137,7 @@ spec_mount_parse_options (struct spec_mount *mount, char *const *options, const 
   mount->flags = 0;
   mount->propagation = 0;
   mount->bind = false;
-  mount->recursive_ro = false;
+  mount->rec_attr_set = mount->rec_attr_clr = 0;
   for (size_t i = 0; options && options[i]; i++)
     {
       const struct mount_option *option = find_mount_option (options[i]);

@@ -161,6 +161,32 @@ exit_code_of (int status)
   return 1;
 }
 
+/* Our stdin into the pty.  At its end a terminal user would type ^D: the
+ * pty's EOF character, twice when a line is unfinished (the first only
+ * ends the line), so a process reading a piped or redirected stdin sees
+ * its end instead of waiting for ever.  False once stdin is done. */
+static bool
+stdin_to_pty (int master, char *last_byte)
+{
+  char buf[4096];
+  ssize_t n = read (0, buf, sizeof buf);
+  struct termios tio;
+
+  if (n > 0)
+    {
+      *last_byte = buf[n - 1];
+      return husk_write_all (master, buf, (size_t) n) == 0;
+    }
+  if (n < 0 && (errno == EINTR || errno == EAGAIN))
+    return true;
+  if (n == 0 && !isatty (0) && tcgetattr (master, &tio) == 0)
+    {
+      char eof[2] = { (char) tio.c_cc[VEOF], (char) tio.c_cc[VEOF] };
+      husk_write_all (master, eof, *last_byte == '\n' || *last_byte == '\0' ? 1 : 2);
+    }
+  return false;
+}
+
 /* Drains the pty after the process has exited, so no output is lost. */
 static void
 drain_master (int master)
@@ -195,6 +221,7 @@ foreground_wait (pid_t pid, int master, int *exit_code, struct husk_error **err)
     }
 
   int pty_fd = master, stdin_fd = master >= 0 ? 0 : -1;
+  char last_byte = '\0';
   for (;;)
     {
       struct pollfd fds[3] = { { sfd, POLLIN, 0 }, { pty_fd, POLLIN, 0 }, { stdin_fd, POLLIN, 0 } };
@@ -204,7 +231,7 @@ foreground_wait (pid_t pid, int master, int *exit_code, struct husk_error **err)
         break;
       if ((fds[1].revents & (POLLIN | POLLHUP | POLLERR)) && copy_once (pty_fd, 1) < 0)
         pty_fd = -1;
-      if ((fds[2].revents & (POLLIN | POLLHUP)) && copy_once (stdin_fd, pty_fd) < 0)
+      if ((fds[2].revents & (POLLIN | POLLHUP)) && (pty_fd < 0 || !stdin_to_pty (pty_fd, &last_byte)))
         stdin_fd = -1;
       if (fds[0].revents & POLLIN)
         {

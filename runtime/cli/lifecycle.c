@@ -1,10 +1,13 @@
 /* husk start, state, kill and delete. */
+#include <errno.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "husk/cleanup.h"
 #include "husk/util.h"
 #include "runtime/cli/cli.h"
 
@@ -87,5 +90,12 @@ cli_delete (struct cli_globals *g, int argc, char **argv, struct husk_error **er
   if (parse_flags ("delete", argc, argv, options, "+f", &force, err) < 0
       || cli_one_id ("delete", argc, argv, &id, err) < 0)
     return -1;
+  /* runc: forcing the delete of what is not there is no error. */
+  if (force && state_validate_id (id, NULL) == 0)
+    {
+      cleanup_free char *dir = state_dir_path (g->ctx.root, id);
+      if (access (dir, F_OK) < 0 && errno == ENOENT)
+        return 0;
+    }
   return container_delete (&g->ctx, id, force, err) < 0 ? -1 : 0;
 }

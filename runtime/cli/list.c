@@ -47,11 +47,13 @@ print_entry (const struct container_state *state, enum container_status status, 
 {
   if (json)
     {
-      json_array_append_new (array, json_pack ("{s:s, s:I, s:s, s:s, s:s, s:s}", "id", state->id, "pid",
-                                               (json_int_t) (status == STATUS_STOPPED ? 0 : state->pid),
-                                               "status", container_status_name (status), "bundle",
-                                               state->bundle ? state->bundle : "", "created",
-                                               state->created ? state->created : "", "owner", "root"));
+      /* runc's fields, in its order. */
+      json_array_append_new (
+          array, json_pack ("{s:s, s:s, s:I, s:s, s:s, s:s, s:s, s:s}", "ociVersion", STATE_OCI_VERSION, "id",
+                            state->id, "pid", (json_int_t) (status == STATUS_STOPPED ? 0 : state->pid),
+                            "status", container_status_name (status), "bundle",
+                            state->bundle ? state->bundle : "", "rootfs", state->rootfs ? state->rootfs : "",
+                            "created", state->created ? state->created : "", "owner", "root"));
       return;
     }
   printf ("%-20s %-8d %-10s %-40s %-32s %s\n", state->id, status == STATUS_STOPPED ? 0 : (int) state->pid,

@@ -275,6 +275,43 @@ test_killed_by_signal (void **state)
   husk_error_free (&err);
 }
 
+/* After the process started a failure is a warning: the hooks after it
+ * run, and the error names each one that failed. */
+static void
+test_poststop_failure_runs_the_rest (void **state)
+{
+  struct fixture *fx = *state;
+  cleanup_free char *log = fx_path (fx, "log");
+  cleanup_free char *bad1 = write_script (fx, "bad1.sh", "echo bad1 >> '%s'; exit 3", log);
+  cleanup_free char *good = write_script (fx, "good.sh", "echo good >> '%s'", log);
+  cleanup_free char *bad2 = write_script (fx, "bad2.sh", "echo bad2 >> '%s'; exit 4", log);
+  struct spec_hook list[] = { { .path = bad1 }, { .path = good }, { .path = bad2 } };
+  struct spec_hooks hooks;
+  struct husk_error *err = NULL;
+  cleanup_free char *text = NULL;
+  cleanup_free char *expected = xasprintf ("poststop hook #0 (`%s`): exited with status 3; "
+                                           "poststop hook #2 (`%s`): exited with status 4",
+                                           bad1, bad2);
+
+  const enum spec_hook_kind kinds[] = { SPEC_HOOK_POSTSTART, SPEC_HOOK_POSTSTOP };
+
+  for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+    {
+      enum spec_hook_kind kind = kinds[i];
+
+      unlink (log);
+      set_hooks (&hooks, kind, list, 3);
+      assert_int_equal (hooks_run (&hooks, kind, STATE_JSON, &err), -1);
+      text = read_text (log);
+      assert_string_equal (text, "bad1\ngood\nbad2\n");
+      free (text);
+      text = NULL;
+      if (kind == SPEC_HOOK_POSTSTOP)
+        assert_string_equal (err->msg, expected);
+      husk_error_free (&err);
+    }
+}
+
 static void
 test_timeout (void **state)
 {
@@ -390,6 +427,7 @@ main (void)
     cmocka_unit_test_setup_teardown (test_no_env_means_empty, setup, teardown),
     cmocka_unit_test_setup_teardown (test_failure_stops_chain, setup, teardown),
     cmocka_unit_test_setup_teardown (test_killed_by_signal, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_poststop_failure_runs_the_rest, setup, teardown),
     cmocka_unit_test_setup_teardown (test_timeout, setup, teardown),
     cmocka_unit_test_setup_teardown (test_missing_path, setup, teardown),
     cmocka_unit_test_setup_teardown (test_output_goes_to_stderr, setup, teardown),

@@ -501,7 +501,11 @@ P (const char *dir, const char *fmt, ...)
 static struct spec
 base_spec (struct fixture *fx)
 {
-  return (struct spec){ .root_path = fx->rootfs, .bundle_dir = fx->base };
+  struct spec spec = { .root_path = fx->rootfs, .bundle_dir = fx->base };
+
+  /* Each scenario runs in a mount namespace of its own (see run_in_child). */
+  spec.namespaces[SPEC_NS_MOUNT].present = true;
+  return spec;
 }
 
 /* ---- scenario: the full prepare + pivot ---------------------------------- */
@@ -525,7 +529,7 @@ full_spec (struct fixture *fx, struct spec *spec)
   mounts[n++] = MNT_BIND ("/etc/linked", "hostlink", 0); /* relative to the bundle, a symlink */
   mounts[n++] = MNT_BIND ("/data/ro", (char *) P (fx->base, "hostdir"), MS_REC | MS_RDONLY);
   mounts[n] = MNT_BIND ("/data/rro", (char *) P (fx->base, "hostdir2"), MS_REC);
-  mounts[n++].recursive_ro = true;
+  mounts[n++].rec_attr_set = MOUNT_ATTR_RDONLY;
   mounts[n] = MNT_BIND ("/data/shared", (char *) P (fx->base, "hostdir"), 0);
   mounts[n++].propagation = MS_SHARED;
   mounts[n++] = MNT_FS ("/evil/x", "tmpfs", "tmpfs", 0, NULL);

@@ -703,10 +703,45 @@ test_mount_option_bind_rro_data (void **state)
   mount_clear (&mount);
 
   parse_options (&mount, NULL, rro);
-  assert_true (mount.recursive_ro);
+  assert_int_equal (mount.rec_attr_set, MOUNT_ATTR_RDONLY);
+  assert_int_equal (mount.rec_attr_clr, 0);
   assert_true (mount.bind);
   assert_int_equal (mount.flags, MS_BIND | MS_REC);
   mount_clear (&mount);
+}
+
+/* The recursive options become MOUNT_ATTR_* to set and clear; a later
+ * option of the same attribute wins, and atime options carry the atime
+ * mask the kernel wants cleared with them. */
+static void
+test_mount_option_recursive (void **state)
+{
+  static const struct
+  {
+    const char *options[4];
+    uint64_t set, clr;
+  } cases[] = {
+    { { "rnoexec", "rnosuid", "rnodev" }, MOUNT_ATTR_NOEXEC | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0 },
+    { { "rro", "rrw" }, 0, MOUNT_ATTR_RDONLY },
+    { { "rrw", "rro" }, MOUNT_ATTR_RDONLY, 0 },
+    { { "rexec", "rsuid", "rdev" }, 0, MOUNT_ATTR_NOEXEC | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV },
+    { { "rnoatime" }, MOUNT_ATTR_NOATIME, MOUNT_ATTR__ATIME },
+    { { "rnoatime", "rstrictatime" }, MOUNT_ATTR_STRICTATIME, MOUNT_ATTR__ATIME },
+    { { "rnoatime", "rrelatime" }, MOUNT_ATTR_RELATIME, MOUNT_ATTR__ATIME },
+    { { "rnodiratime", "rnosymfollow" }, MOUNT_ATTR_NODIRATIME | MOUNT_ATTR_NOSYMFOLLOW, 0 },
+    { { "rdiratime", "rsymfollow" }, 0, MOUNT_ATTR_NODIRATIME | MOUNT_ATTR_NOSYMFOLLOW },
+  };
+  struct spec_mount mount;
+
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+    {
+      parse_options (&mount, NULL, cases[i].options);
+      assert_int_equal (mount.rec_attr_set, cases[i].set);
+      assert_int_equal (mount.rec_attr_clr, cases[i].clr);
+      assert_int_equal (mount.flags, 0);
+      assert_null (mount.data);
+      mount_clear (&mount);
+    }
 }
 
 static void
@@ -1421,6 +1456,7 @@ main (void)
     cmocka_unit_test (test_mount_option_negations),
     cmocka_unit_test (test_mount_option_propagation),
     cmocka_unit_test (test_mount_option_bind_rro_data),
+    cmocka_unit_test (test_mount_option_recursive),
     cmocka_unit_test (test_mount_option_unsupported),
     cmocka_unit_test (test_mounts),
     cmocka_unit_test (test_hooks),
