@@ -64,7 +64,7 @@ PAUSE := $(BUILD)/husk-pause
 UNIT_TESTS := $(patsubst test/unit/%.c,$(BUILD)/test/unit/%,$(UNIT_SRCS))
 
 .PHONY: all deps build test unit-test integration-test vm-test run demo bench clean format format-check \
-	check-layers install
+	check-layers conformance install
 
 all: build
 
@@ -185,6 +185,12 @@ bench: deps
 	./hack/bench-pull.sh $(BUILD)
 	./hack/bench-cri.sh
 	./hack/vm-test.sh --bench $(BUILD)
+
+# critest (cri-tools v1.29) against a huskd of its own, offline; CRITEST=,
+# CRICTL= name the binaries (default ../shared/tools/bin/).
+conformance: deps
+	$(MAKE) --no-print-directory build
+	./hack/conformance.sh $(BUILD)
 
 # The cgroup v2 tests, in a qemu VM (also part of `make test`).
 vm-test: deps
