@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cri/cri_stats.h"
 #include "husk/cleanup.h"
@@ -89,6 +90,26 @@ cri_stats_memory (struct cri_arena *arena, const struct husk_cgroup_stats *s)
   mem->page_faults = cri_stats_u64 (arena, s->memory.page_faults);
   mem->major_page_faults = cri_stats_u64 (arena, s->memory.major_page_faults);
   return mem;
+}
+
+void
+cri_stats_memory_from_pids (struct husk_cgroup_stats *s, const char *proc, const pid_t *pids, size_t n)
+{
+  uint64_t page = (uint64_t) sysconf (_SC_PAGESIZE), resident_bytes = 0;
+
+  for (size_t i = 0; i < n; i++)
+    {
+      cleanup_free char *path = xasprintf ("%s/%d/statm", proc, (int) pids[i]);
+      cleanup_free char *statm = NULL;
+      unsigned long long size, resident;
+
+      if (husk_read_file (path, &statm, NULL, NULL) == 0
+          && sscanf (statm, "%llu %llu", &size, &resident) == 2)
+        resident_bytes += resident * page;
+    }
+  s->has_memory = true;
+  s->memory.usage = s->memory.working_set = s->memory.anon = resident_bytes;
+  s->memory.limit = s->memory.swap_limit = HUSK_CGROUP_UNLIMITED;
 }
 
 Runtime__V1__SwapUsage *

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "cri/proto/api.pb-c.h"
 #include "husk/cgroup_stats.h"
@@ -37,6 +38,11 @@ Runtime__V1__CpuUsage *cri_stats_cpu (struct cri_arena *arena, const struct husk
 /* MemoryUsage of S, NULL without the memory controller.  available_bytes
  * only when there is a limit: limit - working set, 0 above it. */
 Runtime__V1__MemoryUsage *cri_stats_memory (struct cri_arena *arena, const struct husk_cgroup_stats *s);
+/* Without any memory controller: S's memory from its processes, the sum
+ * of the resident set (PROC/PID/statm) of the N PIDS, as usage, working
+ * set and rss, no limit.  Processes that are gone count nothing. */
+void cri_stats_memory_from_pids (struct husk_cgroup_stats *s, const char *proc, const pid_t *pids, size_t n);
+
 /* SwapUsage of S, NULL without the memory controller (the caller knows
  * whether the kernel has swap accounting). */
 Runtime__V1__SwapUsage *cri_stats_swap (struct cri_arena *arena, const struct husk_cgroup_stats *s);

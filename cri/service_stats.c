@@ -1,7 +1,8 @@
 /* The stats RPCs of runtime.v1: ContainerStats, ListContainerStats,
  * PodSandboxStats and ListPodSandboxStats.  Numbers come from the cgroup
- * v2 files that exist (a missing controller leaves its message out), the
- * writable layer's upper dir and the pod's network namespace. */
+ * files that exist, v2 or v1 (a missing controller leaves its message out;
+ * memory without one comes from the processes), the writable layer's
+ * upper dir and the pod's network namespace. */
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -70,7 +71,7 @@ container_cgroup (struct cri_service *svc, const struct cri_container *c)
   state_free (state);
   if (path == NULL)
     path = cgroup_from_bundle (svc, c->id);
-  if (path && access (path, F_OK) < 0)
+  if (path && !cgroup_exists (path))
     free (steal_pointer (&path));
   return path;
 }
@@ -100,10 +101,17 @@ sample_container (struct cri_service *svc, const struct cri_container *c, struct
       return;
     }
   out->sampled = true;
-  if (out->cg.has_memory)
+  out->has_swap = out->cg.has_memory && out->cg.has_swap;
+  /* CRI wants memory always: without a memory controller, what the
+   * container's processes hold. */
+  if (!out->cg.has_memory)
     {
-      cleanup_free char *swap = xasprintf ("%s/memory.swap.current", out->cgroup);
-      out->has_swap = access (swap, F_OK) == 0;
+      cleanup_free pid_t *pids = NULL;
+      size_t n = 0;
+
+      if (cgroup_pids (out->cgroup, &pids, &n, &err) < 0)
+        husk_error_free (&err);
+      cri_stats_memory_from_pids (&out->cg, "/proc", pids, n);
     }
 }
 
@@ -372,7 +380,7 @@ pod_cgroup (const struct sandbox *sb)
   else
     cgroup_resolve (sb->cgroup_parent, sb->id, false, &path, &ignored);
   husk_error_free (&ignored);
-  if (path && access (path, F_OK) < 0)
+  if (path && !cgroup_exists (path))
     free (steal_pointer (&path));
   return path;
 }

@@ -1,6 +1,7 @@
 /* Finding, creating, joining, freezing and removing the container's
- * cgroup v2 directory, and the container operations (pause, resume) that
- * only touch it.  What is written into it lives in cgroup_resources.c. */
+ * cgroup in every hierarchy (v2, and v1 through cgroup_v1.c), and the
+ * container operations (pause, resume) that only touch it.  What is
+ * written into it lives in cgroup_resources.c. */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/magic.h>
@@ -117,13 +118,13 @@ resolve_systemd (const char *mount, const char *cgroups_path, char **out, struct
 int
 cgroup_resolve (const char *cgroups_path, const char *id, bool systemd, char **out, struct husk_error **err)
 {
-  const char *mount = cgroup_unified_mount ();
+  const char *mount = cgroup_primary_mount ();
   cleanup_free char *own = NULL;
 
   if (mount == NULL)
     return husk_error_make (err, 0,
-                            "no cgroup v2 hierarchy is mounted (looked at /sys/fs/cgroup and "
-                            "/sys/fs/cgroup/unified)");
+                            "no cgroup hierarchy is mounted (no cgroup2 at /sys/fs/cgroup or "
+                            "/sys/fs/cgroup/unified, no cgroup v1 controller in /proc/self/mountinfo)");
   if (cgroups_path == NULL || *cgroups_path == '\0')
     {
       *out = xasprintf ("%s/husk/%s", mount, id);
@@ -157,9 +158,12 @@ word_in_list (const char *list, const char *word)
 char *
 cgroup_read_file (const char *dir, const char *name)
 {
-  cleanup_free char *path = xasprintf ("%s/%s", dir, name);
+  cleanup_free char *path = NULL;
   char *content = NULL;
 
+  if (dir == NULL)
+    return NULL;
+  path = xasprintf ("%s/%s", dir, name);
   if (husk_read_file (path, &content, NULL, NULL) < 0)
     return NULL;
   return content;
@@ -202,12 +206,11 @@ enable_controllers (const char *dir)
       husk_debug ("enable %s in `%s`: %s", word + 1, control, strerror (errno));
 }
 
-int
-cgroup_create (const char *path, struct husk_error **err)
+static int
+create_v2 (const char *path, struct husk_error **err)
 {
   const char *mount = cgroup_unified_mount ();
   cleanup_free char *parents = xstrdup (path);
-  int fd;
 
   if (mount && husk_str_has_prefix (path, mount) && path[strlen (mount)] == '/')
     for (char *p = parents + strlen (mount); p; p = strchr (p + 1, '/'))
@@ -220,28 +223,53 @@ cgroup_create (const char *path, struct husk_error **err)
       }
   if (husk_mkdir_p (path, 0755, err) < 0)
     return husk_error_wrap (err, "create cgroup");
+  return 0;
+}
+
+int
+cgroup_create (const char *path, struct husk_error **err)
+{
+  cleanup_strv char **dirs = cgroup_dirs (path);
+  int fd;
+
+  for (size_t i = 0; dirs[i]; i++)
+    if ((cgroup_is_v1_dir (dirs[i]) ? cgroup_v1_create (dirs[i], err) : create_v2 (dirs[i], err)) < 0)
+      {
+        cgroup_destroy (path, NULL);
+        return -1;
+      }
   fd = open (path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0)
-    return husk_error_make (err, errno, "open cgroup `%s`", path);
+    {
+      husk_error_make (err, errno, "open cgroup `%s`", path);
+      cgroup_destroy (path, NULL);
+      return -1;
+    }
   return fd;
 }
 
-/* /proc/cgroups: a non-zero hierarchy id means a v1 hierarchy holds it. */
-static bool
-controller_on_v1 (const char *controller)
+/* "cpu, memory" or "none": the v1 controllers mounted here. */
+static char *
+v1_controller_list (void)
 {
-  cleanup_file FILE *f = fopen ("/proc/cgroups", "re");
-  char name[64];
-  int hierarchy, count, enabled;
-  char line[256];
+  static const char *const names[]
+      = { "cpuset",   "cpu",   "cpuacct", "memory", "devices", "freezer", "net_cls",
+          "net_prio", "blkio", "hugetlb", "pids",   "rdma",    "misc" };
+  char *list = xstrdup ("");
 
-  if (f == NULL)
-    return false;
-  while (fgets (line, sizeof line, f))
-    if (sscanf (line, "%63s %d %d %d", name, &hierarchy, &count, &enabled) == 4
-        && strcmp (name, controller) == 0)
-      return hierarchy != 0 && enabled;
-  return false;
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+    if (cgroup_v1_mount (names[i]))
+      {
+        char *longer = xasprintf ("%s%s%s", list, *list ? " " : "", names[i]);
+        free (list);
+        list = longer;
+      }
+  if (*list == '\0')
+    {
+      free (list);
+      list = xstrdup ("none");
+    }
+  return list;
 }
 
 int
@@ -249,11 +277,19 @@ cgroup_controller_error (const char *path, const char *field, const char *contro
 {
   const char *mount = cgroup_unified_mount ();
   cleanup_free char *root_list = NULL;
-  cleanup_free char *has = NULL;
+  cleanup_free char *v1 = v1_controller_list ();
 
-  if (mount == NULL)
-    return husk_error_make (err, 0, "%s: cannot apply: no cgroup v2 hierarchy is mounted", field);
-  root_list = cgroup_read_file (mount, "cgroup.controllers");
+  if (cgroup_name (path) == NULL)
+    {
+      /* A directory given by itself: what it has is all there is. */
+      cleanup_free char *own = cgroup_read_file (path, "cgroup.controllers");
+      if (own)
+        own[strcspn (own, "\n")] = '\0';
+      return husk_error_make (
+          err, 0, "%s: cannot apply: the %s controller is not available in cgroup `%s` (it has: %s)", field,
+          controller, path, own && *own ? own : "none");
+    }
+  root_list = mount ? cgroup_read_file (mount, "cgroup.controllers") : NULL;
   if (root_list && word_in_list (root_list, controller))
     return husk_error_make (err, 0,
                             "%s: cannot apply: the %s controller of the cgroup v2 hierarchy at %s is not "
@@ -261,36 +297,62 @@ cgroup_controller_error (const char *path, const char *field, const char *contro
                             field, controller, mount, path);
   if (root_list)
     root_list[strcspn (root_list, "\n")] = '\0';
-  has = xstrdup (root_list && *root_list ? root_list : "none");
+  if (mount == NULL)
+    return husk_error_make (err, 0,
+                            "%s: cannot apply: no cgroup hierarchy on this host has the %s controller (no "
+                            "cgroup v2 hierarchy; cgroup v1 has: %s)",
+                            field, controller, v1);
   return husk_error_make (
       err, 0,
-      "%s: cannot apply: the %s controller is not available in the cgroup v2 hierarchy at "
-      "%s (it has: %s)%s",
-      field, controller, mount, has,
-      controller_on_v1 (controller) ? "; on this host it is bound to cgroup v1, and husk "
-                                      "supports cgroup v2 only"
-                                    : "");
+      "%s: cannot apply: no cgroup hierarchy on this host has the %s controller (the cgroup "
+      "v2 hierarchy at %s has: %s; cgroup v1 has: %s)",
+      field, controller, mount, root_list && *root_list ? root_list : "none", v1);
 }
 
 int
 cgroup_enter (const char *path, pid_t pid, struct husk_error **err)
 {
-  cleanup_free char *procs = xasprintf ("%s/cgroup.procs", path);
+  cleanup_strv char **dirs = cgroup_dirs (path);
   char buf[32];
   int n = snprintf (buf, sizeof buf, "%d", (int) pid);
 
-  return husk_write_file (procs, buf, (size_t) n, err);
+  for (size_t i = 0; dirs[i]; i++)
+    {
+      cleanup_free char *procs = xasprintf ("%s/cgroup.procs", dirs[i]);
+      if (husk_write_file (procs, buf, (size_t) n, err) < 0)
+        return -1;
+    }
+  return 0;
+}
+
+bool
+cgroup_exists (const char *path)
+{
+  cleanup_strv char **dirs = NULL;
+
+  if (path == NULL)
+    return false;
+  dirs = cgroup_dirs (path);
+  for (size_t i = 0; dirs[i]; i++)
+    if (access (dirs[i], F_OK) == 0)
+      return true;
+  return false;
 }
 
 int
 cgroup_pids (const char *path, pid_t **pids, size_t *n, struct husk_error **err)
 {
-  cleanup_free char *procs = xasprintf ("%s/cgroup.procs", path);
+  cleanup_strv char **dirs = cgroup_dirs (path);
+  cleanup_free char *procs = NULL;
   cleanup_free char *content = NULL;
   size_t count = 0, cap = 16;
   pid_t *list;
   char *line, *save = NULL;
 
+  /* Every hierarchy holds the same processes: the first one there. */
+  for (size_t i = 0; dirs[i] && procs == NULL; i++)
+    if (access (dirs[i], F_OK) == 0 || dirs[i + 1] == NULL)
+      procs = xasprintf ("%s/cgroup.procs", dirs[i]);
   if (husk_read_file (procs, &content, NULL, err) < 0)
     return -1;
   list = xmalloc (cap * sizeof *list);
@@ -305,24 +367,55 @@ cgroup_pids (const char *path, pid_t **pids, size_t *n, struct husk_error **err)
   return 0;
 }
 
-int
-cgroup_kill_all (const char *path, int sig, struct husk_error **err)
+static int
+signal_pids (const char *path, int sig, struct husk_error **err)
 {
   cleanup_free pid_t *pids = NULL;
   size_t n = 0;
 
-  if (sig == SIGKILL)
-    {
-      cleanup_free char *kill_file = xasprintf ("%s/cgroup.kill", path);
-      if (access (kill_file, F_OK) == 0)
-        return husk_write_file (kill_file, "1", 1, err);
-    }
   if (cgroup_pids (path, &pids, &n, err) < 0)
     return -1;
   for (size_t i = 0; i < n; i++)
     if (kill (pids[i], sig) < 0 && errno != ESRCH)
       return husk_error_make (err, errno, "kill %d", (int) pids[i]);
   return 0;
+}
+
+/* cgroup.kill of the unified directory (hybrid hosts have it too), NULL
+ * without one or on kernels before 5.14. */
+static char *
+kill_file (const char *path)
+{
+  cleanup_strv char **dirs = cgroup_dirs (path);
+  char *file;
+
+  if (cgroup_is_v1_dir (dirs[0]))
+    return NULL;
+  file = xasprintf ("%s/cgroup.kill", dirs[0]);
+  if (access (file, F_OK) == 0)
+    return file;
+  free (file);
+  return NULL;
+}
+
+int
+cgroup_kill_all (const char *path, int sig, struct husk_error **err)
+{
+  cleanup_free char *freezer = NULL;
+  cleanup_free char *kill_path = sig == SIGKILL ? kill_file (path) : NULL;
+  bool thaw = false;
+  int ret;
+
+  if (kill_path)
+    return husk_write_file (kill_path, "1", 1, err);
+  /* Without cgroup.kill a forking process could escape the signal: freeze
+   * it first where the v1 freezer can. */
+  if (cgroup_locate (path, "freezer", &freezer) == CGROUP_V1 && !cgroup_v1_frozen (freezer))
+    thaw = cgroup_v1_freeze (freezer, true, NULL) == 0;
+  ret = signal_pids (path, sig, err);
+  if (thaw && cgroup_v1_freeze (freezer, false, ret < 0 ? NULL : err) < 0)
+    return -1;
+  return ret;
 }
 
 /* "frozen 0|1" from an open cgroup.events; -1 if it cannot be read.
@@ -350,8 +443,8 @@ now_ms (void)
   return (long long) now.tv_sec * 1000 + now.tv_nsec / 1000000;
 }
 
-int
-cgroup_freeze (const char *path, bool frozen, struct husk_error **err)
+static int
+freeze_v2 (const char *path, bool frozen, struct husk_error **err)
 {
   cleanup_free char *freeze = xasprintf ("%s/cgroup.freeze", path);
   cleanup_free char *events = xasprintf ("%s/cgroup.events", path);
@@ -385,19 +478,70 @@ cgroup_freeze (const char *path, bool frozen, struct husk_error **err)
 }
 
 int
-cgroup_destroy (const char *path, struct husk_error **err)
+cgroup_freeze (const char *path, bool frozen, struct husk_error **err)
+{
+  cleanup_free char *dir = NULL;
+
+  switch (cgroup_locate (path, "freezer", &dir))
+    {
+    case CGROUP_V2:
+      return freeze_v2 (dir, frozen, err);
+    case CGROUP_V1:
+      return cgroup_v1_freeze (dir, frozen, err);
+    default:
+      return husk_error_make (err, 0,
+                              "%s cgroup `%s`: no freezer (no cgroup v2 hierarchy, no v1 freezer controller)",
+                              frozen ? "freeze" : "thaw", path);
+    }
+}
+
+bool
+cgroup_is_frozen (const char *path)
+{
+  cleanup_free char *dir = NULL;
+  cleanup_free char *content = NULL;
+
+  if (path == NULL)
+    return false;
+  switch (cgroup_locate (path, "freezer", &dir))
+    {
+    case CGROUP_V2:
+      content = cgroup_read_file (dir, "cgroup.freeze");
+      return content && content[0] == '1';
+    case CGROUP_V1:
+      return cgroup_v1_frozen (dir);
+    default:
+      return false;
+    }
+}
+
+static int
+remove_dir (const char *dir, struct husk_error **err)
 {
   for (int attempt = 0; attempt < 100; attempt++)
     {
       struct timespec pause = { 0, 10 * 1000 * 1000 };
 
-      if (rmdir (path) == 0 || errno == ENOENT)
+      if (rmdir (dir) == 0 || errno == ENOENT)
         return 0;
       if (errno != EBUSY)
         break;
       nanosleep (&pause, NULL);
     }
-  return husk_error_make (err, errno, "remove cgroup `%s`", path);
+  return husk_error_make (err, errno, "remove cgroup `%s`", dir);
+}
+
+int
+cgroup_destroy (const char *path, struct husk_error **err)
+{
+  cleanup_strv char **dirs = cgroup_dirs (path);
+  int ret = 0;
+
+  /* Every hierarchy, even after one refused, so that little is left. */
+  for (size_t i = 0; dirs[i]; i++)
+    if (remove_dir (dirs[i], ret < 0 ? NULL : err) < 0)
+      ret = -1;
+  return ret;
 }
 
 /* The state of a container that must be live and have a cgroup. */
@@ -413,9 +557,9 @@ load_live (const struct runtime_ctx *ctx, const char *id, const char *what, stru
   if (*status == STATUS_STOPPED)
     {
       state_free (state);
-      return husk_error_make (err, 0, "cannot %s container `%s`: it is not running", what, id);
+      return husk_error_make (err, 0, "cannot %s: container `%s` is not running", what, id);
     }
-  if (state->cgroup_path == NULL || access (state->cgroup_path, F_OK) < 0)
+  if (!cgroup_exists (state->cgroup_path))
     {
       state_free (state);
       return husk_error_make (err, 0, "cannot %s container `%s`: it has no cgroup", what, id);

@@ -43,8 +43,8 @@ resets_default (const struct cgroup_device_rule *rule)
 /* Rules before the last "all devices, all access" rule cannot matter:
  * that rule decides the default.  Without one the default is allow, as a
  * fresh v1 devices cgroup has it. */
-static size_t
-first_live_rule (const struct cgroup_device_rule *rules, size_t n_rules, bool *default_allow)
+size_t
+cgroup_device_rules_start (const struct cgroup_device_rule *rules, size_t n_rules, bool *default_allow)
 {
   *default_allow = true;
   for (size_t i = n_rules; i-- > 0;)
@@ -76,7 +76,7 @@ cgroup_device_allowed (const struct cgroup_device_rule *rules, size_t n_rules, c
                        uint32_t minor, unsigned access)
 {
   bool default_allow;
-  size_t first = first_live_rule (rules, n_rules, &default_allow);
+  size_t first = cgroup_device_rules_start (rules, n_rules, &default_allow);
 
   for (size_t i = n_rules; i-- > first;)
     if (rule_matches (&rules[i], type, major, minor, access))
@@ -220,7 +220,7 @@ cgroup_device_program (const struct cgroup_device_rule *rules, size_t n_rules, s
 {
   struct program prog = { 0 };
   bool default_allow;
-  size_t first = first_live_rule (rules, n_rules, &default_allow);
+  size_t first = cgroup_device_rules_start (rules, n_rules, &default_allow);
 
   *allow_all = default_allow;
   for (size_t i = first; i < n_rules; i++)
@@ -284,17 +284,28 @@ cgroup_device_program_load (const struct bpf_insn *insns, size_t n_insns, struct
   return husk_error_make (err, errno, "load the device filter (BPF_PROG_TYPE_CGROUP_DEVICE)");
 }
 
+struct cgroup_device_rule *
+cgroup_device_rules_with_defaults (const struct cgroup_device_rule *rules, size_t n_rules, size_t *n_all)
+{
+  struct cgroup_device_rule *all;
+
+  *n_all = n_rules + cgroup_n_default_device_rules;
+  all = xcalloc (*n_all, sizeof *all);
+  if (n_rules)
+    memcpy (all, rules, n_rules * sizeof *rules);
+  memcpy (all + n_rules, cgroup_default_device_rules, cgroup_n_default_device_rules * sizeof *rules);
+  return all;
+}
+
 int
 cgroup_devices_prepare (const struct cgroup_device_rule *rules, size_t n_rules, int *prog_fd,
                         struct husk_error **err)
 {
-  size_t n_all = n_rules + cgroup_n_default_device_rules, n_insns = 0;
-  cleanup_free struct cgroup_device_rule *all = xcalloc (n_all, sizeof *all);
+  size_t n_all = 0, n_insns = 0;
+  cleanup_free struct cgroup_device_rule *all = cgroup_device_rules_with_defaults (rules, n_rules, &n_all);
   cleanup_free struct bpf_insn *insns = NULL;
   bool allow_all;
 
-  memcpy (all, rules, n_rules * sizeof *rules);
-  memcpy (all + n_rules, cgroup_default_device_rules, cgroup_n_default_device_rules * sizeof *rules);
   cgroup_device_program (all, n_all, &insns, &n_insns, &allow_all);
   *prog_fd = -1;
   if (allow_all)

@@ -1,9 +1,12 @@
-/* linux.resources -> cgroup v2 files.  Parsing validates every value with
- * a field path in its errors; writing first turns the request into a plan
- * (file, value, the field it came from, the controller it needs), checks
- * the whole plan, and only then writes, undoing on a refusal. */
+/* linux.resources -> cgroup files.  Parsing validates every value with a
+ * field path in its errors; writing first turns the request into a plan
+ * (cgroup_plan.h: directory, file, value, the field it came from, the
+ * controller it needs), with the v2 steps here and the v1 steps in
+ * cgroup_resources_v1.c, checks the whole plan, and only then writes,
+ * undoing on a refusal. */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/bpf.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,15 +16,13 @@
 #include "husk/cleanup.h"
 #include "husk/util.h"
 #include "runtime/cgroup.h"
+#include "runtime/cgroup_plan.h"
 #include "runtime/state.h"
 
 /* ------------------------------------------------------------ parsing */
 
-static int field_error (struct husk_error **err, const char *where, const char *field, const char *fmt, ...)
-    __attribute__ ((format (printf, 4, 5)));
-
-static int
-field_error (struct husk_error **err, const char *where, const char *field, const char *fmt, ...)
+int
+cgroup_field_error (struct husk_error **err, const char *where, const char *field, const char *fmt, ...)
 {
   cleanup_free char *msg = NULL;
   va_list ap;
@@ -53,12 +54,12 @@ read_int (json_t *object, const char *key, const char *where, const char *sectio
   if (value == NULL)
     return 0;
   if (!json_is_integer (value))
-    return field_error (err, where, field, "must be an integer");
+    return cgroup_field_error (err, where, field, "must be an integer");
   number = json_integer_value (value);
   if (number < min)
-    return field_error (err, where, field, "must be >= %lld", (long long) min);
+    return cgroup_field_error (err, where, field, "must be >= %lld", (long long) min);
   if (number > max)
-    return field_error (err, where, field, "must be <= %lld", (long long) max);
+    return cgroup_field_error (err, where, field, "must be <= %lld", (long long) max);
   out->set = true;
   out->value = number;
   return 0;
@@ -73,7 +74,7 @@ read_bool (json_t *object, const char *key, const char *where, const char *field
   if (value == NULL)
     return 0;
   if (!json_is_boolean (value))
-    return field_error (err, where, field, "must be true or false");
+    return cgroup_field_error (err, where, field, "must be true or false");
   *out = json_is_true (value);
   return 0;
 }
@@ -86,7 +87,7 @@ want_section (json_t *section, const char *where, const char *name, bool array, 
   return husk_error_make (err, 0, "%s.%s: must be an %s", where, name, array ? "array" : "object");
 }
 
-/* Fields with no cgroup v2 meaning that are harmless to drop. */
+/* Fields with no meaning here that are harmless to drop. */
 static void
 warn_ignored (json_t *object, const char *where, const char *section, const char *key, const char *why)
 {
@@ -111,19 +112,26 @@ parse_memory (json_t *memory, const char *where, struct cgroup_resources *res, s
       || read_int (memory, "limit", where, "memory", -1, INT64_MAX, &res->memory.limit, err) < 0
       || read_int (memory, "reservation", where, "memory", -1, INT64_MAX, &res->memory.reservation, err) < 0
       || read_int (memory, "swap", where, "memory", -1, INT64_MAX, &res->memory.swap, err) < 0
+      || read_int (memory, "kernel", where, "memory", -1, INT64_MAX, &res->memory.kernel, err) < 0
+      || read_int (memory, "kernelTCP", where, "memory", -1, INT64_MAX, &res->memory.kernel_tcp, err) < 0
+      || read_int (memory, "swappiness", where, "memory", -1, 100, &res->memory.swappiness, err) < 0
+      || read_bool (memory, "disableOOMKiller", where, "memory.disableOOMKiller",
+                    &res->memory.disable_oom_killer, err)
+             < 0
       || read_bool (memory, "checkBeforeUpdate", where, "memory.checkBeforeUpdate",
                     &res->memory.check_before_update, err)
              < 0)
     return -1;
+  zero_unsets (&res->memory.kernel);
+  zero_unsets (&res->memory.kernel_tcp);
+  /* runc: a swappiness of -1 (or beyond 100 as uint64 -1) means unset. */
+  if (res->memory.swappiness.set && res->memory.swappiness.value < 0)
+    res->memory.swappiness.set = false;
   zero_unsets (&res->memory.limit);
   zero_unsets (&res->memory.swap);
   if (res->memory.limit.set && res->memory.limit.value > 0 && res->memory.limit.value < 4096)
-    return field_error (err, where, "memory.limit", "%lld bytes is less than one page (4096)",
-                        (long long) res->memory.limit.value);
-  warn_ignored (memory, where, "memory", "kernel", "kernel memory is always accounted in cgroup v2");
-  warn_ignored (memory, where, "memory", "kernelTCP", "TCP memory is always accounted in cgroup v2");
-  warn_ignored (memory, where, "memory", "swappiness", "cgroup v2 has no per-cgroup swappiness");
-  warn_ignored (memory, where, "memory", "disableOOMKiller", "cgroup v2 cannot disable the OOM killer");
+    return cgroup_field_error (err, where, "memory.limit", "%lld bytes is less than one page (4096)",
+                               (long long) res->memory.limit.value);
   return 0;
 }
 
@@ -168,11 +176,12 @@ read_cpu_list (json_t *cpu, const char *key, const char *where, char **out, stru
   if (value == NULL)
     return 0;
   if (!json_is_string (value))
-    return field_error (err, where, field, "must be a string");
+    return cgroup_field_error (err, where, field, "must be a string");
   if (json_string_length (value) == 0)
     return 0;
   if (!valid_cpu_list (json_string_value (value)))
-    return field_error (err, where, field, "`%s` is not a list like `0-3,5`", json_string_value (value));
+    return cgroup_field_error (err, where, field, "`%s` is not a list like `0-3,5`",
+                               json_string_value (value));
   *out = xstrdup (json_string_value (value));
   return 0;
 }
@@ -180,16 +189,14 @@ read_cpu_list (json_t *cpu, const char *key, const char *where, char **out, stru
 static int
 parse_cpu (json_t *cpu, const char *where, struct cgroup_resources *res, struct husk_error **err)
 {
-  struct cgroup_value rt_runtime = { 0 }, rt_period = { 0 };
-
   if (want_section (cpu, where, "cpu", false, err) < 0
       || read_int (cpu, "shares", where, "cpu", 0, 262144, &res->cpu.shares, err) < 0
       || read_int (cpu, "quota", where, "cpu", -1, INT64_MAX, &res->cpu.quota, err) < 0
       || read_int (cpu, "period", where, "cpu", 0, 1000000, &res->cpu.period, err) < 0
       || read_int (cpu, "burst", where, "cpu", 0, INT64_MAX, &res->cpu.burst, err) < 0
       || read_int (cpu, "idle", where, "cpu", 0, 1, &res->cpu.idle, err) < 0
-      || read_int (cpu, "realtimeRuntime", where, "cpu", INT64_MIN, INT64_MAX, &rt_runtime, err) < 0
-      || read_int (cpu, "realtimePeriod", where, "cpu", INT64_MIN, INT64_MAX, &rt_period, err) < 0
+      || read_int (cpu, "realtimeRuntime", where, "cpu", -1, INT64_MAX, &res->cpu.rt_runtime, err) < 0
+      || read_int (cpu, "realtimePeriod", where, "cpu", 0, INT64_MAX, &res->cpu.rt_period, err) < 0
       || read_cpu_list (cpu, "cpus", where, &res->cpu.cpus, err) < 0
       || read_cpu_list (cpu, "mems", where, &res->cpu.mems, err) < 0)
     return -1;
@@ -197,14 +204,14 @@ parse_cpu (json_t *cpu, const char *where, struct cgroup_resources *res, struct 
   zero_unsets (&res->cpu.quota);
   zero_unsets (&res->cpu.period);
   if (res->cpu.shares.set && res->cpu.shares.value < 2)
-    return field_error (err, where, "cpu.shares", "must be between 2 and 262144");
+    return cgroup_field_error (err, where, "cpu.shares", "must be between 2 and 262144");
   if (res->cpu.quota.set && res->cpu.quota.value > 0 && res->cpu.quota.value < 1000)
-    return field_error (err, where, "cpu.quota", "must be -1 (no limit) or at least 1000 (microseconds)");
+    return cgroup_field_error (err, where, "cpu.quota",
+                               "must be -1 (no limit) or at least 1000 (microseconds)");
   if (res->cpu.period.set && res->cpu.period.value < 1000)
-    return field_error (err, where, "cpu.period", "must be between 1000 and 1000000 (microseconds)");
-  if ((rt_runtime.set && rt_runtime.value != 0) || (rt_period.set && rt_period.value != 0))
-    return field_error (err, where, rt_runtime.set ? "cpu.realtimeRuntime" : "cpu.realtimePeriod",
-                        "cannot apply: real-time bandwidth exists only in cgroup v1");
+    return cgroup_field_error (err, where, "cpu.period", "must be between 1000 and 1000000 (microseconds)");
+  zero_unsets (&res->cpu.rt_runtime);
+  zero_unsets (&res->cpu.rt_period);
   return 0;
 }
 
@@ -254,7 +261,7 @@ parse_io_devices (json_t *list, const char *where, const char *key, const char *
                < 0)
       return -1;
     if (!major.set || !minor.set)
-      return field_error (err, where, at, "major and minor are required");
+      return cgroup_field_error (err, where, at, "major and minor are required");
     warn_ignored (item, where, at, "leafWeight", "cgroup v2 has no leaf weights");
     if (!value.set)
       continue; /* a weightDevice entry with only a leafWeight */
@@ -272,7 +279,7 @@ parse_block_io (json_t *io, const char *where, struct cgroup_resources *res, str
     return -1;
   zero_unsets (&res->io.weight);
   if (res->io.weight.set && res->io.weight.value < 10)
-    return field_error (err, where, "blockIO.weight", "must be between 10 and 1000");
+    return cgroup_field_error (err, where, "blockIO.weight", "must be between 10 and 1000");
   warn_ignored (io, where, "blockIO", "leafWeight", "cgroup v2 has no leaf weights");
   if (parse_io_devices (member (io, "weightDevice"), where, "weightDevice", "weight", &res->io.weight_devices,
                         &res->io.n_weight_devices, err)
@@ -316,9 +323,9 @@ parse_hugepages (json_t *list, const char *where, struct cgroup_resources *res, 
         || read_int (item, "limit", where, at, 0, INT64_MAX, &limit, err) < 0)
       return -1;
     if (!json_is_string (size) || !valid_page_size (json_string_value (size)))
-      return field_error (err, where, at, "pageSize must be a size like `2MB` or `1GB`");
+      return cgroup_field_error (err, where, at, "pageSize must be a size like `2MB` or `1GB`");
     if (!limit.set)
-      return field_error (err, where, at, "limit is required");
+      return cgroup_field_error (err, where, at, "limit is required");
     res->hugepages[res->n_hugepages].page_size = xstrdup (json_string_value (size));
     res->hugepages[res->n_hugepages++].limit = (uint64_t) limit.value;
   }
@@ -340,7 +347,7 @@ parse_rdma (json_t *rdma, const char *where, struct cgroup_resources *res, struc
     struct cgroup_rdma_limit *limit = &res->rdma[res->n_rdma];
 
     if (*device == '\0' || strpbrk (device, " \n/="))
-      return field_error (err, where, "rdma", "`%s` is not a device name", device);
+      return cgroup_field_error (err, where, "rdma", "`%s` is not a device name", device);
     if (want_section (limits, where, at, false, err) < 0
         || read_int (limits, "hcaHandles", where, at, 0, UINT32_MAX, &limit->handles, err) < 0
         || read_int (limits, "hcaObjects", where, at, 0, UINT32_MAX, &limit->objects, err) < 0)
@@ -409,15 +416,15 @@ parse_device_rule (json_t *item, const char *where, size_t index, struct cgroup_
       || read_int (item, "minor", where, at, -1, UINT32_MAX, &minor, err) < 0)
     return -1;
   if (!json_is_boolean (member (item, "allow")))
-    return field_error (err, where, at, "allow (true or false) is required");
+    return cgroup_field_error (err, where, at, "allow (true or false) is required");
   allow = json_is_true (member (item, "allow"));
   if (type
       && (!json_is_string (type) || strlen (json_string_value (type)) != 1
           || !strchr ("acb", json_string_value (type)[0])))
-    return field_error (err, where, at, "type must be `a`, `c` or `b`");
+    return cgroup_field_error (err, where, at, "type must be `a`, `c` or `b`");
   if (access
       && (!json_is_string (access) || json_string_value (access)[strspn (json_string_value (access), "rwm")]))
-    return field_error (err, where, at, "access may only contain r, w and m");
+    return cgroup_field_error (err, where, at, "access may only contain r, w and m");
   *rule = (struct cgroup_device_rule){
     .allow = allow,
     .type = type ? json_string_value (type)[0] : 'a',
@@ -452,17 +459,41 @@ parse_devices (json_t *list, const char *where, struct cgroup_resources *res, st
 }
 
 static int
-parse_network (json_t *network, const char *where, struct husk_error **err)
+parse_priorities (json_t *list, const char *where, struct cgroup_resources *res, struct husk_error **err)
 {
-  if (want_section (network, where, "network", false, err) < 0)
+  json_t *item;
+  size_t i;
+
+  if (list == NULL)
+    return 0;
+  if (want_section (list, where, "network.priorities", true, err) < 0)
     return -1;
-  if (member (network, "classID")
-      || (member (network, "priorities") && json_array_size (member (network, "priorities")) > 0))
-    return husk_error_make (err, 0,
-                            "%s.network: cannot apply: the net_cls and net_prio controllers exist only in "
-                            "cgroup v1",
-                            where);
+  res->network.priorities = xcalloc (json_array_size (list) + 1, sizeof *res->network.priorities);
+  json_array_foreach (list, i, item)
+  {
+    cleanup_free char *at = xasprintf ("network.priorities[%zu]", i);
+    struct cgroup_value priority = { 0 };
+    json_t *name = member (item, "name");
+
+    if (want_section (item, where, at, false, err) < 0
+        || read_int (item, "priority", where, at, 0, UINT32_MAX, &priority, err) < 0)
+      return -1;
+    if (!json_is_string (name) || json_string_length (name) == 0
+        || strpbrk (json_string_value (name), " \n/"))
+      return cgroup_field_error (err, where, at, "name must be a network interface name");
+    res->network.priorities[res->network.n_priorities++]
+        = (struct cgroup_net_priority){ xstrdup (json_string_value (name)), (uint32_t) priority.value };
+  }
   return 0;
+}
+
+static int
+parse_network (json_t *network, const char *where, struct cgroup_resources *res, struct husk_error **err)
+{
+  if (want_section (network, where, "network", false, err) < 0
+      || read_int (network, "classID", where, "network", 0, UINT32_MAX, &res->network.class_id, err) < 0)
+    return -1;
+  return parse_priorities (member (network, "priorities"), where, res, err);
 }
 
 typedef int (*section_parser) (json_t *section, const char *where, struct cgroup_resources *res,
@@ -481,6 +512,7 @@ static const struct
   { "rdma", parse_rdma },
   { "unified", parse_unified },
   { "devices", parse_devices },
+  { "network", parse_network },
 };
 
 int
@@ -501,11 +533,6 @@ cgroup_resources_parse (json_t *resources, const char *where, struct cgroup_reso
           cgroup_resources_clear (out);
           return -1;
         }
-    }
-  if (member (resources, "network") && parse_network (member (resources, "network"), where, err) < 0)
-    {
-      cgroup_resources_clear (out);
-      return -1;
     }
   return 0;
 }
@@ -532,6 +559,9 @@ cgroup_resources_clear (struct cgroup_resources *res)
     }
   free (res->unified);
   free (res->devices);
+  for (size_t i = 0; i < res->network.n_priorities; i++)
+    free (res->network.priorities[i].interface);
+  free (res->network.priorities);
   memset (res, 0, sizeof *res);
 }
 
@@ -542,38 +572,23 @@ cgroup_resources_has_limits (const struct cgroup_resources *res)
 
   for (int t = 0; t < CGROUP_THROTTLE_COUNT; t++)
     throttles += res->io.n_throttle[t];
-  return res->memory.limit.set || res->memory.reservation.set || res->memory.swap.set || res->cpu.shares.set
-         || res->cpu.weight.set || res->cpu.quota.set || res->cpu.period.set || res->cpu.burst.set
-         || res->cpu.idle.set || res->cpu.cpus || res->cpu.mems || res->pids_limit.set || res->io.weight.set
-         || res->io.n_weight_devices || throttles || res->n_hugepages || res->n_rdma || res->n_unified;
+  return res->memory.limit.set || res->memory.reservation.set || res->memory.swap.set
+         || res->memory.kernel.set || res->memory.kernel_tcp.set || res->memory.swappiness.set
+         || res->memory.disable_oom_killer || res->cpu.shares.set || res->cpu.weight.set || res->cpu.quota.set
+         || res->cpu.period.set || res->cpu.burst.set || res->cpu.idle.set || res->cpu.rt_runtime.set
+         || res->cpu.rt_period.set || res->cpu.cpus || res->cpu.mems || res->pids_limit.set
+         || res->io.weight.set || res->io.n_weight_devices || throttles || res->n_hugepages || res->n_rdma
+         || res->n_unified || res->network.class_id.set || res->network.n_priorities;
 }
 
 /* ------------------------------------------------------------ the plan */
-
-/* One write into the cgroup.  KEYED files (io.max, rdma.max...) hold a
- * line per device; VALUE starts with the device. */
-struct cgroup_write
-{
-  char *file, *value, *field;
-  char *controller; /* NULL: core cgroup file */
-  bool keyed;
-  bool unified;    /* from linux.resources.unified: a missing file is an unknown key */
-  char *old_value; /* for undo, read just before writing */
-};
-
-struct cgroup_plan
-{
-  const char *path;
-  const char *where;
-  struct cgroup_write *writes;
-  size_t n, cap;
-};
 
 static void
 plan_clear (struct cgroup_plan *plan)
 {
   for (size_t i = 0; i < plan->n; i++)
     {
+      free (plan->writes[i].dir);
       free (plan->writes[i].file);
       free (plan->writes[i].value);
       free (plan->writes[i].field);
@@ -585,11 +600,9 @@ plan_clear (struct cgroup_plan *plan)
 
 #define cleanup_plan __attribute__ ((cleanup (plan_clear)))
 
-static void plan_add (struct cgroup_plan *plan, const char *field, const char *file, bool keyed,
-                      const char *fmt, ...) __attribute__ ((format (printf, 5, 6)));
-
-static void
-plan_add (struct cgroup_plan *plan, const char *field, const char *file, bool keyed, const char *fmt, ...)
+void
+cgroup_plan_add (struct cgroup_plan *plan, const char *field, const char *file, bool keyed, const char *fmt,
+                 ...)
 {
   struct cgroup_write *w;
   va_list ap;
@@ -600,6 +613,7 @@ plan_add (struct cgroup_plan *plan, const char *field, const char *file, bool ke
         = xrealloc (plan->writes, (plan->cap = plan->cap ? plan->cap * 2 : 16) * sizeof *plan->writes);
   w = &plan->writes[plan->n++];
   memset (w, 0, sizeof *w);
+  w->dir = plan->dir ? xstrdup (plan->dir) : NULL;
   w->file = xstrdup (file);
   w->field = xasprintf ("%s.%s", plan->where, field);
   w->keyed = keyed;
@@ -613,9 +627,9 @@ plan_add (struct cgroup_plan *plan, const char *field, const char *file, bool ke
 
 /* The first line of a one-value cgroup file, NULL when it is missing. */
 static char *
-read_value (const char *path, const char *file)
+read_value (const char *dir, const char *file)
 {
-  char *content = cgroup_read_file (path, file);
+  char *content = cgroup_read_file (dir, file);
 
   if (content)
     content[strcspn (content, "\n")] = '\0';
@@ -623,11 +637,26 @@ read_value (const char *path, const char *file)
 }
 
 static bool
-exists_in (const char *path, const char *file)
+exists_in (const char *dir, const char *file)
 {
-  cleanup_free char *full = xasprintf ("%s/%s", path, file);
+  cleanup_free char *full = NULL;
 
+  if (dir == NULL)
+    return false;
+  full = xasprintf ("%s/%s", dir, file);
   return access (full, F_OK) == 0;
+}
+
+char *
+cgroup_plan_read (const struct cgroup_plan *plan, const char *file)
+{
+  return read_value (plan->dir, file);
+}
+
+bool
+cgroup_plan_has (const struct cgroup_plan *plan, const char *file)
+{
+  return exists_in (plan->dir, file);
 }
 
 /* memory.max as a number; -1 for "max" or unknown. */
@@ -654,22 +683,23 @@ plan_swap (struct cgroup_plan *plan, const struct cgroup_resources *res, struct 
     {
       /* Memory unlimited: swap unlimited too, as v1 would have it. */
       if (res->memory.limit.set && res->memory.limit.value == -1)
-        plan_add (plan, "memory.limit", "memory.swap.max", false, "max");
+        cgroup_plan_add (plan, "memory.limit", "memory.swap.max", false, "max");
       return 0;
     }
   if (swap == -1)
     {
-      plan_add (plan, "memory.swap", "memory.swap.max", false, "max");
+      cgroup_plan_add (plan, "memory.swap", "memory.swap.max", false, "max");
       return 0;
     }
-  limit = res->memory.limit.set ? res->memory.limit.value : current_memory_limit (plan->path);
+  limit = res->memory.limit.set ? res->memory.limit.value : current_memory_limit (plan->dir);
   if (limit == -1)
-    return field_error (err, plan->where, "memory.swap", "needs a memory limit (swap is memory plus swap)");
+    return cgroup_field_error (err, plan->where, "memory.swap",
+                               "needs a memory limit (swap is memory plus swap)");
   if (swap < limit)
-    return field_error (err, plan->where, "memory.swap",
-                        "%lld is less than the memory limit %lld (swap is memory plus swap)",
-                        (long long) swap, (long long) limit);
-  plan_add (plan, "memory.swap", "memory.swap.max", false, "%lld", (long long) (swap - limit));
+    return cgroup_field_error (err, plan->where, "memory.swap",
+                               "%lld is less than the memory limit %lld (swap is memory plus swap)",
+                               (long long) swap, (long long) limit);
+  cgroup_plan_add (plan, "memory.swap", "memory.swap.max", false, "%lld", (long long) (swap - limit));
   return 0;
 }
 
@@ -679,13 +709,21 @@ plan_memory (struct cgroup_plan *plan, const struct cgroup_resources *res, struc
   const struct cgroup_value *limit = &res->memory.limit, *low = &res->memory.reservation;
 
   if (limit->set && limit->value == -1)
-    plan_add (plan, "memory.limit", "memory.max", false, "max");
+    cgroup_plan_add (plan, "memory.limit", "memory.max", false, "max");
   else if (limit->set)
-    plan_add (plan, "memory.limit", "memory.max", false, "%lld", (long long) limit->value);
+    cgroup_plan_add (plan, "memory.limit", "memory.max", false, "%lld", (long long) limit->value);
   if (low->set && low->value == -1)
-    plan_add (plan, "memory.reservation", "memory.low", false, "max");
+    cgroup_plan_add (plan, "memory.reservation", "memory.low", false, "max");
   else if (low->set)
-    plan_add (plan, "memory.reservation", "memory.low", false, "%lld", (long long) low->value);
+    cgroup_plan_add (plan, "memory.reservation", "memory.low", false, "%lld", (long long) low->value);
+  if (res->memory.kernel.set)
+    husk_warn ("%s.memory.kernel: ignored: kernel memory is always accounted in cgroup v2", plan->where);
+  if (res->memory.kernel_tcp.set)
+    husk_warn ("%s.memory.kernelTCP: ignored: TCP memory is always accounted in cgroup v2", plan->where);
+  if (res->memory.swappiness.set)
+    husk_warn ("%s.memory.swappiness: ignored: cgroup v2 has no per-cgroup swappiness", plan->where);
+  if (res->memory.disable_oom_killer)
+    husk_warn ("%s.memory.disableOOMKiller: ignored: cgroup v2 cannot disable the OOM killer", plan->where);
   return plan_swap (plan, res, err);
 }
 
@@ -701,14 +739,14 @@ static int
 plan_cpu (struct cgroup_plan *plan, const struct cgroup_resources *res, struct husk_error **err)
 {
   if (res->cpu.weight.set)
-    plan_add (plan, "cpu.weight", "cpu.weight", false, "%lld", (long long) res->cpu.weight.value);
+    cgroup_plan_add (plan, "cpu.weight", "cpu.weight", false, "%lld", (long long) res->cpu.weight.value);
   else if (res->cpu.shares.set)
-    plan_add (plan, "cpu.shares", "cpu.weight", false, "%lld",
-              (long long) shares_to_weight (res->cpu.shares.value));
+    cgroup_plan_add (plan, "cpu.shares", "cpu.weight", false, "%lld",
+                     (long long) shares_to_weight (res->cpu.shares.value));
   if (res->cpu.quota.set || res->cpu.period.set)
     {
       /* cpu.max is "QUOTA PERIOD": keep the half that is not changed. */
-      cleanup_free char *current = read_value (plan->path, "cpu.max");
+      cleanup_free char *current = cgroup_plan_read (plan, "cpu.max");
       char quota[32] = "max", period[32] = "100000";
 
       if (current && sscanf (current, "%31s %31s", quota, period) < 1)
@@ -719,17 +757,29 @@ plan_cpu (struct cgroup_plan *plan, const struct cgroup_resources *res, struct h
         snprintf (quota, sizeof quota, "%lld", (long long) res->cpu.quota.value);
       if (res->cpu.period.set)
         snprintf (period, sizeof period, "%lld", (long long) res->cpu.period.value);
-      plan_add (plan, res->cpu.quota.set ? "cpu.quota" : "cpu.period", "cpu.max", false, "%s %s", quota,
-                period);
+      cgroup_plan_add (plan, res->cpu.quota.set ? "cpu.quota" : "cpu.period", "cpu.max", false, "%s %s",
+                       quota, period);
     }
   if (res->cpu.burst.set)
-    plan_add (plan, "cpu.burst", "cpu.max.burst", false, "%lld", (long long) res->cpu.burst.value);
+    cgroup_plan_add (plan, "cpu.burst", "cpu.max.burst", false, "%lld", (long long) res->cpu.burst.value);
   if (res->cpu.idle.set)
-    plan_add (plan, "cpu.idle", "cpu.idle", false, "%lld", (long long) res->cpu.idle.value);
+    cgroup_plan_add (plan, "cpu.idle", "cpu.idle", false, "%lld", (long long) res->cpu.idle.value);
+  if (res->cpu.rt_runtime.set || res->cpu.rt_period.set)
+    return cgroup_field_error (err, plan->where,
+                               res->cpu.rt_runtime.set ? "cpu.realtimeRuntime" : "cpu.realtimePeriod",
+                               "cannot apply: real-time bandwidth exists only in cgroup v1");
+  return 0;
+}
+
+/* The same files on v1 and v2. */
+static int
+plan_cpuset (struct cgroup_plan *plan, const struct cgroup_resources *res, struct husk_error **err)
+{
+  (void) err;
   if (res->cpu.cpus)
-    plan_add (plan, "cpu.cpus", "cpuset.cpus", false, "%s", res->cpu.cpus);
+    cgroup_plan_add (plan, "cpu.cpus", "cpuset.cpus", false, "%s", res->cpu.cpus);
   if (res->cpu.mems)
-    plan_add (plan, "cpu.mems", "cpuset.mems", false, "%s", res->cpu.mems);
+    cgroup_plan_add (plan, "cpu.mems", "cpuset.mems", false, "%s", res->cpu.mems);
   return 0;
 }
 
@@ -755,27 +805,27 @@ plan_io_throttles (struct cgroup_plan *plan, const struct cgroup_resources *res)
 
         if (dev->value > 0)
           snprintf (rate, sizeof rate, "%llu", (unsigned long long) dev->value);
-        plan_add (plan, field, "io.max", true, "%lld:%lld %s=%s", (long long) dev->major,
-                  (long long) dev->minor, keys[t], rate);
+        cgroup_plan_add (plan, field, "io.max", true, "%lld:%lld %s=%s", (long long) dev->major,
+                         (long long) dev->minor, keys[t], rate);
       }
 }
 
 static int
 plan_io (struct cgroup_plan *plan, const struct cgroup_resources *res, struct husk_error **err)
 {
-  bool bfq = exists_in (plan->path, "io.bfq.weight");
+  bool bfq = cgroup_plan_has (plan, "io.bfq.weight");
   const char *file = bfq ? "io.bfq.weight" : "io.weight";
 
   if (res->io.weight.set)
-    plan_add (plan, "blockIO.weight", file, false, "%s%lld", bfq ? "" : "default ",
-              (long long) io_weight (bfq, (uint64_t) res->io.weight.value));
+    cgroup_plan_add (plan, "blockIO.weight", file, false, "%s%lld", bfq ? "" : "default ",
+                     (long long) io_weight (bfq, (uint64_t) res->io.weight.value));
   for (size_t i = 0; i < res->io.n_weight_devices; i++)
     {
       const struct cgroup_io_device *dev = &res->io.weight_devices[i];
       cleanup_free char *field = xasprintf ("blockIO.weightDevice[%zu]", i);
 
-      plan_add (plan, field, file, true, "%lld:%lld %lld", (long long) dev->major, (long long) dev->minor,
-                (long long) io_weight (bfq, dev->value));
+      cgroup_plan_add (plan, field, file, true, "%lld:%lld %lld", (long long) dev->major,
+                       (long long) dev->minor, (long long) io_weight (bfq, dev->value));
     }
   plan_io_throttles (plan, res);
   return 0;
@@ -814,16 +864,16 @@ plan_hugepages (struct cgroup_plan *plan, const struct cgroup_resources *res, st
       cleanup_free char *file = xasprintf ("hugetlb.%s.max", hp->page_size);
       cleanup_free char *rsvd = xasprintf ("hugetlb.%s.rsvd.max", hp->page_size);
 
-      if (cgroup_has_controller (plan->path, "hugetlb") && !exists_in (plan->path, file))
+      if (cgroup_has_controller (plan->dir, "hugetlb") && !cgroup_plan_has (plan, file))
         {
-          cleanup_free char *sizes = hugepage_sizes (plan->path);
-          return field_error (err, plan->where, field, "the kernel has no %s huge pages (it has: %s)",
-                              hp->page_size, *sizes ? sizes : "none");
+          cleanup_free char *sizes = hugepage_sizes (plan->dir);
+          return cgroup_field_error (err, plan->where, field, "the kernel has no %s huge pages (it has: %s)",
+                                     hp->page_size, *sizes ? sizes : "none");
         }
-      plan_add (plan, field, file, false, "%llu", (unsigned long long) hp->limit);
+      cgroup_plan_add (plan, field, file, false, "%llu", (unsigned long long) hp->limit);
       /* Reservations count against the limit too, or mmap could overcommit. */
-      if (exists_in (plan->path, rsvd))
-        plan_add (plan, field, rsvd, false, "%llu", (unsigned long long) hp->limit);
+      if (cgroup_plan_has (plan, rsvd))
+        cgroup_plan_add (plan, field, rsvd, false, "%llu", (unsigned long long) hp->limit);
     }
   return 0;
 }
@@ -841,7 +891,7 @@ plan_rdma (struct cgroup_plan *plan, const struct cgroup_resources *res, struct 
         snprintf (handles, sizeof handles, " hca_handle=%lld", (long long) rdma->handles.value);
       if (rdma->objects.set)
         snprintf (objects, sizeof objects, " hca_object=%lld", (long long) rdma->objects.value);
-      plan_add (plan, field, "rdma.max", true, "%s%s%s", rdma->device, handles, objects);
+      cgroup_plan_add (plan, field, "rdma.max", true, "%s%s%s", rdma->device, handles, objects);
     }
   return 0;
 }
@@ -852,35 +902,107 @@ plan_unified (struct cgroup_plan *plan, const struct cgroup_resources *res, stru
   for (size_t i = 0; i < res->n_unified; i++)
     {
       cleanup_free char *field = xasprintf ("unified.%s", res->unified[i].key);
-      plan_add (plan, field, res->unified[i].key, false, "%s", res->unified[i].value);
+      cgroup_plan_add (plan, field, res->unified[i].key, false, "%s", res->unified[i].value);
       plan->writes[plan->n - 1].unified = true;
     }
   return 0;
 }
 
+/* net_cls and net_prio exist only in v1, with these files. */
+static int
+plan_net_cls (struct cgroup_plan *plan, const struct cgroup_resources *res, struct husk_error **err)
+{
+  (void) err;
+  if (res->network.class_id.set)
+    cgroup_plan_add (plan, "network.classID", "net_cls.classid", false, "%lld",
+                     (long long) res->network.class_id.value);
+  return 0;
+}
+
+static int
+plan_net_prio (struct cgroup_plan *plan, const struct cgroup_resources *res, struct husk_error **err)
+{
+  (void) err;
+  for (size_t i = 0; i < res->network.n_priorities; i++)
+    {
+      cleanup_free char *field = xasprintf ("network.priorities[%zu]", i);
+      cgroup_plan_add (plan, field, "net_prio.ifpriomap", true, "%s %u", res->network.priorities[i].interface,
+                       res->network.priorities[i].priority);
+    }
+  return 0;
+}
+
+/* The same file on v1 and v2. */
 static int
 plan_pids (struct cgroup_plan *plan, const struct cgroup_resources *res, struct husk_error **err)
 {
   if (res->pids_limit.set && res->pids_limit.value == -1)
-    plan_add (plan, "pids.limit", "pids.max", false, "max");
+    cgroup_plan_add (plan, "pids.limit", "pids.max", false, "max");
   else if (res->pids_limit.set)
-    plan_add (plan, "pids.limit", "pids.max", false, "%lld", (long long) res->pids_limit.value);
+    cgroup_plan_add (plan, "pids.limit", "pids.max", false, "%lld", (long long) res->pids_limit.value);
   return 0;
 }
 
-typedef int (*plan_step) (struct cgroup_plan *plan, const struct cgroup_resources *res,
-                          struct husk_error **err);
-
-/* In this order; unified last so that it overrides. */
-static const plan_step plan_steps[] = {
-  plan_memory, plan_cpu, plan_pids, plan_io, plan_hugepages, plan_rdma, plan_unified,
+/* Each controller's steps, in this order; unified last so that it
+ * overrides.  CONTROLLER NULL: the unified directory itself. */
+static const struct
+{
+  const char *controller;
+  cgroup_plan_step v2, v1;
+} plan_sections[] = {
+  { "memory", plan_memory, cgroup_plan_v1_memory },
+  { "cpu", plan_cpu, cgroup_plan_v1_cpu },
+  { "cpuset", plan_cpuset, plan_cpuset },
+  { "pids", plan_pids, plan_pids },
+  { "io", plan_io, cgroup_plan_v1_blkio },
+  { "hugetlb", plan_hugepages, cgroup_plan_v1_hugetlb },
+  { "rdma", plan_rdma, plan_rdma },
+  { "net_cls", plan_net_cls, plan_net_cls },
+  { "net_prio", plan_net_prio, plan_net_prio },
+  { NULL, plan_unified, plan_unified },
 };
+
+/* The unified directory of the container cgroup, NULL without one. */
+static enum cgroup_version
+locate_unified (const char *path, char **dir)
+{
+  const char *name = cgroup_name (path);
+
+  *dir = NULL;
+  if (name == NULL)
+    *dir = xstrdup (path);
+  else if (cgroup_unified_mount ())
+    *dir = xasprintf ("%s%s", cgroup_unified_mount (), name);
+  return *dir ? CGROUP_V2 : CGROUP_NONE;
+}
+
+static int
+build_section (struct cgroup_plan *plan, size_t section, const struct cgroup_resources *res,
+               struct husk_error **err)
+{
+  const char *controller = plan_sections[section].controller;
+  cleanup_free char *dir = NULL;
+  enum cgroup_version version
+      = controller ? cgroup_locate (plan->path, controller, &dir) : locate_unified (plan->path, &dir);
+  size_t before = plan->n;
+
+  plan->dir = dir;
+  if ((version == CGROUP_V1 ? plan_sections[section].v1 : plan_sections[section].v2) (plan, res, err) < 0)
+    return -1;
+  plan->dir = NULL;
+  if (version != CGROUP_NONE || plan->n == before)
+    return 0;
+  if (controller == NULL)
+    return husk_error_make (err, 0, "%s.unified: cannot apply: this host has no cgroup v2 hierarchy",
+                            plan->where);
+  return cgroup_controller_error (plan->path, plan->writes[before].field, controller, err);
+}
 
 static int
 build_plan (struct cgroup_plan *plan, const struct cgroup_resources *res, struct husk_error **err)
 {
-  for (size_t i = 0; i < sizeof plan_steps / sizeof plan_steps[0]; i++)
-    if (plan_steps[i](plan, res, err) < 0)
+  for (size_t i = 0; i < sizeof plan_sections / sizeof plan_sections[0]; i++)
+    if (build_section (plan, i, res, err) < 0)
       return -1;
   return 0;
 }
@@ -890,7 +1012,8 @@ build_plan (struct cgroup_plan *plan, const struct cgroup_resources *res, struct
 static int
 check_write (const struct cgroup_plan *plan, const struct cgroup_write *w, struct husk_error **err)
 {
-  if (w->controller && !cgroup_has_controller (plan->path, w->controller))
+  /* A v1 directory is its controller's own hierarchy. */
+  if (w->controller && !cgroup_is_v1_dir (w->dir) && !cgroup_has_controller (w->dir, w->controller))
     {
       /* A unified key naming no controller at all is simply unknown. */
       static const char *const known[]
@@ -900,15 +1023,15 @@ check_write (const struct cgroup_plan *plan, const struct cgroup_write *w, struc
       for (size_t i = 0; i < sizeof known / sizeof known[0] && !is_controller; i++)
         is_controller = strcmp (known[i], w->controller) == 0;
       if (is_controller)
-        return cgroup_controller_error (plan->path, w->field, w->controller, err);
+        return cgroup_controller_error (w->dir, w->field, w->controller, err);
     }
-  if (exists_in (plan->path, w->file))
+  if (exists_in (w->dir, w->file))
     return 0;
   if (w->unified)
     return husk_error_make (err, 0, "%s.unified: unknown key `%s` (no such file in cgroup `%s`)", plan->where,
-                            w->file, plan->path);
+                            w->file, w->dir);
   return husk_error_make (err, 0, "%s: cannot apply: `%s` does not exist in cgroup `%s`", w->field, w->file,
-                          plan->path);
+                          w->dir);
 }
 
 /* memory.checkBeforeUpdate: a limit below the current usage is refused. */
@@ -917,17 +1040,21 @@ check_memory_usage (const struct cgroup_plan *plan, const struct cgroup_resource
                     struct husk_error **err)
 {
   cleanup_free char *current = NULL;
+  cleanup_free char *dir = NULL;
   long long usage;
 
   if (!res->memory.check_before_update || !res->memory.limit.set || res->memory.limit.value == -1)
     return 0;
-  current = read_value (plan->path, "memory.current");
+  if (cgroup_locate (plan->path, "memory", &dir) == CGROUP_V1)
+    current = read_value (dir, "memory.usage_in_bytes");
+  else
+    current = read_value (dir, "memory.current");
   if (current == NULL || husk_parse_int64 (current, 0, INT64_MAX, &usage) < 0)
     return 0;
   if (res->memory.limit.value < usage)
-    return field_error (err, plan->where, "memory.limit",
-                        "%lld is below the current usage %lld (memory.checkBeforeUpdate is set)",
-                        (long long) res->memory.limit.value, usage);
+    return cgroup_field_error (err, plan->where, "memory.limit",
+                               "%lld is below the current usage %lld (memory.checkBeforeUpdate is set)",
+                               (long long) res->memory.limit.value, usage);
   return 0;
 }
 
@@ -963,6 +1090,9 @@ undo_value (const struct cgroup_write *w)
     return xasprintf ("%.*s rbps=max wbps=max riops=max wiops=max", (int) key_len, w->value);
   if (strcmp (w->file, "rdma.max") == 0)
     return xasprintf ("%.*s hca_handle=max hca_object=max", (int) key_len, w->value);
+  /* v1 throttles and weights: 0 removes the device's line. */
+  if (husk_str_has_prefix (w->file, "blkio.") || husk_str_has_prefix (w->file, "net_prio."))
+    return xasprintf ("%.*s 0", (int) key_len, w->value);
   return xasprintf ("%.*s default", (int) key_len, w->value);
 }
 
@@ -972,10 +1102,13 @@ undo_writes (const struct cgroup_plan *plan, size_t done)
   while (done-- > 0)
     {
       const struct cgroup_write *w = &plan->writes[done];
-      cleanup_free char *value = undo_value (w);
+      cleanup_free char *value = NULL;
       struct husk_error *ignored = NULL;
 
-      if (write_value (plan->path, w->file, value, &ignored) < 0)
+      if (w->no_undo)
+        continue;
+      value = undo_value (w);
+      if (write_value (w->dir, w->file, value, &ignored) < 0)
         {
           husk_debug ("undo %s: %s", w->field, ignored->msg);
           husk_error_free (&ignored);
@@ -989,11 +1122,11 @@ execute_plan (struct cgroup_plan *plan, struct husk_error **err)
   for (size_t i = 0; i < plan->n; i++)
     {
       struct cgroup_write *w = &plan->writes[i];
-      cleanup_free char *full = xasprintf ("%s/%s", plan->path, w->file);
+      cleanup_free char *full = xasprintf ("%s/%s", w->dir, w->file);
 
       if (husk_read_file (full, &w->old_value, NULL, NULL) == 0 && !w->keyed)
         w->old_value[strcspn (w->old_value, "\n")] = '\0';
-      if (write_value (plan->path, w->file, w->value, err) < 0)
+      if (write_value (w->dir, w->file, w->value, err) < 0)
         {
           husk_error_wrap (err, "%s", w->field);
           undo_writes (plan, i);
@@ -1003,27 +1136,87 @@ execute_plan (struct cgroup_plan *plan, struct husk_error **err)
   return 0;
 }
 
+/* Where no hierarchy has a devices controller and there is no cgroup v2
+ * for a filter, only rules that allow everything can be honoured. */
+static int
+check_devices_unenforceable (const struct cgroup_resources *res, const char *where, struct husk_error **err)
+{
+  size_t n_all = 0, n_insns = 0;
+  cleanup_free struct cgroup_device_rule *all
+      = cgroup_device_rules_with_defaults (res->devices, res->n_devices, &n_all);
+  cleanup_free struct bpf_insn *insns = NULL;
+  bool allow_all;
+
+  cgroup_device_program (all, n_all, &insns, &n_insns, &allow_all);
+  if (allow_all)
+    return 0;
+  return husk_error_make (err, 0,
+                          "%s.devices: cannot enforce the device rules: this host has neither a cgroup v1 "
+                          "devices controller nor a cgroup v2 hierarchy for a device filter",
+                          where);
+}
+
+/* The device rules: written by the plan on v1; on v2 a filter program
+ * loaded now and attached once the plan is written (*DIR). */
+static int
+plan_devices (struct cgroup_plan *plan, const struct cgroup_resources *res, int *prog_fd, char **dir,
+              struct husk_error **err)
+{
+  if (!res->has_devices)
+    return 0;
+  switch (cgroup_locate (plan->path, "devices", dir))
+    {
+    case CGROUP_V1:
+      plan->dir = *dir;
+      if (cgroup_plan_v1_devices (plan, res, err) < 0)
+        return -1;
+      plan->dir = NULL;
+      free (steal_pointer (dir));
+      return 0;
+    case CGROUP_V2:
+      if (cgroup_devices_prepare (res->devices, res->n_devices, prog_fd, err) < 0)
+        return husk_error_wrap (err, "%s.devices", plan->where);
+      return 0;
+    default:
+      return check_devices_unenforceable (res, plan->where, err);
+    }
+}
+
 int
 cgroup_resources_write (const char *path, const struct cgroup_resources *res, struct husk_error **err)
 {
   cleanup_plan struct cgroup_plan plan
       = { .path = path, .where = res->where ? res->where : "linux.resources" };
   cleanup_close int prog_fd = -1;
+  cleanup_free char *filter_dir = NULL;
 
-  if (build_plan (&plan, res, err) < 0 || check_memory_usage (&plan, res, err) < 0)
+  if (build_plan (&plan, res, err) < 0 || check_memory_usage (&plan, res, err) < 0
+      || plan_devices (&plan, res, &prog_fd, &filter_dir, err) < 0)
     return -1;
   for (size_t i = 0; i < plan.n; i++)
     if (check_write (&plan, &plan.writes[i], err) < 0)
       return -1;
-  if (res->has_devices && cgroup_devices_prepare (res->devices, res->n_devices, &prog_fd, err) < 0)
-    return husk_error_wrap (err, "%s.devices", plan.where);
   if (execute_plan (&plan, err) < 0)
     return -1;
-  if (res->has_devices && cgroup_devices_attach (path, prog_fd, err) < 0)
+  if (filter_dir && cgroup_devices_attach (filter_dir, prog_fd, err) < 0)
     {
       undo_writes (&plan, plan.n);
       return husk_error_wrap (err, "%s.devices", plan.where);
     }
+  return 0;
+}
+
+/* No cgroup at all: what the spec asks for must need none. */
+static int
+check_without_cgroup (const struct cgroup_resources *res, struct husk_error **err)
+{
+  if (cgroup_resources_has_limits (res))
+    return husk_error_make (err, 0,
+                            "%s: cannot apply limits: no cgroup hierarchy is mounted (no cgroup2 at "
+                            "/sys/fs/cgroup or /sys/fs/cgroup/unified, no cgroup v1 controller)",
+                            res->where);
+  if (res->has_devices)
+    return check_devices_unenforceable (res, res->where, err);
   return 0;
 }
 
@@ -1035,7 +1228,7 @@ cgroup_apply_resources (const struct spec *spec, const char *path, struct husk_e
 
   if (cgroup_resources_parse (spec->resources.raw, "linux.resources", &res, err) < 0)
     return -1;
-  ret = cgroup_resources_write (path, &res, err);
+  ret = path ? cgroup_resources_write (path, &res, err) : check_without_cgroup (&res, err);
   cgroup_resources_clear (&res);
   return ret;
 }

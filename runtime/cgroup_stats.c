@@ -1,7 +1,8 @@
-/* Reads a cgroup v2 directory's usage into struct husk_cgroup_stats and
- * prints it as JSON (include/husk/cgroup_stats.h).  Flat "key value"
- * files are read through one table per file, so adding a counter is one
- * line. */
+/* Reads a container cgroup's usage into struct husk_cgroup_stats, each
+ * controller from the hierarchy that holds it (v2 files, or v1's: the
+ * same structure either way), and prints it as JSON
+ * (include/husk/cgroup_stats.h).  Flat "key value" files are read through
+ * one table per file, so adding a counter is one line. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,13 +18,16 @@
 #include "runtime/cgroup.h"
 #include "runtime/state.h"
 
-/* "max" -> HUSK_CGROUP_UNLIMITED. */
+/* "max", and v1's page-rounded LONG_MAX or -1 -> HUSK_CGROUP_UNLIMITED. */
 static uint64_t
 parse_value (const char *text)
 {
-  if (strncmp (text, "max", 3) == 0)
+  uint64_t value;
+
+  if (strncmp (text, "max", 3) == 0 || text[0] == '-')
     return HUSK_CGROUP_UNLIMITED;
-  return strtoull (text, NULL, 10);
+  value = strtoull (text, NULL, 10);
+  return value >= ((uint64_t) INT64_MAX & ~(uint64_t) 0xfff) ? HUSK_CGROUP_UNLIMITED : value;
 }
 
 /* A single-value file; false if absent. */
@@ -72,6 +76,27 @@ static const struct key_field cpu_stat_keys[] = {
   STAT ("nr_throttled", cpu.nr_throttled), STAT ("throttled_usec", cpu.throttled_usec),
 };
 
+/* v1: memory.stat's hierarchical totals, cpu.stat in ns. */
+static const struct key_field memory_v1_stat_keys[] = {
+  STAT ("total_rss", memory.anon),
+  STAT ("total_cache", memory.file),
+  STAT ("total_shmem", memory.shmem),
+  STAT ("total_active_file", memory.active_file),
+  STAT ("total_inactive_file", memory.inactive_file),
+  STAT ("total_pgfault", memory.page_faults),
+  STAT ("total_pgmajfault", memory.major_page_faults),
+};
+
+static const struct key_field memory_v1_oom_keys[] = {
+  STAT ("oom_kill", memory.events_oom_kill),
+};
+
+static const struct key_field cpu_v1_stat_keys[] = {
+  STAT ("nr_periods", cpu.nr_periods),
+  STAT ("nr_throttled", cpu.nr_throttled),
+  STAT ("throttled_time", cpu.throttled_usec),
+};
+
 /* Fills the fields of KEYS from a "key value" per line file. */
 static bool
 read_keyed (const char *path, const char *file, const struct key_field *keys, size_t n_keys,
@@ -96,7 +121,7 @@ read_keyed (const char *path, const char *file, const struct key_field *keys, si
 }
 
 static void
-read_memory (const char *path, struct husk_cgroup_stats *out)
+read_memory_v2 (const char *path, struct husk_cgroup_stats *out)
 {
   out->has_memory = read_value (path, "memory.current", &out->memory.usage);
   if (!out->has_memory)
@@ -105,7 +130,7 @@ read_memory (const char *path, struct husk_cgroup_stats *out)
   out->memory.swap_limit = HUSK_CGROUP_UNLIMITED;
   read_value (path, "memory.max", &out->memory.limit);
   read_value (path, "memory.peak", &out->memory.peak);
-  read_value (path, "memory.swap.current", &out->memory.swap_usage);
+  out->has_swap = read_value (path, "memory.swap.current", &out->memory.swap_usage);
   read_value (path, "memory.swap.max", &out->memory.swap_limit);
   read_keyed (path, "memory.stat", memory_stat_keys, sizeof memory_stat_keys / sizeof memory_stat_keys[0],
               out);
@@ -116,7 +141,7 @@ read_memory (const char *path, struct husk_cgroup_stats *out)
 }
 
 static void
-read_cpu (const char *path, struct husk_cgroup_stats *out)
+read_cpu_v2 (const char *path, struct husk_cgroup_stats *out)
 {
   cleanup_free char *max = NULL;
   char quota[32];
@@ -144,7 +169,7 @@ read_pids (const char *path, struct husk_cgroup_stats *out)
 
 /* io.stat: "MAJ:MIN rbytes=N wbytes=N rios=N wios=N dbytes=N dios=N". */
 static void
-read_io (const char *path, struct husk_cgroup_stats *out)
+read_io_v2 (const char *path, struct husk_cgroup_stats *out)
 {
   cleanup_free char *content = cgroup_read_file (path, "io.stat");
   char *line, *save = NULL;
@@ -181,7 +206,7 @@ read_io (const char *path, struct husk_cgroup_stats *out)
 }
 
 static void
-read_hugetlb (const char *path, struct husk_cgroup_stats *out)
+read_hugetlb_v2 (const char *path, struct husk_cgroup_stats *out)
 {
   cleanup_dir DIR *dir = opendir (path);
   struct dirent *entry;
@@ -215,21 +240,194 @@ read_hugetlb (const char *path, struct husk_cgroup_stats *out)
     }
 }
 
+/* ------------------------------------------------------------------ v1 */
+
+static void
+read_memory_v1 (const char *dir, struct husk_cgroup_stats *out)
+{
+  uint64_t memsw_usage = 0, memsw_limit = HUSK_CGROUP_UNLIMITED;
+
+  out->has_memory = read_value (dir, "memory.usage_in_bytes", &out->memory.usage);
+  if (!out->has_memory)
+    return;
+  out->memory.limit = HUSK_CGROUP_UNLIMITED;
+  out->memory.swap_limit = HUSK_CGROUP_UNLIMITED;
+  read_value (dir, "memory.limit_in_bytes", &out->memory.limit);
+  read_value (dir, "memory.max_usage_in_bytes", &out->memory.peak);
+  read_value (dir, "memory.kmem.usage_in_bytes", &out->memory.kernel);
+  read_value (dir, "memory.kmem.tcp.usage_in_bytes", &out->memory.sock);
+  /* memsw is memory plus swap: the swap alone, as v2 reports it. */
+  out->has_swap = read_value (dir, "memory.memsw.usage_in_bytes", &memsw_usage);
+  if (out->has_swap)
+    out->memory.swap_usage = memsw_usage > out->memory.usage ? memsw_usage - out->memory.usage : 0;
+  if (read_value (dir, "memory.memsw.limit_in_bytes", &memsw_limit) && memsw_limit != HUSK_CGROUP_UNLIMITED
+      && out->memory.limit != HUSK_CGROUP_UNLIMITED)
+    out->memory.swap_limit = memsw_limit > out->memory.limit ? memsw_limit - out->memory.limit : 0;
+  read_keyed (dir, "memory.stat", memory_v1_stat_keys,
+              sizeof memory_v1_stat_keys / sizeof memory_v1_stat_keys[0], out);
+  /* failcnt: how often usage hit the limit, v2's "max" event. */
+  read_value (dir, "memory.failcnt", &out->memory.events_max);
+  read_keyed (dir, "memory.oom_control", memory_v1_oom_keys, 1, out);
+  out->memory.events_oom = out->memory.events_oom_kill;
+  out->memory.working_set
+      = out->memory.usage > out->memory.inactive_file ? out->memory.usage - out->memory.inactive_file : 0;
+}
+
+/* cpuacct.usage in ns; cpuacct.stat in clock ticks. */
+static void
+read_cpuacct_v1 (const char *dir, struct husk_cgroup_stats *out)
+{
+  cleanup_free char *stat = cgroup_read_file (dir, "cpuacct.stat");
+  long ticks = sysconf (_SC_CLK_TCK);
+  unsigned long long user = 0, system = 0;
+  uint64_t usage_ns = 0;
+
+  if (!read_value (dir, "cpuacct.usage", &usage_ns))
+    return;
+  out->has_cpu = true;
+  out->cpu.usage_usec = usage_ns / 1000;
+  if (stat && sscanf (stat, "user %llu system %llu", &user, &system) == 2 && ticks > 0)
+    {
+      out->cpu.user_usec = user * (1000000 / (uint64_t) ticks);
+      out->cpu.system_usec = system * (1000000 / (uint64_t) ticks);
+    }
+}
+
+static void
+read_cpu_v1 (const char *dir, struct husk_cgroup_stats *out)
+{
+  uint64_t shares = 0, quota = HUSK_CGROUP_UNLIMITED;
+
+  read_keyed (dir, "cpu.stat", cpu_v1_stat_keys, sizeof cpu_v1_stat_keys / sizeof cpu_v1_stat_keys[0], out);
+  out->cpu.throttled_usec /= 1000; /* throttled_time is in ns */
+  /* shares onto weight, as v2 would have it */
+  if (read_value (dir, "cpu.shares", &shares) && shares >= 2)
+    out->cpu.weight = 1 + ((shares - 2) * 9999) / 262142;
+  read_value (dir, "cpu.cfs_quota_us", &quota);
+  out->cpu.quota_usec = quota;
+  read_value (dir, "cpu.cfs_period_us", &out->cpu.period_usec);
+}
+
+/* blkio.throttle.io_service_bytes/io_serviced: "MAJ:MIN Read|Write|... N". */
+static struct husk_cgroup_io_stat *
+io_device (struct husk_cgroup_stats *out, unsigned major, unsigned minor, size_t *cap)
+{
+  for (size_t i = 0; i < out->n_io; i++)
+    if (out->io[i].major == major && out->io[i].minor == minor)
+      return &out->io[i];
+  if (out->n_io == *cap)
+    out->io = xrealloc (out->io, (*cap = *cap ? *cap * 2 : 4) * sizeof *out->io);
+  memset (&out->io[out->n_io], 0, sizeof *out->io);
+  out->io[out->n_io].major = major;
+  out->io[out->n_io].minor = minor;
+  return &out->io[out->n_io++];
+}
+
+static void
+read_blkio_file (const char *dir, const char *file, bool bytes, struct husk_cgroup_stats *out, size_t *cap)
+{
+  cleanup_free char *content = cgroup_read_file (dir, file);
+  char *line, *save = NULL;
+
+  for (line = content ? strtok_r (content, "\n", &save) : NULL; line; line = strtok_r (NULL, "\n", &save))
+    {
+      unsigned major, minor;
+      char op[16];
+      unsigned long long value;
+      struct husk_cgroup_io_stat *io;
+
+      if (sscanf (line, "%u:%u %15s %llu", &major, &minor, op, &value) != 4)
+        continue;
+      io = io_device (out, major, minor, cap);
+      if (strcmp (op, "Read") == 0)
+        *(bytes ? &io->read_bytes : &io->read_ios) = value;
+      else if (strcmp (op, "Write") == 0)
+        *(bytes ? &io->write_bytes : &io->write_ios) = value;
+      else if (strcmp (op, "Discard") == 0)
+        *(bytes ? &io->discard_bytes : &io->discard_ios) = value;
+    }
+}
+
+static void
+read_blkio_v1 (const char *dir, struct husk_cgroup_stats *out)
+{
+  size_t cap = 0;
+
+  read_blkio_file (dir, "blkio.throttle.io_service_bytes_recursive", true, out, &cap);
+  read_blkio_file (dir, "blkio.throttle.io_serviced_recursive", false, out, &cap);
+}
+
+/* hugetlb.<size>.usage_in_bytes, .limit_in_bytes, .failcnt. */
+static void
+read_hugetlb_v1 (const char *dir, struct husk_cgroup_stats *out)
+{
+  cleanup_dir DIR *listing = opendir (dir);
+  static const char suffix[] = ".usage_in_bytes";
+  struct dirent *entry;
+  size_t cap = 0;
+
+  while (listing && (entry = readdir (listing)) != NULL)
+    {
+      const char *name = entry->d_name;
+      size_t len = strlen (name), size_len = len - strlen ("hugetlb.") - strlen (suffix);
+      struct husk_cgroup_hugetlb_stat *hp;
+      cleanup_free char *limit = NULL;
+      cleanup_free char *failcnt = NULL;
+
+      if (!husk_str_has_prefix (name, "hugetlb.") || !husk_str_has_suffix (name, suffix)
+          || husk_str_has_prefix (name, "hugetlb.rsvd") || len <= strlen ("hugetlb.") + strlen (suffix)
+          || size_len >= sizeof hp->page_size || memchr (name + 8, '.', size_len))
+        continue;
+      if (out->n_hugetlb == cap)
+        out->hugetlb = xrealloc (out->hugetlb, (cap = cap ? cap * 2 : 4) * sizeof *out->hugetlb);
+      hp = &out->hugetlb[out->n_hugetlb++];
+      memset (hp, 0, sizeof *hp);
+      memcpy (hp->page_size, name + 8, size_len);
+      read_value (dir, name, &hp->usage);
+      limit = xasprintf ("hugetlb.%s.limit_in_bytes", hp->page_size);
+      hp->limit = HUSK_CGROUP_UNLIMITED;
+      read_value (dir, limit, &hp->limit);
+      failcnt = xasprintf ("hugetlb.%s.failcnt", hp->page_size);
+      read_value (dir, failcnt, &hp->max_events);
+    }
+}
+
+/* ------------------------------------------------------------- sample */
+
+typedef void (*stats_reader) (const char *dir, struct husk_cgroup_stats *out);
+
+static const struct
+{
+  const char *controller;
+  stats_reader v2, v1;
+} readers[] = {
+  { "memory", read_memory_v2, read_memory_v1 },
+  { "cpuacct", read_cpu_v2, read_cpuacct_v1 },
+  { "cpu", NULL, read_cpu_v1 },
+  { "pids", read_pids, read_pids },
+  { "io", read_io_v2, read_blkio_v1 },
+  { "hugetlb", read_hugetlb_v2, read_hugetlb_v1 },
+};
+
 int
 husk_cgroup_stats_read (const char *path, struct husk_cgroup_stats *out, struct husk_error **err)
 {
   struct timespec now;
 
   memset (out, 0, sizeof *out);
-  if (access (path, F_OK) < 0)
-    return husk_error_make (err, errno, "read stats of cgroup `%s`", path);
+  if (!cgroup_exists (path))
+    return husk_error_make (err, ENOENT, "read stats of cgroup `%s`", path);
   clock_gettime (CLOCK_REALTIME, &now);
   out->timestamp_ns = (uint64_t) now.tv_sec * 1000000000ull + (uint64_t) now.tv_nsec;
-  read_memory (path, out);
-  read_cpu (path, out);
-  read_pids (path, out);
-  read_io (path, out);
-  read_hugetlb (path, out);
+  for (size_t i = 0; i < sizeof readers / sizeof readers[0]; i++)
+    {
+      cleanup_free char *dir = NULL;
+      enum cgroup_version version = cgroup_locate (path, readers[i].controller, &dir);
+      stats_reader read = version == CGROUP_V1 ? readers[i].v1 : version == CGROUP_V2 ? readers[i].v2 : NULL;
+
+      if (read)
+        read (dir, out);
+    }
   return 0;
 }
 
@@ -243,7 +441,9 @@ husk_container_stats (const char *state_root, const char *id, struct husk_cgroup
   memset (out, 0, sizeof *out);
   if (state_load (state_root, id, &state, err) < 0)
     return -1;
-  if (state->cgroup_path == NULL)
+  if (state_status (state) == STATUS_STOPPED)
+    ret = husk_error_make (err, 0, "stats: container `%s` is not running", id);
+  else if (state->cgroup_path == NULL)
     ret = husk_error_make (err, 0, "stats of container `%s`: it has no cgroup", id);
   else if ((ret = husk_cgroup_stats_read (state->cgroup_path, out, err)) < 0)
     husk_error_wrap (err, "stats of container `%s`", id);

@@ -13,6 +13,7 @@
 
 #include "husk/cleanup.h"
 #include "husk/util.h"
+#include "runtime/cgroup.h"
 #include "runtime/state.h"
 
 #define STATE_FILE "state.json"
@@ -241,20 +242,6 @@ state_init_alive (const struct container_state *state)
   return start == state->pid_start;
 }
 
-static bool
-cgroup_frozen (const char *cgroup_path)
-{
-  cleanup_free char *path = NULL;
-  cleanup_free char *content = NULL;
-
-  if (cgroup_path == NULL)
-    return false;
-  path = xasprintf ("%s/cgroup.freeze", cgroup_path);
-  if (husk_read_file (path, &content, NULL, NULL) < 0)
-    return false;
-  return content[0] == '1';
-}
-
 enum container_status
 state_status (const struct container_state *state)
 {
@@ -267,7 +254,7 @@ state_status (const struct container_state *state)
   fifo = state_fifo_path (state->state_dir);
   if (access (fifo, F_OK) == 0)
     return STATUS_CREATED;
-  if (cgroup_frozen (state->cgroup_path))
+  if (cgroup_is_frozen (state->cgroup_path))
     return STATUS_PAUSED;
   return STATUS_RUNNING;
 }

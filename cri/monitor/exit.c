@@ -53,25 +53,57 @@ monitor_exit_write (const char *exit_dir, const char *id, const struct monitor_e
   return 0;
 }
 
+/* MOUNT/CGROUP/FILE when it can be read. */
+static char *
+readable_in (const char *mount, const char *cgroup, const char *file)
+{
+  char *path;
+
+  if (mount == NULL)
+    return NULL;
+  path = xasprintf ("%s%s/%s", mount, cgroup, file);
+  if (access (path, R_OK) == 0)
+    return path;
+  free (path);
+  return NULL;
+}
+
+/* "N:a,memory,b:/path": true if the line's controllers list memory. */
+static bool
+v1_memory_line (const char *line, const char **cgroup)
+{
+  const char *controllers = strchr (line, ':');
+  const char *end = controllers ? strchr (controllers + 1, ':') : NULL;
+
+  if (end == NULL)
+    return false;
+  for (const char *p = controllers + 1; p < end; p += strcspn (p, ",:") + 1)
+    if (strncmp (p, "memory", 6) == 0 && (p[6] == ',' || p[6] == ':'))
+      {
+        *cgroup = end + 1;
+        return true;
+      }
+  return false;
+}
+
 char *
 monitor_oom_events_path (pid_t pid)
 {
   cleanup_free char *proc_path = xasprintf ("/proc/%d/cgroup", (int) pid);
   cleanup_free char *content = NULL;
-  const char *mount = cgroup_unified_mount ();
-  char *line, *save = NULL;
+  char *line, *save = NULL, *found = NULL;
+  const char *cgroup;
 
-  if (mount == NULL || husk_read_file (proc_path, &content, NULL, NULL) < 0)
+  if (husk_read_file (proc_path, &content, NULL, NULL) < 0)
     return NULL;
-  for (line = strtok_r (content, "\n", &save); line; line = strtok_r (NULL, "\n", &save))
+  /* v2's memory.events where the unified hierarchy has memory, else the
+   * v1 memory controller's memory.oom_control: both count "oom_kill N". */
+  for (line = strtok_r (content, "\n", &save); line && found == NULL; line = strtok_r (NULL, "\n", &save))
     if (husk_str_has_prefix (line, "0::"))
-      {
-        char *events = xasprintf ("%s%s/memory.events", mount, line + 3);
-        if (access (events, R_OK) == 0)
-          return events;
-        free (events);
-      }
-  return NULL;
+      found = readable_in (cgroup_unified_mount (), line + 3, "memory.events");
+    else if (v1_memory_line (line, &cgroup))
+      found = readable_in (cgroup_v1_mount ("memory"), cgroup, "memory.oom_control");
+  return found;
 }
 
 unsigned long long

@@ -28,9 +28,9 @@ char *monitor_exit_json (const struct monitor_exit *exit);
 int monitor_exit_write (const char *exit_dir, const char *id, const struct monitor_exit *exit,
                         struct husk_error **err);
 
-/* The memory.events of PID's cgroup v2 directory, read while it is alive:
- * the cgroup outlives the process until `delete`.  NULL when there is no
- * unified hierarchy or no memory controller there. */
+/* The file counting PID's cgroup's OOM kills, found while it is alive
+ * (the cgroup outlives the process until `delete`): memory.events on
+ * cgroup v2, memory.oom_control on v1.  NULL without a memory controller. */
 char *monitor_oom_events_path (pid_t pid);
 
 /* The oom_kill count in EVENTS_PATH, 0 if it cannot be read. */

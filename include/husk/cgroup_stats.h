@@ -1,7 +1,7 @@
-/* One sample of a cgroup v2 directory's usage: memory, cpu, pids, io,
- * huge pages and OOM counts, as `husk events --stats` prints it and as
- * huskd reports ContainerStats and PodSandboxStats.  Implemented in
- * libhusk-runtime (runtime/cgroup_stats.c). */
+/* One sample of a container cgroup's usage (cgroup v2, or v1 mapped onto
+ * the same fields): memory, cpu, pids, io, huge pages and OOM counts, as
+ * `husk events --stats` prints it and as huskd reports ContainerStats and
+ * PodSandboxStats.  Implemented in libhusk-runtime (runtime/cgroup_stats.c). */
 #ifndef HUSK_CGROUP_STATS_H
 #define HUSK_CGROUP_STATS_H
 
@@ -31,6 +31,7 @@ struct husk_cgroup_stats
   uint64_t timestamp_ns; /* CLOCK_REALTIME when the sample was taken */
 
   bool has_memory; /* the memory controller is enabled */
+  bool has_swap;   /* the kernel accounts swap (v2 memory.swap.*, v1 memsw) */
   struct
   {
     uint64_t usage, limit, peak; /* peak: 0 where the kernel has no memory.peak */
@@ -39,7 +40,8 @@ struct husk_cgroup_stats
     uint64_t page_faults, major_page_faults;
     /* usage minus inactive file pages: what kubelet evicts on */
     uint64_t working_set;
-    /* memory.events */
+    /* memory.events; v1: failcnt is events_max, oom_control's oom_kill
+     * both events_oom and events_oom_kill */
     uint64_t events_low, events_high, events_max, events_oom, events_oom_kill;
   } memory;
 

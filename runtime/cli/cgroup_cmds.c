@@ -292,12 +292,14 @@ stream_events (const struct cli_globals *g, const char *id, int interval_ms, str
       if (state_load (g->ctx.root, id, &state, err) < 0)
         return -1;
       stopped = state_status (state) == STATUS_STOPPED;
-      state_free (state);
-      if (husk_container_stats (g->ctx.root, id, &stats, NULL) == 0)
+      /* Read the cgroup itself: an OOM kill stops the container, and its
+       * last count must still be seen. */
+      if (state->cgroup_path && husk_cgroup_stats_read (state->cgroup_path, &stats, NULL) == 0)
         {
           kills = stats.memory.events_oom_kill;
           husk_cgroup_stats_clear (&stats);
         }
+      state_free (state);
       for (; seen < kills; seen++)
         printf ("{\"type\":\"oom\",\"id\":\"%s\"}\n", id);
       fflush (stdout);

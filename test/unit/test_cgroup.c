@@ -2,8 +2,9 @@
  * errors, the plan written into a (fake) cgroup directory, undo on a
  * refused write, path resolution, the device filter (compiled program run
  * by a small interpreter here, accepted by the kernel's verifier, and
- * enforced on a real cgroup v2 directory of this host), freeze, kill and
- * stats. */
+ * enforced on a real cgroup of this host), the v1 files of a hybrid or v1
+ * host (limits, write order, undo, devices, stats, every hierarchy),
+ * freeze, kill and stats. */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/bpf.h>
@@ -142,12 +143,12 @@ teardown (void **state)
   return 0;
 }
 
-/* A fresh cgroup on this host's v2 hierarchy, for the tests that need the
- * kernel: the device filter, freeze, kill. */
+/* A fresh cgroup in every hierarchy of this host, for the tests that need
+ * the kernel: the device rules, v1 files, freeze, kill. */
 static const char *
 real_cgroup (struct fixture *fx)
 {
-  const char *mount = cgroup_unified_mount ();
+  const char *mount = cgroup_primary_mount ();
   struct husk_error *err = NULL;
   int fd;
 
@@ -219,9 +220,8 @@ test_parse_errors (void **state)
     { "{\"cpu\":{\"cpus\":\"3-1\"}}", "linux.resources.cpu.cpus: `3-1` is not a list" },
     { "{\"cpu\":{\"cpus\":\"0,,1\"}}", "linux.resources.cpu.cpus: `0,,1` is not a list" },
     { "{\"cpu\":{\"mems\":\"a\"}}", "linux.resources.cpu.mems: `a` is not a list" },
-    { "{\"cpu\":{\"realtimeRuntime\":950000}}",
-      "cpu.realtimeRuntime: cannot apply: real-time bandwidth exists only "
-      "in cgroup v1" },
+    { "{\"cpu\":{\"realtimeRuntime\":-2}}", "linux.resources.cpu.realtimeRuntime: must be >= -1" },
+    { "{\"memory\":{\"swappiness\":101}}", "linux.resources.memory.swappiness: must be <= 100" },
     { "{\"pids\":{\"limit\":-3}}", "linux.resources.pids.limit: must be >= -1" },
     { "{\"blockIO\":{\"weight\":5}}", "linux.resources.blockIO.weight: must be between 10 and 1000" },
     { "{\"blockIO\":{\"weight\":5000}}", "linux.resources.blockIO.weight: must be <= 1000" },
@@ -237,7 +237,9 @@ test_parse_errors (void **state)
     { "{\"unified\":{\"../memory.max\":\"1\"}}", "linux.resources.unified: unknown key `../memory.max`" },
     { "{\"unified\":{\"cgroup.procs\":\"1\"}}", "key `cgroup.procs` manages the cgroup itself" },
     { "{\"unified\":{\"memory.high\":5}}", "linux.resources.unified.memory.high: must be a string" },
-    { "{\"network\":{\"classID\":1}}", "linux.resources.network: cannot apply: the net_cls and net_prio" },
+    { "{\"network\":{\"classID\":-1}}", "linux.resources.network.classID: must be >= 0" },
+    { "{\"network\":{\"priorities\":[{\"name\":\"a b\",\"priority\":1}]}}",
+      "linux.resources.network.priorities[0]: name must be a network interface name" },
     { "{\"devices\":[{\"allow\":true,\"type\":\"x\"}]}",
       "linux.resources.devices[0]: type must be `a`, `c` or `b`" },
     { "{\"devices\":[{\"type\":\"c\"}]}", "linux.resources.devices[0]: allow (true or false) is required" },
@@ -751,11 +753,20 @@ test_filter_enforced (void **state)
   const int flags[] = { O_RDWR, O_RDONLY, O_WRONLY, O_WRONLY, O_RDONLY };
   struct husk_error *err = NULL;
 
+  bool bpf = cgroup_controller_version ("devices") == CGROUP_V2;
+
   assert_int_equal (probe_opens (cgroup, paths, flags, 5), 0);
   assert_int_equal (write_text (cgroup, "{\"devices\":[{\"allow\":false,\"access\":\"rwm\"}]}", &err), 0);
-  /* Only the default nodes: kmsg (1:11) is denied. */
+  /* Only the default nodes: kmsg (1:11) is denied (BPF on v2, the devices
+   * controller on v1). */
   assert_int_equal (probe_opens (cgroup, paths, flags, 5), 1 << 3);
-  assert_int_equal (count_attached (cgroup), 1);
+  assert_int_equal (count_attached (cgroup), bpf ? 1 : 0);
+  if (!bpf)
+    {
+      /* v1: back to allow-all before the raw programs below. */
+      assert_int_equal (write_text (cgroup, "{\"devices\":[{\"allow\":true,\"access\":\"rwm\"}]}", &err), 0);
+      assert_int_equal (probe_opens (cgroup, paths, flags, 5), 0);
+    }
   /* Raw programs (no defaults appended) to see a read-only rule. */
   {
     const struct cgroup_device_rule rules[] = {
@@ -778,6 +789,8 @@ test_filter_enforced (void **state)
     assert_int_equal (probe_opens (cgroup, paths, flags, 5), 1 << 2 | 1 << 3 | 1 << 4);
   }
   /* An update allowing everything removes the filter. */
+  if (!bpf)
+    assert_int_equal (cgroup_devices_attach (cgroup, -1, &err), 0);
   assert_int_equal (write_text (cgroup, "{\"devices\":[{\"allow\":true,\"access\":\"rwm\"}]}", &err), 0);
   assert_int_equal (count_attached (cgroup), 0);
   assert_int_equal (probe_opens (cgroup, paths, flags, 5), 0);
@@ -786,37 +799,249 @@ test_filter_enforced (void **state)
 
 /* ------------------------------------------------ the host's hierarchy */
 
-/* This host's v2 hierarchy lacks memory, cpu and pids: refused clearly,
- * naming the controller and the hierarchy; no limits is fine. */
+/* Where the unified hierarchy lacks a controller (this hybrid host: it
+ * has only hugetlb), the limit goes to the v1 hierarchy that holds it;
+ * where no hierarchy has it, it is refused naming the controller. */
 static void
-test_host_missing_controllers (void **state)
+test_host_controllers (void **state)
 {
   struct fixture *fx = *state;
   const char *cgroup = real_cgroup (fx);
-  const char *mount = cgroup_unified_mount ();
   struct husk_error *err = NULL;
-  cleanup_free char *hierarchy = xasprintf ("cgroup v2 hierarchy at %s", mount);
-  static const char *const cases[][3] = {
-    { "memory", "{\"memory\":{\"limit\":67108864}}",
-      "linux.resources.memory.limit: cannot apply: the memory controller" },
-    { "cpu", "{\"cpu\":{\"quota\":50000}}", "linux.resources.cpu.quota: cannot apply: the cpu controller" },
-    { "pids", "{\"pids\":{\"limit\":10}}", "linux.resources.pids.limit: cannot apply: the pids controller" },
-    { "memory", "{\"unified\":{\"memory.high\":\"1\"}}",
-      "linux.resources.unified.memory.high: cannot apply: the memory" },
+  static const char *const cases[][4] = {
+    { "memory", "{\"memory\":{\"limit\":67108864}}", "memory.limit_in_bytes", "67108864" },
+    { "cpu", "{\"cpu\":{\"quota\":50000}}", "cpu.cfs_quota_us", "50000" },
+    { "pids", "{\"pids\":{\"limit\":10}}", "pids.max", "10" },
   };
 
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
     {
-      if (cgroup_has_controller (cgroup, cases[i][0]))
-        continue; /* a host with real v2 controllers has nothing to refuse */
-      assert_int_equal (write_text (cgroup, cases[i][1], &err), -1);
-      if (strstr (err->msg, hierarchy) == NULL)
-        fail_msg ("`%s` does not name the hierarchy", err->msg);
-      assert_error_contains (err, cases[i][2]);
+      cleanup_free char *dir = NULL;
+      enum cgroup_version version = cgroup_locate (cgroup, cases[i][0], &dir);
+
+      if (version == CGROUP_V2)
+        continue; /* the VM tests cover v2 */
+      if (version == CGROUP_NONE)
+        {
+          assert_int_equal (write_text (cgroup, cases[i][1], &err), -1);
+          assert_error_contains (err, "no cgroup hierarchy on this host has the");
+          continue;
+        }
+      assert_int_equal (write_text (cgroup, cases[i][1], &err), 0);
+      assert_file (dir, cases[i][2], cases[i][3]);
+    }
+  if (cgroup_controller_version ("memory") != CGROUP_V2)
+    {
+      assert_int_equal (write_text (cgroup, "{\"unified\":{\"memory.high\":\"1\"}}", &err), -1);
+      assert_error_contains (err, "linux.resources.unified.memory.high: cannot apply");
+    }
+  if (cgroup_controller_version ("net_cls") == CGROUP_NONE)
+    {
+      assert_int_equal (write_text (cgroup, "{\"network\":{\"classID\":1}}", &err), -1);
+      assert_error_contains (
+          err, "network.classID: cannot apply: no cgroup hierarchy on this host has the net_cls");
     }
   assert_int_equal (write_text (cgroup, "{}", &err), 0);
   assert_int_equal (write_text (cgroup, "{\"devices\":[]}", &err), 0);
   assert_null (err);
+}
+
+/* Skips a v1 test on a host whose memory controller is not on v1. */
+#define REQUIRE_V1(controller)                                                                               \
+  do                                                                                                         \
+    {                                                                                                        \
+      if (cgroup_controller_version (controller) != CGROUP_V1)                                               \
+        skip ();                                                                                             \
+    }                                                                                                        \
+  while (0)
+
+static char *
+v1_dir (const char *cgroup, const char *controller)
+{
+  char *dir = NULL;
+
+  assert_int_equal (cgroup_locate (cgroup, controller, &dir), CGROUP_V1);
+  return dir;
+}
+
+/* Every v1 file of the memory, cpu and pids controllers, in the order the
+ * kernel accepts (memsw >= limit at every step). */
+static void
+test_v1_writes (void **state)
+{
+  struct fixture *fx = *state;
+  const char *cgroup;
+  cleanup_free char *memory = NULL;
+  cleanup_free char *cpu = NULL;
+  cleanup_free char *pids = NULL;
+  struct husk_error *err = NULL;
+
+  REQUIRE_V1 ("memory");
+  REQUIRE_V1 ("cpu");
+  REQUIRE_V1 ("pids");
+  cgroup = real_cgroup (fx);
+  memory = v1_dir (cgroup, "memory");
+  cpu = v1_dir (cgroup, "cpu");
+  pids = v1_dir (cgroup, "pids");
+  assert_int_equal (write_text (cgroup,
+                                "{\"memory\":{\"limit\":67108864,\"swap\":134217728,\"reservation\":33554432,"
+                                "\"swappiness\":10,\"disableOOMKiller\":true},\"cpu\":{\"shares\":512,"
+                                "\"quota\":20000,\"period\":50000},\"pids\":{\"limit\":7}}",
+                                &err),
+                    0);
+  assert_file (memory, "memory.limit_in_bytes", "67108864");
+  assert_file (memory, "memory.memsw.limit_in_bytes", "134217728");
+  assert_file (memory, "memory.soft_limit_in_bytes", "33554432");
+  assert_file (memory, "memory.swappiness", "10");
+  {
+    cleanup_free char *oom = get (memory, "memory.oom_control");
+    assert_non_null (strstr (oom, "oom_kill_disable 1"));
+  }
+  assert_file (cpu, "cpu.shares", "512");
+  assert_file (cpu, "cpu.cfs_quota_us", "20000");
+  assert_file (cpu, "cpu.cfs_period_us", "50000");
+  assert_file (pids, "pids.max", "7");
+  /* Raising both past the old memsw needs memsw first; lowering, the
+   * limit first; -1 lifts both. */
+  assert_int_equal (write_text (cgroup, "{\"memory\":{\"limit\":268435456,\"swap\":536870912}}", &err), 0);
+  assert_file (memory, "memory.limit_in_bytes", "268435456");
+  assert_int_equal (write_text (cgroup, "{\"memory\":{\"limit\":16777216,\"swap\":33554432}}", &err), 0);
+  assert_file (memory, "memory.memsw.limit_in_bytes", "33554432");
+  assert_int_equal (write_text (cgroup, "{\"memory\":{\"limit\":-1}}", &err), 0);
+  assert_file (memory, "memory.memsw.limit_in_bytes", "9223372036854771712");
+  /* weight (husk update --cpu-weight) onto shares */
+  {
+    struct cgroup_resources res;
+
+    assert_int_equal (parse_text ("{}", &res, &err), 0);
+    res.cpu.weight = (struct cgroup_value){ true, 100 };
+    assert_int_equal (cgroup_resources_write (cgroup, &res, &err), 0);
+    cgroup_resources_clear (&res);
+  }
+  assert_file (cpu, "cpu.shares", "2597");
+  assert_null (err);
+}
+
+/* A value the kernel refuses (a cpu that does not exist) is a clear error
+ * and undoes what was written before it. */
+static void
+test_v1_refused_undone (void **state)
+{
+  struct fixture *fx = *state;
+  const char *cgroup;
+  cleanup_free char *memory = NULL;
+  struct husk_error *err = NULL;
+
+  REQUIRE_V1 ("memory");
+  REQUIRE_V1 ("cpuset");
+  cgroup = real_cgroup (fx);
+  memory = v1_dir (cgroup, "memory");
+  assert_int_equal (
+      write_text (cgroup, "{\"memory\":{\"limit\":67108864},\"cpu\":{\"cpus\":\"4000\"}}", &err), -1);
+  assert_error_contains (err, "linux.resources.cpu.cpus: write `4000` to `");
+  assert_file (memory, "memory.limit_in_bytes", "9223372036854771712");
+}
+
+/* devices.allow/deny from the rules: deny all, then the defaults. */
+static void
+test_v1_devices (void **state)
+{
+  struct fixture *fx = *state;
+  const char *cgroup;
+  cleanup_free char *devices = NULL;
+  cleanup_free char *list = NULL;
+  const char *const paths[] = { "/dev/null", "/dev/kmsg" };
+  const int flags[] = { O_RDWR, O_WRONLY };
+  struct husk_error *err = NULL;
+
+  REQUIRE_V1 ("devices");
+  cgroup = real_cgroup (fx);
+  devices = v1_dir (cgroup, "devices");
+  assert_int_equal (write_text (cgroup,
+                                "{\"devices\":[{\"allow\":false,\"access\":\"rwm\"},{\"allow\":true,"
+                                "\"type\":\"c\",\"major\":1,\"minor\":11,\"access\":\"r\"}]}",
+                                &err),
+                    0);
+  list = get (devices, "devices.list");
+  assert_non_null (strstr (list, "c 1:11 r\n"));
+  assert_non_null (strstr (list, "c 1:3 rwm"));
+  assert_null (strstr (list, "a *:* rwm"));
+  /* kmsg is readable only: writing it is denied. */
+  assert_int_equal (probe_opens (cgroup, paths, flags, 2), 1 << 1);
+  assert_int_equal (write_text (cgroup, "{\"devices\":[{\"allow\":true,\"access\":\"rwm\"}]}", &err), 0);
+  assert_file (devices, "devices.list", "a *:* rwm");
+  assert_null (err);
+}
+
+/* Stats from the v1 files of a cgroup with a process in it. */
+static void
+test_v1_stats (void **state)
+{
+  struct fixture *fx = *state;
+  const char *cgroup;
+  struct husk_cgroup_stats stats;
+  struct husk_error *err = NULL;
+  int pipefd[2];
+  char byte;
+
+  REQUIRE_V1 ("memory");
+  cgroup = real_cgroup (fx);
+  assert_int_equal (write_text (cgroup, "{\"memory\":{\"limit\":67108864},\"pids\":{\"limit\":9}}", &err), 0);
+  assert_int_equal (pipe (pipefd), 0);
+  fx->child = fork ();
+  if (fx->child == 0)
+    {
+      volatile char *block;
+
+      if (cgroup_enter (cgroup, getpid (), NULL) < 0 || (block = malloc (4 << 20)) == NULL)
+        _exit (1);
+      for (size_t at = 0; at < 4 << 20; at += 4096)
+        block[at] = 1;
+      if (write (pipefd[1], "x", 1) != 1)
+        _exit (1);
+      pause ();
+      _exit (0);
+    }
+  assert_int_equal (read (pipefd[0], &byte, 1), 1);
+  close (pipefd[0]);
+  close (pipefd[1]);
+  assert_int_equal (husk_cgroup_stats_read (cgroup, &stats, &err), 0);
+  assert_true (stats.has_memory);
+  assert_int_equal (stats.memory.limit, 67108864);
+  assert_true (stats.memory.usage >= (4 << 20));
+  assert_true (stats.memory.working_set > 0 && stats.memory.working_set <= stats.memory.usage);
+  assert_true (stats.memory.anon >= (4 << 20));
+  if (cgroup_controller_version ("cpuacct") == CGROUP_V1)
+    assert_true (stats.has_cpu && stats.cpu.usage_usec > 0);
+  if (cgroup_controller_version ("pids") == CGROUP_V1)
+    {
+      assert_true (stats.has_pids);
+      assert_int_equal (stats.pids.current, 1);
+      assert_int_equal (stats.pids.limit, 9);
+    }
+  husk_cgroup_stats_clear (&stats);
+  assert_null (err);
+}
+
+/* Where several hierarchies exist the cgroup is made, joined and removed
+ * in each of them. */
+static void
+test_every_hierarchy (void **state)
+{
+  struct fixture *fx = *state;
+  const char *cgroup = real_cgroup (fx);
+  cleanup_strv char **dirs = cgroup_dirs (cgroup);
+  struct husk_error *err = NULL;
+
+  for (size_t i = 0; dirs[i]; i++)
+    assert_int_equal (access (dirs[i], F_OK), 0);
+  assert_true (cgroup_exists (cgroup));
+  assert_int_equal (cgroup_destroy (cgroup, &err), 0);
+  for (size_t i = 0; dirs[i]; i++)
+    assert_int_equal (access (dirs[i], F_OK), -1);
+  assert_false (cgroup_exists (cgroup));
+  free (fx->real);
+  fx->real = NULL;
 }
 
 /* A process that counts in shared memory as fast as it can. */
@@ -961,7 +1186,12 @@ main (void)
     cmocka_unit_test (test_device_rules),
     cmocka_unit_test (test_verifier_accepts),
     cmocka_unit_test_setup_teardown (test_filter_enforced, setup, teardown),
-    cmocka_unit_test_setup_teardown (test_host_missing_controllers, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_host_controllers, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_v1_writes, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_v1_refused_undone, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_v1_devices, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_v1_stats, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_every_hierarchy, setup, teardown),
     cmocka_unit_test_setup_teardown (test_freeze_and_kill, setup, teardown),
     cmocka_unit_test_setup_teardown (test_stats, setup, teardown),
   };

@@ -370,6 +370,44 @@ test_dir_usage_missing (void **state)
   husk_error_free (&err);
 }
 
+/* ------------------------------------------------------------------ */
+/* memory without a memory controller                                   */
+
+static void
+test_memory_from_pids (void **state)
+{
+  const char *proc = *state;
+  cleanup_free char *dir1 = xasprintf ("%s/10", proc);
+  cleanup_free char *dir2 = xasprintf ("%s/20", proc);
+  cleanup_free char *statm1 = xasprintf ("%s/statm", dir1);
+  cleanup_free char *statm2 = xasprintf ("%s/statm", dir2);
+  const pid_t pids[] = { 10, 20, 30 }; /* 30 is gone */
+  uint64_t page = (uint64_t) sysconf (_SC_PAGESIZE);
+  struct husk_cgroup_stats s = { .timestamp_ns = 5 };
+  struct cri_arena arena = { 0 };
+  Runtime__V1__MemoryUsage *mem;
+  struct husk_error *err = NULL;
+
+  assert_int_equal (mkdir (dir1, 0755), 0);
+  assert_int_equal (mkdir (dir2, 0755), 0);
+  assert_int_equal (husk_write_file_atomic (statm1, "900 100 50 1 0 80 0\n", 20, 0644, &err), 0);
+  assert_int_equal (husk_write_file_atomic (statm2, "400 25 5 1 0 20 0\n", 19, 0644, &err), 0);
+  cri_stats_memory_from_pids (&s, proc, pids, 3);
+  mem = cri_stats_memory (&arena, &s);
+  assert_non_null (mem);
+  assert_int_equal (mem->timestamp, 5);
+  assert_int_equal (mem->working_set_bytes->value, 125 * page);
+  assert_int_equal (mem->usage_bytes->value, 125 * page);
+  assert_int_equal (mem->rss_bytes->value, 125 * page);
+  assert_null (mem->available_bytes); /* no limit */
+  cri_arena_clear (&arena);
+  /* No process at all: still a MemoryUsage, of zero. */
+  memset (&s, 0, sizeof s);
+  cri_stats_memory_from_pids (&s, proc, NULL, 0);
+  assert_true (s.has_memory);
+  assert_int_equal (s.memory.working_set, 0);
+}
+
 int
 main (void)
 {
@@ -386,6 +424,7 @@ main (void)
     cmocka_unit_test (test_network_usage),
     cmocka_unit_test_setup_teardown (test_dir_usage, tmpdir_setup, tmpdir_teardown),
     cmocka_unit_test_setup_teardown (test_dir_usage_missing, tmpdir_setup, tmpdir_teardown),
+    cmocka_unit_test_setup_teardown (test_memory_from_pids, tmpdir_setup, tmpdir_teardown),
   };
 
   return cmocka_run_group_tests (tests, NULL, NULL);
