@@ -13,11 +13,13 @@
 #include <unistd.h>
 
 #include "cri/containers.h"
+#include "cri/seccomp_default.h"
 #include "husk/cleanup.h"
 #include "husk/util.h"
 #include "image/images.h"
 #include "image/snapshot.h"
 #include "runtime/container.h"
+#include "runtime/spec.h"
 #include "runtime/state.h"
 
 #define RECORD_FILE "husk-container.json"
@@ -276,6 +278,26 @@ containers_prepare_rootfs (const char *image_root, const char *id, const struct 
   return snapshot_create_container (image_root, id, chain_ids, image->n_layers, readonly, rootfs, err);
 }
 
+/* The RuntimeDefault seccomp profile, as CRI gives it, for the capability
+ * set the config ended up with. */
+static void
+add_default_seccomp (json_t *config)
+{
+  json_t *bounding
+      = json_object_get (json_object_get (json_object_get (config, "process"), "capabilities"), "bounding");
+  uint64_t caps = 0;
+  size_t i;
+  json_t *name;
+
+  json_array_foreach (bounding, i, name)
+  {
+    int cap = spec_capability_from_name (json_string_value (name) ?: "");
+    if (cap >= 0 && cap < 64)
+      caps |= UINT64_C (1) << cap;
+  }
+  json_object_set_new (json_object_get (config, "linux"), "seccomp", seccomp_default_profile (caps));
+}
+
 static int
 build_container (const struct containers_ctx *ctx, const struct container_create_request *req,
                  struct container_record *rec, const struct image *image, struct husk_error **err)
@@ -293,6 +315,8 @@ build_container (const struct containers_ctx *ctx, const struct container_create
     spec.hostname = hostname;
   if (ocispec_build (&image->config, &spec, rootfs, &config, err) < 0)
     return -1;
+  if (!req->seccomp_unconfined)
+    add_default_seccomp (config);
   rec->command = join_args (config);
   ret = write_bundle (ctx, rec, config, err);
   json_decref (config);

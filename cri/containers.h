@@ -36,6 +36,7 @@ struct container_create_request
   const char *name;  /* NULL: derived from the id */
   const char *image; /* must be present in the store */
   struct ocispec_request spec;
+  bool seccomp_unconfined; /* no seccomp filter; default: RuntimeDefault */
 };
 
 /* Creates the snapshot, bundle and record; *ID gets the new id.  Nothing is

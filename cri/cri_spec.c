@@ -19,6 +19,7 @@
 #include "cri/cri_spec.h"
 #include "cri/ocispec.h"
 #include "cri/proto/api.pb-c.h"
+#include "cri/seccomp_default.h"
 #include "runtime/spec.h"
 
 #define N_ELEMENTS(a) (sizeof (a) / sizeof ((a)[0]))
@@ -725,79 +726,6 @@ set_masked_paths (json_t *config, const struct cri_spec_input *in, struct husk_e
 /* ------------------------------------------------------------------ */
 /* seccomp                                                              */
 
-/* RuntimeDefault: everything is allowed except these, which fail with
- * EPERM unless the container holds the capability that makes them
- * legitimate (close to docker's default profile, as a deny-list). */
-static const struct
-{
-  const char *name;
-  int unless_cap; /* -1: always denied */
-} denied_syscalls[] = {
-  { "acct", CAP_SYS_PACCT },
-  { "add_key", -1 },
-  { "bpf", CAP_SYS_ADMIN },
-  { "clock_adjtime", CAP_SYS_TIME },
-  { "clock_settime", CAP_SYS_TIME },
-  { "create_module", CAP_SYS_MODULE },
-  { "delete_module", CAP_SYS_MODULE },
-  { "finit_module", CAP_SYS_MODULE },
-  { "fsconfig", CAP_SYS_ADMIN },
-  { "fsmount", CAP_SYS_ADMIN },
-  { "fsopen", CAP_SYS_ADMIN },
-  { "fspick", CAP_SYS_ADMIN },
-  { "get_kernel_syms", CAP_SYS_MODULE },
-  { "get_mempolicy", CAP_SYS_NICE },
-  { "init_module", CAP_SYS_MODULE },
-  { "ioperm", CAP_SYS_RAWIO },
-  { "iopl", CAP_SYS_RAWIO },
-  { "kcmp", CAP_SYS_PTRACE },
-  { "kexec_file_load", CAP_SYS_BOOT },
-  { "kexec_load", CAP_SYS_BOOT },
-  { "keyctl", -1 },
-  { "lookup_dcookie", CAP_SYS_ADMIN },
-  { "mbind", CAP_SYS_NICE },
-  { "mount", CAP_SYS_ADMIN },
-  { "move_mount", CAP_SYS_ADMIN },
-  { "move_pages", CAP_SYS_NICE },
-  { "name_to_handle_at", CAP_SYS_ADMIN },
-  { "nfsservctl", CAP_SYS_ADMIN },
-  { "open_by_handle_at", CAP_DAC_READ_SEARCH },
-  { "open_tree", CAP_SYS_ADMIN },
-  { "perf_event_open", CAP_SYS_ADMIN },
-  { "pivot_root", CAP_SYS_ADMIN },
-  { "process_vm_readv", CAP_SYS_PTRACE },
-  { "process_vm_writev", CAP_SYS_PTRACE },
-  { "ptrace", CAP_SYS_PTRACE },
-  { "query_module", CAP_SYS_MODULE },
-  { "quotactl", CAP_SYS_ADMIN },
-  { "reboot", CAP_SYS_BOOT },
-  { "request_key", -1 },
-  { "set_mempolicy", CAP_SYS_NICE },
-  { "setns", CAP_SYS_ADMIN },
-  { "settimeofday", CAP_SYS_TIME },
-  { "swapoff", CAP_SYS_ADMIN },
-  { "swapon", CAP_SYS_ADMIN },
-  { "syslog", CAP_SYSLOG },
-  { "umount2", CAP_SYS_ADMIN },
-  { "unshare", CAP_SYS_ADMIN },
-  { "uselib", -1 },
-  { "userfaultfd", CAP_SYS_PTRACE },
-  { "ustat", -1 },
-  { "_sysctl", -1 },
-};
-
-static json_t *
-runtime_default_profile (uint64_t caps)
-{
-  json_t *names = json_array ();
-
-  for (size_t i = 0; i < N_ELEMENTS (denied_syscalls); i++)
-    if (denied_syscalls[i].unless_cap < 0 || !(caps & (UINT64_C (1) << denied_syscalls[i].unless_cap)))
-      json_array_append_new (names, json_string (denied_syscalls[i].name));
-  return json_pack ("{s:s, s:[{s:o, s:s, s:i}]}", "defaultAction", "SCMP_ACT_ALLOW", "syscalls", "names",
-                    names, "action", "SCMP_ACT_ERRNO", "errnoRet", EPERM);
-}
-
 static int
 load_profile (const char *path, json_t **out, struct husk_error **err)
 {
@@ -860,7 +788,7 @@ set_seccomp (json_t *config, const struct cri_spec_input *in, struct husk_error 
     case RUNTIME__V1__SECURITY_PROFILE__PROFILE_TYPE__Unconfined:
       return 0;
     case RUNTIME__V1__SECURITY_PROFILE__PROFILE_TYPE__RuntimeDefault:
-      profile = runtime_default_profile (caps);
+      profile = seccomp_default_profile (caps);
       break;
     case RUNTIME__V1__SECURITY_PROFILE__PROFILE_TYPE__Localhost:
       if (!nonempty (localhost))

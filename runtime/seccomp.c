@@ -87,6 +87,47 @@ add_archs (scmp_filter_ctx ctx, const struct spec_seccomp *seccomp, struct husk_
   return 0;
 }
 
+/* How many syscall numbers past the last one libseccomp knows get ENOSYS. */
+#define NEWER_SYSCALLS 64
+
+static int
+highest_known_syscall (void)
+{
+  int highest = -1;
+
+  for (int nr = 0; nr < 1024; nr++)
+    {
+      char *name = seccomp_syscall_resolve_num_arch (SCMP_ARCH_NATIVE, nr);
+      if (name)
+        highest = nr;
+      free (name);
+    }
+  return highest;
+}
+
+/* A syscall newer than libseccomp (so than any profile we can compile)
+ * answers ENOSYS, not the default EPERM, as runc does: libc then falls back
+ * to the older call instead of failing (fchmodat2, clone3 and the next
+ * ones).  Native arch only, added before the other archs exist, since
+ * libseccomp cannot translate a number it has no name for. */
+static int
+add_newer_syscalls_enosys (scmp_filter_ctx ctx, const struct spec_seccomp *seccomp, struct husk_error **err)
+{
+  int highest;
+
+  if (seccomp->default_action == SCMP_ACT_ALLOW || seccomp->default_action == SCMP_ACT_LOG
+      || seccomp->default_action == SCMP_ACT_ERRNO (ENOSYS))
+    return 0;
+  highest = highest_known_syscall ();
+  for (int nr = highest + 1; highest >= 0 && nr <= highest + NEWER_SYSCALLS; nr++)
+    {
+      int rc = seccomp_rule_add_exact (ctx, SCMP_ACT_ERRNO (ENOSYS), nr, 0);
+      if (rc < 0)
+        return husk_error_make (err, -rc, "seccomp: ENOSYS rule for syscall number %d", nr);
+    }
+  return 0;
+}
+
 static bool
 args_share_an_index (const struct spec_seccomp_rule *rule)
 {
@@ -217,8 +258,8 @@ seccomp_compile (const struct spec_seccomp *seccomp, struct seccomp_program *out
   if (ctx == NULL)
     return husk_error_make (err, EINVAL, "seccomp: init with default action 0x%x", seccomp->default_action);
   if (set_filter_attrs (ctx, seccomp->flags & ~LISTENER_ONLY_FLAGS, err) < 0
-      || add_archs (ctx, seccomp, err) < 0 || add_rules (ctx, seccomp, err) < 0
-      || export_bpf (ctx, out, err) < 0)
+      || add_newer_syscalls_enosys (ctx, seccomp, err) < 0 || add_archs (ctx, seccomp, err) < 0
+      || add_rules (ctx, seccomp, err) < 0 || export_bpf (ctx, out, err) < 0)
     return -1;
   out->flags = seccomp->flags & ~LISTENER_ONLY_FLAGS;
   return 0;

@@ -19,7 +19,7 @@
   "usage: husk container [--root DIR] [--registries FILE] VERB\n"                                            \
   "  run [--rm] [-d] [-i] [-t] [--name N] [-e K=V] [-v SRC:DST[:ro]] [-w DIR] [-u USER]\n"                   \
   "      [--network host|none] [--memory M] [--cpus C] [--pids-limit N] [--device PATH]\n"                   \
-  "      [--read-only] [--entrypoint CMD] IMAGE [CMD...]\n"                                                  \
+  "      [--read-only] [--entrypoint CMD] [--security-opt seccomp=unconfined] IMAGE [CMD...]\n"              \
   "  ls [-q]\n"                                                                                              \
   "  exec [-t] [-e K=V] [-w DIR] [-u UID[:GID]] CONTAINER CMD...\n"                                          \
   "  logs CONTAINER\n"                                                                                       \
@@ -124,6 +124,7 @@ enum
   OPT_DEVICE,
   OPT_READ_ONLY,
   OPT_ENTRYPOINT,
+  OPT_SECURITY_OPT,
 };
 
 static int
@@ -170,6 +171,12 @@ parse_run_option (struct run_cli *cli, int c, const char *arg, struct husk_error
       cli->entrypoint[0] = (char *) arg;
       spec->entrypoint = cli->entrypoint;
       return 0;
+    case OPT_SECURITY_OPT:
+      /* docker's spelling; the only opt-out of the default filter. */
+      if (strcmp (arg, "seccomp=unconfined") != 0)
+        return husk_error_make (err, 0, "--security-opt `%s`: only seccomp=unconfined is known", arg);
+      cli->req.seccomp_unconfined = true;
+      return 0;
     case OPT_NETWORK:
       if (strcmp (arg, "host") != 0 && strcmp (arg, "none") != 0)
         return husk_error_make (err, 0, "--network `%s`: must be host or none", arg);
@@ -214,6 +221,7 @@ parse_run (int argc, char **argv, struct run_cli *cli, struct husk_error **err)
     { "device", required_argument, NULL, OPT_DEVICE },
     { "read-only", no_argument, NULL, OPT_READ_ONLY },
     { "entrypoint", required_argument, NULL, OPT_ENTRYPOINT },
+    { "security-opt", required_argument, NULL, OPT_SECURITY_OPT },
     { NULL, 0, NULL, 0 },
   };
   int c;

@@ -10,7 +10,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/capability.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -24,6 +32,8 @@
 #include "husk/util.h"
 #include "cri/container_store.h"
 #include "cri/cri_spec.h"
+#include "cri/seccomp_default.h"
+#include "runtime/security.h"
 #include "runtime/spec.h"
 
 #define ID "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
@@ -559,10 +569,28 @@ test_namespaces (void **state)
   assert_false (array_has (at (f->spec, "process.env"), "HOSTNAME=pod-host"));
 }
 
-static bool
-profile_denies (json_t *spec, const char *syscall)
+/* The first rule of linux.seccomp that names SYSCALL, or NULL. */
+static json_t *
+rule_for (json_t *spec, const char *syscall)
 {
-  return array_has (at (spec, "linux.seccomp.syscalls.0.names"), syscall);
+  json_t *rules = at (spec, "linux.seccomp.syscalls"), *rule;
+  size_t i;
+
+  json_array_foreach (rules, i, rule)
+  {
+    if (array_has (json_object_get (rule, "names"), syscall))
+      return rule;
+  }
+  return NULL;
+}
+
+static bool
+profile_allows_plainly (json_t *spec, const char *syscall)
+{
+  json_t *rule = rule_for (spec, syscall);
+
+  return rule && strcmp (json_string_value (json_object_get (rule, "action")), "SCMP_ACT_ALLOW") == 0
+         && json_object_get (rule, "args") == NULL;
 }
 
 static void
@@ -574,26 +602,45 @@ test_seccomp (void **state)
   char *sys_admin[] = { "SYS_ADMIN" };
   cleanup_free char *profile = xasprintf ("%s/profile.json", f->host_dir);
   const char *text = "{\"defaultAction\": \"SCMP_ACT_ERRNO\", \"syscalls\": []}";
+  json_t *clone;
 
   assert_null (at (build_ok (f), "linux.seccomp"));
   f->sc.seccomp = &seccomp;
   seccomp.profile_type = RUNTIME__V1__SECURITY_PROFILE__PROFILE_TYPE__Unconfined;
   assert_null (at (build_ok (f), "linux.seccomp"));
 
+  /* An allow-list: what is not named fails with EPERM. */
   seccomp.profile_type = RUNTIME__V1__SECURITY_PROFILE__PROFILE_TYPE__RuntimeDefault;
   build_ok (f);
-  assert_string_equal (str_at (f->spec, "linux.seccomp.defaultAction"), "SCMP_ACT_ALLOW");
-  assert_string_equal (str_at (f->spec, "linux.seccomp.syscalls.0.action"), "SCMP_ACT_ERRNO");
-  assert_int_equal (json_integer_value (at (f->spec, "linux.seccomp.syscalls.0.errnoRet")), EPERM);
-  assert_true (profile_denies (f->spec, "mount"));
-  assert_true (profile_denies (f->spec, "kexec_load"));
-  assert_false (profile_denies (f->spec, "read"));
-  /* CAP_SYS_ADMIN makes mount legitimate again, keyctl stays denied. */
+  assert_string_equal (str_at (f->spec, "linux.seccomp.defaultAction"), "SCMP_ACT_ERRNO");
+  assert_int_equal (json_integer_value (at (f->spec, "linux.seccomp.defaultErrnoRet")), EPERM);
+  assert_true (profile_allows_plainly (f->spec, "read"));
+  assert_null (rule_for (f->spec, "mount"));
+  assert_null (rule_for (f->spec, "kexec_load"));
+  assert_null (rule_for (f->spec, "keyctl"));
+  assert_null (rule_for (f->spec, "io_uring_setup"));
+  assert_null (rule_for (f->spec, "ptrace"));
+  /* clone only without namespace flags; clone3 ENOSYS (libc falls back). */
+  clone = rule_for (f->spec, "clone");
+  assert_non_null (clone);
+  assert_string_equal (str_at (clone, "args.0.op"), "SCMP_CMP_MASKED_EQ");
+  assert_int_equal (json_integer_value (at (clone, "args.0.value")), 0x7E020000);
+  assert_int_equal (json_integer_value (at (rule_for (f->spec, "clone3"), "errnoRet")), ENOSYS);
+  assert_string_equal (str_at (rule_for (f->spec, "socket"), "args.0.op"), "SCMP_CMP_NE");
+  assert_string_equal (str_at (rule_for (f->spec, "personality"), "args.0.op"), "SCMP_CMP_EQ");
+
+  /* CAP_SYS_ADMIN makes mount and namespaces legitimate again, keyctl and
+   * io_uring stay refused. */
   caps.n_add_capabilities = 1, caps.add_capabilities = sys_admin;
   f->sc.capabilities = &caps;
   build_ok (f);
-  assert_false (profile_denies (f->spec, "mount"));
-  assert_true (profile_denies (f->spec, "keyctl"));
+  assert_true (profile_allows_plainly (f->spec, "mount"));
+  assert_true (profile_allows_plainly (f->spec, "clone"));
+  assert_true (profile_allows_plainly (f->spec, "clone3"));
+  assert_true (profile_allows_plainly (f->spec, "unshare"));
+  assert_null (rule_for (f->spec, "keyctl"));
+  assert_null (rule_for (f->spec, "io_uring_setup"));
+  f->sc.capabilities = NULL;
 
   seccomp.profile_type = RUNTIME__V1__SECURITY_PROFILE__PROFILE_TYPE__Localhost;
   seccomp.localhost_ref = profile;
@@ -604,6 +651,224 @@ test_seccomp (void **state)
   build_fails (f, EINVAL, "seccomp.localhost_ref");
   seccomp.localhost_ref = "";
   build_fails (f, EINVAL, "seccomp.localhost_ref");
+}
+
+/* ------------------------------------------------------------------ */
+/* RuntimeDefault, for real: each rule family compiled by husk's runtime,
+ * loaded in a child (under no_new_privs, so no root needed) and probed. */
+
+typedef int (*probe_fn) (void);
+
+static int
+errno_of (long rc)
+{
+  return rc < 0 ? errno : 0;
+}
+
+/* Forks; the child returns 0 at once; the parent reaps it: 0 or errno. */
+static int
+clone_with (unsigned long flags)
+{
+  long pid = syscall (SYS_clone, flags | SIGCHLD, 0, 0, 0, 0);
+
+  if (pid == 0)
+    _exit (0);
+  if (pid < 0)
+    return errno;
+  waitpid ((pid_t) pid, NULL, 0);
+  return 0;
+}
+
+static int
+probe_clone_userns (void)
+{
+  return clone_with (CLONE_NEWUSER | CLONE_NEWNET);
+}
+
+static int
+probe_clone_plain (void)
+{
+  return clone_with (0);
+}
+
+static int
+probe_clone3_userns (void)
+{
+  struct
+  {
+    uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls;
+  } args = { .flags = CLONE_NEWUSER, .exit_signal = SIGCHLD };
+  long pid = syscall (435 /* clone3 */, &args, sizeof args);
+
+  if (pid == 0)
+    _exit (0);
+  if (pid > 0)
+    waitpid ((pid_t) pid, NULL, 0);
+  return errno_of (pid);
+}
+
+static int
+probe_unshare_userns (void)
+{
+  return errno_of (unshare (CLONE_NEWUSER));
+}
+
+static int
+probe_io_uring (void)
+{
+  char params[120] = { 0 };
+  long fd = syscall (425 /* io_uring_setup */, 1, params);
+
+  if (fd >= 0)
+    close ((int) fd);
+  return errno_of (fd);
+}
+
+static int
+probe_personality_no_aslr (void)
+{
+  return errno_of (syscall (SYS_personality, 0x0040000 /* ADDR_NO_RANDOMIZE */));
+}
+
+static int
+probe_personality_query (void)
+{
+  return errno_of (syscall (SYS_personality, 0xffffffffUL));
+}
+
+static int
+probe_vsock (void)
+{
+  int fd = socket (40 /* AF_VSOCK */, SOCK_STREAM, 0);
+
+  if (fd >= 0)
+    close (fd);
+  /* Without the filter: a socket, or EAFNOSUPPORT without the module. */
+  return fd < 0 && errno == EPERM ? EPERM : 0;
+}
+
+static int
+probe_unix_socket (void)
+{
+  int fd = socket (AF_UNIX, SOCK_STREAM, 0);
+
+  if (fd >= 0)
+    close (fd);
+  return errno_of (fd);
+}
+
+static int
+probe_keyctl (void)
+{
+  /* KEYCTL_GET_KEYRING_ID of the session keyring. */
+  return errno_of (syscall (SYS_keyctl, 0, -3, 0));
+}
+
+/* ENOENT (the target is missing) once the filter lets it through. */
+static int
+probe_mount (void)
+{
+  return errno_of (mount ("none", "/nonexistent/husk-test", "tmpfs", 0, NULL));
+}
+
+/* ESRCH (pid 1 is not our tracee) once the filter lets it through. */
+static int
+probe_ptrace (void)
+{
+  return errno_of (syscall (SYS_ptrace, 12 /* PTRACE_GETREGS */, 1, 0, 0));
+}
+
+/* A number past every syscall libseccomp knows: ENOSYS, so libc falls back. */
+static int
+probe_future_syscall (void)
+{
+  return errno_of (syscall (520));
+}
+
+static int
+errno_under_default (uint64_t caps, probe_fn probe)
+{
+  json_t *doc
+      = json_pack ("{s:s, s:{s:s}, s:{s:[s], s:s}, s:{s:o}}", "ociVersion", "1.0.2", "root", "path", "/",
+                   "process", "args", "sh", "cwd", "/", "linux", "seccomp", seccomp_default_profile (caps));
+  cleanup_free char *text = json_dumps (doc, JSON_COMPACT);
+  struct seccomp_program program = { 0 };
+  struct husk_error *err = NULL;
+  struct spec *spec = NULL;
+  int status = 0;
+  pid_t pid;
+
+  json_decref (doc);
+  if (spec_parse (text, strlen (text), "config.json", "/tmp", &spec, &err) < 0
+      || seccomp_compile (&spec->seccomp, &program, &err) < 0)
+    fail_msg ("the default profile does not compile: %s", err->msg);
+  pid = fork ();
+  assert_true (pid >= 0);
+  if (pid == 0)
+    {
+      if (prctl (PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || seccomp_program_load (&program, &err) < 0)
+        _exit (255);
+      _exit (probe ());
+    }
+  waitpid (pid, &status, 0);
+  seccomp_program_clear (&program);
+  spec_free (spec);
+  assert_true (WIFEXITED (status) && WEXITSTATUS (status) != 255);
+  return WEXITSTATUS (status);
+}
+
+#define CAP_BIT(cap) (UINT64_C (1) << (cap))
+/* What a CRI container gets by default (containerd's list). */
+#define DEFAULT_CAPS                                                                                         \
+  (CAP_BIT (CAP_CHOWN) | CAP_BIT (CAP_DAC_OVERRIDE) | CAP_BIT (CAP_FSETID) | CAP_BIT (CAP_FOWNER)            \
+   | CAP_BIT (CAP_MKNOD) | CAP_BIT (CAP_NET_RAW) | CAP_BIT (CAP_SETGID) | CAP_BIT (CAP_SETUID)               \
+   | CAP_BIT (CAP_SETFCAP) | CAP_BIT (CAP_SETPCAP) | CAP_BIT (CAP_NET_BIND_SERVICE)                          \
+   | CAP_BIT (CAP_SYS_CHROOT) | CAP_BIT (CAP_KILL) | CAP_BIT (CAP_AUDIT_WRITE))
+
+static void
+test_default_profile_namespaces (void **state)
+{
+  assert_int_equal (errno_under_default (DEFAULT_CAPS, probe_clone_userns), EPERM);
+  assert_int_equal (errno_under_default (DEFAULT_CAPS, probe_clone3_userns), ENOSYS);
+  assert_int_equal (errno_under_default (DEFAULT_CAPS, probe_unshare_userns), EPERM);
+  /* Controls: fork and threads still work; with CAP_SYS_ADMIN so do the
+   * namespaces (we run as root, so the kernel allows them). */
+  assert_int_equal (errno_under_default (DEFAULT_CAPS, probe_clone_plain), 0);
+  if (geteuid () == 0)
+    {
+      assert_int_equal (errno_under_default (DEFAULT_CAPS | CAP_BIT (CAP_SYS_ADMIN), probe_clone_userns), 0);
+      assert_int_equal (errno_under_default (DEFAULT_CAPS | CAP_BIT (CAP_SYS_ADMIN), probe_clone3_userns), 0);
+    }
+}
+
+static void
+test_default_profile_denials (void **state)
+{
+  assert_int_equal (errno_under_default (DEFAULT_CAPS, probe_io_uring), EPERM);
+  assert_int_equal (errno_under_default (DEFAULT_CAPS, probe_keyctl), EPERM);
+  assert_int_equal (errno_under_default (DEFAULT_CAPS, probe_vsock), EPERM);
+  assert_int_equal (errno_under_default (DEFAULT_CAPS, probe_unix_socket), 0);
+#ifdef __x86_64__
+  assert_int_equal (errno_under_default (DEFAULT_CAPS, probe_future_syscall), ENOSYS);
+#endif
+  /* Without the filter io_uring works here: the probe can tell. */
+  assert_int_equal (probe_io_uring (), 0);
+}
+
+static void
+test_default_profile_personality (void **state)
+{
+  assert_int_equal (errno_under_default (DEFAULT_CAPS, probe_personality_no_aslr), EPERM);
+  assert_int_equal (errno_under_default (DEFAULT_CAPS, probe_personality_query), 0);
+}
+
+static void
+test_default_profile_capability_families (void **state)
+{
+  assert_int_equal (errno_under_default (DEFAULT_CAPS, probe_mount), EPERM);
+  assert_int_equal (errno_under_default (DEFAULT_CAPS | CAP_BIT (CAP_SYS_ADMIN), probe_mount), ENOENT);
+  assert_int_equal (errno_under_default (DEFAULT_CAPS, probe_ptrace), EPERM);
+  assert_int_equal (errno_under_default (DEFAULT_CAPS | CAP_BIT (CAP_SYS_PTRACE), probe_ptrace), ESRCH);
 }
 
 static void
@@ -955,6 +1220,10 @@ main (void)
     cmocka_unit_test_setup_teardown (test_paths_and_no_new_privs, setup, teardown),
     cmocka_unit_test_setup_teardown (test_namespaces, setup, teardown),
     cmocka_unit_test_setup_teardown (test_seccomp, setup, teardown),
+    cmocka_unit_test (test_default_profile_namespaces),
+    cmocka_unit_test (test_default_profile_denials),
+    cmocka_unit_test (test_default_profile_personality),
+    cmocka_unit_test (test_default_profile_capability_families),
     cmocka_unit_test_setup_teardown (test_resources_and_cgroups, setup, teardown),
     cmocka_unit_test_setup_teardown (test_annotations_and_tty, setup, teardown),
     cmocka_unit_test_setup_teardown (test_runtime_accepts, setup, teardown),
