@@ -421,7 +421,8 @@ create_steps (struct create_job *job, struct husk_error **err)
     return -1;
   if (realpath (bundle, bundle_abs) == NULL)
     return husk_error_make (err, errno, "bundle `%s`", bundle);
-  if (spec_load (bundle_abs, &job->spec, err) < 0 || validate_spec (job->spec, err) < 0)
+  if (spec_load (bundle_abs, &job->spec, err) < 0 || validate_spec (job->spec, err) < 0
+      || security_check_sysctls (job->spec, err) < 0)
     return -1;
   if (job->spec->has_seccomp && seccomp_compile (&job->spec->seccomp, &job->seccomp, err) < 0)
     return -1;

@@ -84,11 +84,8 @@ exec_child (int pidfd, int ns_flags, const struct container_state *state, const 
     }
   if (process->terminal && terminal_setup_child (console_fd, process, &err) < 0)
     sync_child_fail (sync_fd, err);
-  if (chdir (process->cwd) < 0)
-    {
-      husk_error_make (&err, errno, "cwd `%s`", process->cwd);
-      sync_child_fail (sync_fd, err);
-    }
+  if (init_enter_cwd (process, &err) < 0)
+    sync_child_fail (sync_fd, err);
   if (init_find_executable (process, &executable, &err) < 0 || security_apply_rlimits (process, &err) < 0)
     sync_child_fail (sync_fd, err);
   init_cloexec_from (3 + opts->preserve_fds);
@@ -150,6 +147,12 @@ spawn_exec (const struct container_state *state, const struct exec_options *opts
     return husk_error_make (err, errno, "socketpair");
   if (!opts->detach)
     foreground_block_signals ();
+  /* Not dumpable from its first instruction: the child is in the
+   * container's pid namespace at once, and until execve it runs our code
+   * with our fds and memory (runc CVE-2016-9962).  fork inherits this; the
+   * execve of the container's program resets it. */
+  if (prctl (PR_SET_DUMPABLE, 0) < 0)
+    return husk_error_make (err, errno, "make the exec process non-dumpable");
   fflush (NULL);
   pid = fork ();
   if (pid < 0)

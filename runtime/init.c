@@ -141,15 +141,19 @@ run_create_hooks (const struct init_config *cfg, const char *state_json, struct 
 /* chdir to process.cwd after pivot_root, and make sure it really is inside
  * the container: a cwd reached through a leaked fd would show up as
  * "(unreachable)" (runc CVE-2024-21626). */
-static int
-enter_cwd (const struct spec_process *process, struct husk_error **err)
+int
+init_enter_cwd (const struct spec_process *process, struct husk_error **err)
 {
   char cwd[PATH_MAX];
 
   if (chdir (process->cwd) < 0)
     return husk_error_make (err, errno, "process.cwd `%s`", process->cwd);
+  /* glibc's getcwd fails with ENOENT for an unreachable directory (the
+   * kernel's "(unreachable)" prefix). */
   if (getcwd (cwd, sizeof cwd) == NULL)
-    return husk_error_make (err, errno, "process.cwd `%s`: resolve", process->cwd);
+    return errno == ENOENT
+               ? husk_error_make (err, 0, "process.cwd `%s`: resolves outside the container", process->cwd)
+               : husk_error_make (err, errno, "process.cwd `%s`: resolve", process->cwd);
   if (cwd[0] != '/')
     return husk_error_make (err, 0, "process.cwd `%s`: resolves outside the container", process->cwd);
   return 0;
@@ -222,7 +226,8 @@ container_init (const struct init_config *cfg)
     sync_child_fail (cfg->sync_fd, err);
   if (cfg->console_fd >= 0)
     close (cfg->console_fd);
-  if (enter_cwd (&spec->process, &err) < 0 || init_find_executable (&spec->process, &executable, &err) < 0)
+  if (init_enter_cwd (&spec->process, &err) < 0
+      || init_find_executable (&spec->process, &executable, &err) < 0)
     sync_child_fail (cfg->sync_fd, err);
   if (security_apply_rlimits (&spec->process, &err) < 0)
     sync_child_fail (cfg->sync_fd, err);

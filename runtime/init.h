@@ -25,6 +25,10 @@ struct init_config
 /* The container's init: runs in the cloned child, never returns. */
 __attribute__ ((noreturn)) void container_init (const struct init_config *cfg);
 
+/* chdir to process->cwd in the current root, refusing a directory outside
+ * it (reached through a leaked fd or a /proc/self/fd symlink). */
+int init_enter_cwd (const struct spec_process *process, struct husk_error **err);
+
 /* Resolves process->args[0] against PATH from process->env (as execvp would,
  * in the current root); returns a newly allocated path. */
 int init_find_executable (const struct spec_process *process, char **out, struct husk_error **err);

@@ -130,6 +130,92 @@ sysctl_path (const char *key)
   return xasprintf ("/proc/sys/%s", relative);
 }
 
+/* The sysctls a namespace holds (runc's list): setting any other one would
+ * change the host, whatever namespaces the container has. */
+static const char *const ipc_sysctls[] = {
+  "kernel.msgmax", "kernel.msgmnb", "kernel.msgmni", "kernel.sem",
+  "kernel.shmall", "kernel.shmmax", "kernel.shmmni", "kernel.shm_rmid_forced",
+};
+
+static bool
+is_ipc_sysctl (const char *key)
+{
+  for (size_t i = 0; i < sizeof ipc_sysctls / sizeof ipc_sysctls[0]; i++)
+    if (strcmp (key, ipc_sysctls[i]) == 0)
+      return true;
+  return husk_str_has_prefix (key, "fs.mqueue.");
+}
+
+/* A namespace the container does not share with us: a new one, or a path
+ * that is not our own (the host's, for a runtime run from the host). */
+static bool
+has_private_ns (const struct spec *spec, enum spec_ns_type type, const char *proc_name)
+{
+  const struct spec_namespace *ns = &spec->namespaces[type];
+  cleanup_free char *ours = NULL;
+  struct stat theirs_st, ours_st;
+
+  if (!ns->present)
+    return false;
+  if (ns->path == NULL)
+    return true;
+  ours = xasprintf ("/proc/self/ns/%s", proc_name);
+  if (stat (ns->path, &theirs_st) < 0 || stat (ours, &ours_st) < 0)
+    return true; /* joining it fails later, with its own error */
+  return theirs_st.st_dev != ours_st.st_dev || theirs_st.st_ino != ours_st.st_ino;
+}
+
+static int
+check_sysctl (const struct spec *spec, const char *key, struct husk_error **err)
+{
+  cleanup_free char *dotted = xstrdup (key);
+
+  for (char *c = dotted; *c; c++)
+    if (*c == '/')
+      *c = '.';
+  if (is_ipc_sysctl (dotted))
+    return has_private_ns (spec, SPEC_NS_IPC, "ipc")
+               ? 0
+               : husk_error_make (err, EPERM,
+                                  "config.json: linux.sysctl `%s`: needs a private ipc namespace (it would "
+                                  "change the host's)",
+                                  key);
+  if (husk_str_has_prefix (dotted, "net."))
+    return has_private_ns (spec, SPEC_NS_NETWORK, "net")
+               ? 0
+               : husk_error_make (err, EPERM,
+                                  "config.json: linux.sysctl `%s`: needs a private network namespace (it "
+                                  "would change the host's)",
+                                  key);
+  if (strcmp (dotted, "kernel.hostname") == 0 || strcmp (dotted, "kernel.domainname") == 0)
+    return has_private_ns (spec, SPEC_NS_UTS, "uts")
+               ? 0
+               : husk_error_make (err, EPERM,
+                                  "config.json: linux.sysctl `%s`: needs a private uts namespace (it would "
+                                  "change the host's)",
+                                  key);
+  return husk_error_make (err, EPERM,
+                          "config.json: linux.sysctl `%s`: not in any of the container's namespaces, so it "
+                          "would change the host's",
+                          key);
+}
+
+int
+security_check_sysctls (const struct spec *spec, struct husk_error **err)
+{
+  for (size_t i = 0; i < spec->n_sysctls; i++)
+    {
+      const char *key = spec->sysctls[i].key;
+      cleanup_free char *path = sysctl_path (key);
+
+      if (path == NULL)
+        return husk_error_make (err, EINVAL, "config.json: linux.sysctl `%s`: bad key", key);
+      if (check_sysctl (spec, key, err) < 0)
+        return -1;
+    }
+  return 0;
+}
+
 int
 security_apply_sysctls (const struct spec *spec, struct husk_error **err)
 {

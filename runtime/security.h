@@ -32,6 +32,11 @@ int security_apply_rlimits (const struct spec_process *process, struct husk_erro
 /* Writes /proc/self/oom_score_adj; a refused lowering (no CAP_SYS_RESOURCE)
  * is a warning, not an error. */
 int security_apply_oom_score_adj (const struct spec_process *process, struct husk_error **err);
+/* Refuses a linux.sysctl key that no namespace of the container holds
+ * (as runc: net.* needs a private network namespace, kernel.shm*, msg*,
+ * sem and fs.mqueue.* an ipc one, kernel.hostname/domainname a uts one),
+ * so it would change the host's value.  Called before anything is made. */
+int security_check_sysctls (const struct spec *spec, struct husk_error **err);
 /* Writes /proc/sys/... for linux.sysctl (after the mounts, before pivot). */
 int security_apply_sysctls (const struct spec *spec, struct husk_error **err);
 

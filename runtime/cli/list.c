@@ -1,11 +1,13 @@
 /* husk list and husk ps. */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "husk/cleanup.h"
@@ -113,30 +115,46 @@ pid_in (pid_t pid, const pid_t *pids, size_t n)
   return false;
 }
 
-/* As runc: run ps(1) with the given args and keep the header plus the lines
- * whose PID column belongs to the container. */
-static int
-ps_table (const pid_t *pids, size_t n, int argc, char **argv, struct husk_error **err)
+/* Starts ps(1) with ARGV (no shell: the user's arguments stay arguments)
+ * and returns a stream of its stdout. */
+static FILE *
+start_ps (char **ps_argv, pid_t *pid, struct husk_error **err)
 {
-  cleanup_free char *cmd = xstrdup ("ps");
-  FILE *ps = NULL;
+  int pipe_fds[2];
+  FILE *out;
+
+  if (pipe2 (pipe_fds, O_CLOEXEC) < 0)
+    return husk_error_make (err, errno, "ps: pipe"), NULL;
+  fflush (NULL);
+  *pid = fork ();
+  if (*pid < 0)
+    {
+      husk_error_make (err, errno, "ps: fork");
+      close (pipe_fds[0]);
+      close (pipe_fds[1]);
+      return NULL;
+    }
+  if (*pid == 0)
+    {
+      dup2 (pipe_fds[1], STDOUT_FILENO);
+      execvp (ps_argv[0], ps_argv);
+      fprintf (stderr, "husk: ps: exec `%s`: %s\n", ps_argv[0], strerror (errno));
+      _exit (127);
+    }
+  close (pipe_fds[1]);
+  out = fdopen (pipe_fds[0], "r");
+  if (out == NULL)
+    close (pipe_fds[0]);
+  return out;
+}
+
+/* Keeps the header and the lines whose PID column is one of PIDS. */
+static int
+filter_ps (FILE *ps, const pid_t *pids, size_t n, struct husk_error **err)
+{
   char line[4096];
   int pid_column = -1;
 
-  if (argc == 0)
-    {
-      free (cmd);
-      cmd = xstrdup ("ps -ef");
-    }
-  for (int i = 0; i < argc; i++)
-    {
-      char *next = xasprintf ("%s '%s'", cmd, argv[i]);
-      free (cmd);
-      cmd = next;
-    }
-  ps = popen (cmd, "r");
-  if (ps == NULL)
-    return husk_error_make (err, errno, "run `%s`", cmd);
   while (fgets (line, sizeof line, ps))
     {
       char copy[4096], *tok, *save = NULL;
@@ -149,10 +167,7 @@ ps_table (const pid_t *pids, size_t n, int argc, char **argv, struct husk_error 
             if (strcmp (tok, "PID") == 0)
               pid_column = col;
           if (pid_column < 0)
-            {
-              pclose (ps);
-              return husk_error_make (err, 0, "`%s` printed no PID column", cmd);
-            }
+            return husk_error_make (err, 0, "ps: its output has no PID column (add -o pid)");
           fputs (line, stdout);
           continue;
         }
@@ -162,8 +177,39 @@ ps_table (const pid_t *pids, size_t n, int argc, char **argv, struct husk_error 
       if (tok && pid_in ((pid_t) atoi (tok), pids, n))
         fputs (line, stdout);
     }
-  pclose (ps);
   return 0;
+}
+
+/* As runc: run ps(1) with the given args (default -ef) and keep the header
+ * plus the lines of the container's pids.  Returns ps's exit status. */
+static int
+ps_table (const pid_t *pids, size_t n, int argc, char **argv, struct husk_error **err)
+{
+  cleanup_free char **ps_argv = xcalloc ((size_t) argc + 2, sizeof *ps_argv);
+  FILE *ps;
+  pid_t pid;
+  int status = 0, ret;
+
+  ps_argv[0] = (char *) "ps";
+  for (int i = 0; i < argc; i++)
+    ps_argv[i + 1] = argv[i];
+  if (argc == 0)
+    ps_argv[1] = (char *) "-ef";
+  ps = start_ps (ps_argv, &pid, err);
+  if (ps == NULL)
+    return -1;
+  ret = filter_ps (ps, pids, n, err);
+  fclose (ps);
+  while (waitpid (pid, &status, 0) < 0 && errno == EINTR)
+    ;
+  if (ret < 0)
+    return -1;
+  if (WIFEXITED (status) && WEXITSTATUS (status) == 0)
+    return 0;
+  if (WIFSIGNALED (status))
+    return husk_error_make (err, 0, "ps: killed by signal %d", WTERMSIG (status));
+  fprintf (stderr, "husk: ps: exited with status %d\n", WEXITSTATUS (status));
+  return WEXITSTATUS (status);
 }
 
 int
@@ -189,5 +235,5 @@ cli_ps (struct cli_globals *g, int argc, char **argv, struct husk_error **err)
       printf ("]\n");
       return 0;
     }
-  return ps_table (pids, n, argc - optind - 1, argv + optind + 1, err) < 0 ? -1 : 0;
+  return ps_table (pids, n, argc - optind - 1, argv + optind + 1, err);
 }

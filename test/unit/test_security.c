@@ -615,6 +615,63 @@ test_sysctls (void **state)
   run_in_child (child_sysctls, NULL);
 }
 
+/* Which namespace holds which key: a key no namespace of the container
+ * holds is refused before anything is made, whatever its value. */
+static void
+test_sysctl_namespace_check (void **state)
+{
+  struct spec_sysctl sysctl = { .value = "1" };
+  struct spec spec = { .sysctls = &sysctl, .n_sysctls = 1 };
+  struct husk_error *err = NULL;
+  static const struct
+  {
+    const char *key;
+    enum spec_ns_type needs; /* SPEC_NS_COUNT: refused whatever the namespaces */
+  } cases[] = {
+    { "net.ipv4.ip_forward", SPEC_NS_NETWORK },
+    { "net/core/somaxconn", SPEC_NS_NETWORK },
+    { "kernel.shmmax", SPEC_NS_IPC },
+    { "kernel.msgmnb", SPEC_NS_IPC },
+    { "kernel.sem", SPEC_NS_IPC },
+    { "fs.mqueue.queues_max", SPEC_NS_IPC },
+    { "kernel.hostname", SPEC_NS_UTS },
+    { "kernel.domainname", SPEC_NS_UTS },
+    { "vm.stat_interval", SPEC_NS_COUNT },
+    { "kernel.core_pattern", SPEC_NS_COUNT },
+    { "kernel.shm_next_id_x", SPEC_NS_COUNT },
+    { "fs.file-max", SPEC_NS_COUNT },
+  };
+
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+    {
+      sysctl.key = (char *) cases[i].key;
+      memset (spec.namespaces, 0, sizeof spec.namespaces);
+      assert_int_equal (security_check_sysctls (&spec, &err), -1);
+      assert_non_null (strstr (err->msg, cases[i].key));
+      husk_error_free (&err);
+      for (int ns = 0; ns < SPEC_NS_COUNT; ns++)
+        spec.namespaces[ns].present = ns != (int) cases[i].needs;
+      assert_int_equal (security_check_sysctls (&spec, &err), -1);
+      husk_error_free (&err);
+      if (cases[i].needs == SPEC_NS_COUNT)
+        continue;
+      spec.namespaces[cases[i].needs].present = true;
+      if (security_check_sysctls (&spec, &err) < 0)
+        fail_msg ("%s with its namespace: %s", cases[i].key, err->msg);
+      /* Joining our own namespace by path is no namespace of its own. */
+      spec.namespaces[cases[i].needs].path = (char *) (cases[i].needs == SPEC_NS_NETWORK ? "/proc/self/ns/net"
+                                                       : cases[i].needs == SPEC_NS_IPC   ? "/proc/self/ns/ipc"
+                                                                                       : "/proc/self/ns/uts");
+      assert_int_equal (security_check_sysctls (&spec, &err), -1);
+      husk_error_free (&err);
+      spec.namespaces[cases[i].needs].path = NULL;
+    }
+  sysctl.key = "net/../../kernel/core_pattern";
+  spec.namespaces[SPEC_NS_NETWORK].present = true;
+  assert_int_equal (security_check_sysctls (&spec, &err), -1);
+  husk_error_free (&err);
+}
+
 /* ---- capabilities and user ---- */
 
 static int
@@ -811,6 +868,7 @@ main (void)
     cmocka_unit_test (test_rlimits),
     cmocka_unit_test (test_oom_score_adj),
     cmocka_unit_test (test_sysctls),
+    cmocka_unit_test (test_sysctl_namespace_check),
     cmocka_unit_test (test_caps_exact),
     cmocka_unit_test (test_caps_absent),
     cmocka_unit_test (test_caps_errors),
