@@ -1,6 +1,8 @@
 /* huskd's configuration file (see config.h). */
 #include <errno.h>
 #include <jansson.h>
+#include <limits.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -94,6 +96,9 @@ set_defaults (struct huskd_config *cfg)
   cfg->cni_conf_dir = xstrdup ("/etc/cni/net.d");
   cfg->cni_bin_dirs = xstrdup ("/usr/lib/cni:/opt/cni/bin");
   cfg->log_level = xstrdup ("info");
+  cfg->max_image_bytes = UINT64_C (32) << 30;
+  cfg->pull_min_bytes_per_s = 1024;
+  cfg->pull_stall_timeout_s = 60;
   for (size_t i = 0; default_caps[i]; i++)
     cfg->default_capabilities = husk_strv_append (cfg->default_capabilities, default_caps[i]);
 }
@@ -109,6 +114,30 @@ take_string (json_t *doc, const char *key, char **field, const char *path, struc
     return husk_error_make (err, 0, "%s: %s: must be a string", path, key);
   free (*field);
   *field = xstrdup (json_string_value (v));
+  return 0;
+}
+
+static int
+take_count (json_t *doc, const char *key, unsigned long long max, unsigned long long *field, const char *path,
+            struct husk_error **err)
+{
+  json_t *v = json_object_get (doc, key);
+
+  if (v == NULL || json_is_null (v))
+    return 0;
+  if (!json_is_integer (v) || json_integer_value (v) < 1 || (unsigned long long) json_integer_value (v) > max)
+    return husk_error_make (err, 0, "%s: %s: must be a whole number from 1 to %llu", path, key, max);
+  *field = (unsigned long long) json_integer_value (v);
+  return 0;
+}
+
+static int
+take_counts (json_t *doc, struct huskd_config *cfg, const char *path, struct husk_error **err)
+{
+  if (take_count (doc, "max_image_bytes", INT64_MAX, &cfg->max_image_bytes, path, err) < 0
+      || take_count (doc, "pull_min_bytes_per_s", UINT_MAX, &cfg->pull_min_bytes_per_s, path, err) < 0
+      || take_count (doc, "pull_stall_timeout_s", UINT_MAX, &cfg->pull_stall_timeout_s, path, err) < 0)
+    return -1;
   return 0;
 }
 
@@ -177,6 +206,8 @@ apply_file (const char *path, struct huskd_config *cfg, struct husk_error **err)
     ret = take_string (doc, strings[i].key, (char **) ((char *) cfg + strings[i].offset), path, err);
   if (ret == 0)
     ret = take_runtimes (doc, cfg, path, err);
+  if (ret == 0)
+    ret = take_counts (doc, cfg, path, err);
   caps = json_object_get (doc, "default_capabilities");
   if (ret == 0 && caps)
     {

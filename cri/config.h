@@ -33,6 +33,12 @@ struct huskd_config
   char **default_capabilities;
   char *seccomp_profile; /* a file; NULL: the built-in default */
   char *log_level;
+  /* Image pulls: decompressed bytes per image (a manifest declaring more is
+   * refused before any download); a blob transfer slower than
+   * pull_min_bytes_per_s for pull_stall_timeout_s fails. */
+  unsigned long long max_image_bytes;
+  unsigned long long pull_min_bytes_per_s;
+  unsigned long long pull_stall_timeout_s;
 };
 
 /* Fills CFG with the defaults, then applies PATH if not NULL. */

@@ -68,7 +68,7 @@ static const struct rpc_method method_table[] = {
   M (IMAGE_SVC, ListImages, cri_list_images, 0),
   M (IMAGE_SVC, StreamImages, cri_list_images, RPC_SERVER_STREAMING | RPC_BATCHED_STREAM),
   M (IMAGE_SVC, ImageStatus, cri_image_status, 0),
-  M (IMAGE_SVC, PullImage, cri_pull_image, RPC_SLOW),
+  M (IMAGE_SVC, PullImage, cri_pull_image, RPC_SLOW | RPC_BULK),
   M (IMAGE_SVC, RemoveImage, cri_remove_image, RPC_SLOW),
   M (IMAGE_SVC, ImageFsInfo, cri_image_fs_info, RPC_SLOW),
 };

@@ -234,11 +234,20 @@ add_auth (struct registry_client *client, const char *host, const Runtime__V1__A
   return 0;
 }
 
+static bool
+pull_cancelled (void *call)
+{
+  return rpc_call_cancelled (call);
+}
+
+/* The transfer stops once the client goes away (kubelet gave up) and when
+ * it crawls below the configured rate; either frees the pull's worker. */
 static int
-pull (struct cri_service *svc, const Runtime__V1__PullImageRequest *request, struct image **img,
-      struct husk_error **err)
+pull (struct cri_service *svc, struct rpc_call *call, const Runtime__V1__PullImageRequest *request,
+      struct image **img, struct husk_error **err)
 {
   const char *name = spec_image (request->image);
+  struct pull_options pull_opts = { .max_image_bytes = svc->cfg->max_image_bytes };
   struct registry_options opts;
   struct registry_client *client;
   struct reference *ref = NULL;
@@ -253,10 +262,14 @@ pull (struct cri_service *svc, const Runtime__V1__PullImageRequest *request, str
     }
   registry_options_init (&opts);
   opts.hosts = svc->hosts;
+  opts.stall_timeout_s = (unsigned) svc->cfg->pull_stall_timeout_s;
+  opts.low_speed_bytes = (unsigned) svc->cfg->pull_min_bytes_per_s;
+  opts.cancelled = pull_cancelled;
+  opts.cancelled_user = call;
   client = registry_client_new (&opts);
   ret = request->auth ? add_auth (client, ref->domain, request->auth, err) : 0;
   if (ret == 0)
-    ret = image_pull (svc->store, client, name, NULL, img, err);
+    ret = image_pull (svc->store, client, name, &pull_opts, img, err);
   registry_client_free (client);
   reference_free (ref);
   return ret;
@@ -274,7 +287,7 @@ cri_pull_image (struct rpc_call *call, const void *req, size_t len, void *user)
 
   if (request == NULL)
     return;
-  if (pull (svc, request, &img, &err) < 0)
+  if (pull (svc, call, request, &img, &err) < 0)
     rpc_fail (call, cri_status_of (err), "%s", err->msg);
   else
     {

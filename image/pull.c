@@ -138,6 +138,33 @@ done:
   return ret;
 }
 
+static uint64_t
+max_image_bytes (const struct pull_job *job)
+{
+  return job->opts && job->opts->max_image_bytes ? job->opts->max_image_bytes : SNAPSHOT_DEFAULT_MAX_BYTES;
+}
+
+/* Layers decompress to at least their compressed size: a manifest that
+ * declares more than the limit is refused before a byte is fetched. */
+static int
+check_declared_sizes (const struct pull_job *job, struct husk_error **err)
+{
+  uint64_t max = max_image_bytes (job), total = 0;
+
+  for (size_t i = 0; i < job->parsed.n_layers; i++)
+    {
+      int64_t size = job->parsed.layers[i].size;
+
+      if (size < 0 || (uint64_t) size > max - total)
+        return husk_error_make (err, EFBIG,
+                                "layer %zu (%s): declared size %lld bytes passes the limit of %llu bytes "
+                                "per image",
+                                i, job->parsed.layers[i].digest, (long long) size, (unsigned long long) max);
+      total += (uint64_t) size;
+    }
+  return 0;
+}
+
 static int
 unpack_layers (struct pull_job *job, struct husk_error **err)
 {
@@ -153,7 +180,8 @@ unpack_layers (struct pull_job *job, struct husk_error **err)
                                          .media_type = job->parsed.layers[i].media_type,
                                          .diff_id = job->diff_ids[i] };
   report (job, PULL_UNPACKING, 0, 0, 0);
-  return snapshot_prepare_layers (job->store, layers, job->parsed.n_layers, NULL, err);
+  return snapshot_prepare_layers_max (job->store, layers, job->parsed.n_layers, max_image_bytes (job), NULL,
+                                      err);
 }
 
 static int
@@ -171,7 +199,7 @@ pull_steps (struct pull_job *job, const char *ref_text, struct image **out, stru
   if (image_manifest_parse (job->manifest->data, job->manifest->size, &job->parsed, err) < 0)
     return -1;
   report (job, PULL_RESOLVED, 0, 0, 0);
-  if (fetch_blobs (job, err) < 0)
+  if (check_declared_sizes (job, err) < 0 || fetch_blobs (job, err) < 0)
     return -1;
   if (store_read_blob (job->store, job->parsed.config.digest, STORE_SMALL_BLOB_MAX, &job->config,
                        &job->config_len, err)

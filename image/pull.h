@@ -35,6 +35,10 @@ struct pull_options
   const char *platform; /* "os/arch[/variant]"; NULL: the host's */
   pull_progress_cb progress;
   void *progress_user;
+  /* Decompressed bytes of all layers together; a manifest that declares
+   * more (compressed) is refused before any download.  0: the default,
+   * SNAPSHOT_DEFAULT_MAX_BYTES. */
+  uint64_t max_image_bytes;
 };
 
 /* Pulls REF_TEXT with CLIENT into STORE; *OUT (may be NULL) gets the

@@ -148,6 +148,7 @@ registry_options_init (struct registry_options *opts)
     .connect_timeout_ms = 30000,
     .request_timeout_ms = 60000,
     .stall_timeout_s = 30,
+    .low_speed_bytes = 1,
   };
 }
 
@@ -256,7 +257,8 @@ registry_easy_new (const struct registry_client *client, const char *url, bool i
   curl_easy_setopt (easy, CURLOPT_TIMEOUT_MS, timeout_ms);
   if (client->opts.stall_timeout_s > 0)
     {
-      curl_easy_setopt (easy, CURLOPT_LOW_SPEED_LIMIT, 1L);
+      curl_easy_setopt (easy, CURLOPT_LOW_SPEED_LIMIT,
+                        (long) (client->opts.low_speed_bytes ? client->opts.low_speed_bytes : 1));
       curl_easy_setopt (easy, CURLOPT_LOW_SPEED_TIME, (long) client->opts.stall_timeout_s);
     }
   if (insecure)
@@ -893,12 +895,15 @@ start_ready (struct transfer **ts, size_t n, size_t running, unsigned parallel, 
   return running;
 }
 
+/* Often enough that a cancelled caller is noticed soon. */
+#define CANCEL_POLL_MS 500
+
 /* How long the loop may sleep: until the next backoff ends, at most 1 s. */
 static int
 poll_timeout_ms (struct transfer **ts, size_t n)
 {
   long long now = registry_now_ms ();
-  long long timeout = 1000;
+  long long timeout = CANCEL_POLL_MS;
 
   for (size_t i = 0; i < n; i++)
     {
@@ -939,13 +944,23 @@ first_in_state (struct transfer **ts, size_t n, enum transfer_state state)
   return NULL;
 }
 
-/* Runs every transfer to DONE, or stops at the first FAILED one. */
+static bool
+transfers_cancelled (struct transfer **ts, size_t n)
+{
+  const struct registry_options *opts = n ? &ts[0]->client->opts : NULL;
+
+  return opts && opts->cancelled && opts->cancelled (opts->cancelled_user);
+}
+
+/* Runs every transfer to DONE, or stops at the first FAILED one, or when
+ * the caller cancels. */
 static int
 run_transfers (struct transfer **ts, size_t n, unsigned parallel, struct husk_error **err)
 {
   CURLM *multi = curl_multi_init ();
   size_t running = 0;
   struct transfer *failed = NULL;
+  bool cancelled = false;
 
   if (multi == NULL)
     abort ();
@@ -955,7 +970,7 @@ run_transfers (struct transfer **ts, size_t n, unsigned parallel, struct husk_er
       bool all_done = true;
       for (size_t i = 0; i < n; i++)
         all_done = all_done && ts[i]->state == TRANSFER_DONE;
-      if (all_done)
+      if (all_done || (cancelled = transfers_cancelled (ts, n)))
         break;
       running = start_ready (ts, n, running, parallel, multi);
       curl_multi_perform (multi, &still_running);
@@ -966,6 +981,8 @@ run_transfers (struct transfer **ts, size_t n, unsigned parallel, struct husk_er
   for (size_t i = 0; i < n; i++)
     transfer_release_easy (ts[i], multi);
   curl_multi_cleanup (multi);
+  if (cancelled)
+    return husk_error_make (err, ECANCELED, "transfer cancelled by the caller");
   if (failed == NULL)
     return 0;
   husk_error_free (err);

@@ -46,11 +46,16 @@ struct registry_options
   unsigned retry_delay_ms;     /* first backoff; doubles each time */
   unsigned connect_timeout_ms; /* per connection */
   unsigned request_timeout_ms; /* whole manifest or token request; 0: none */
-  unsigned stall_timeout_s;    /* a transfer that moves nothing for this long fails */
+  unsigned stall_timeout_s;    /* a transfer slower than low_speed_bytes/s for this long fails */
+  unsigned low_speed_bytes;    /* the minimum rate over that window, bytes per second */
+  /* Polled while transfers run (at least twice a second): true stops them
+   * all with ECANCELED, e.g. when the client of a pull went away. */
+  bool (*cancelled) (void *user);
+  void *cancelled_user;
 };
 
 /* Defaults: parallelism 4, retries 3, 200 ms backoff, 30 s connect,
- * 60 s requests, 30 s stall. */
+ * 60 s requests, under 1 byte/s for 30 s is a stall. */
 void registry_options_init (struct registry_options *opts);
 
 struct registry_client;

@@ -108,11 +108,15 @@ write_snapshot_info (const char *dir, const struct snapshot_layer *layer, const 
 /* Unpacks into TMP_DIR/fs and records what it is. */
 static int
 fill_snapshot (struct store *store, const char *tmp_dir, const struct snapshot_layer *layer,
-               const char *chain_id, const char *parent, struct husk_error **err)
+               const char *chain_id, const char *parent, uint64_t max_bytes,
+               atomic_uint_least64_t *total_bytes, struct husk_error **err)
 {
   cleanup_free char *blob = store_blob_path (store, layer->digest);
   cleanup_free char *fs = xasprintf ("%s/fs", tmp_dir);
-  struct unpack_options opts = { .layer_digest = layer->digest, .expected_diff_id = layer->diff_id };
+  struct unpack_options opts = { .layer_digest = layer->digest,
+                                 .expected_diff_id = layer->diff_id,
+                                 .max_bytes = max_bytes,
+                                 .total_bytes = total_bytes };
   struct unpack_stats stats;
   struct timespec t0, t1;
 
@@ -165,6 +169,8 @@ struct unpack_queue
   atomic_size_t next;
   atomic_bool failed;    /* once set, no worker claims another layer */
   atomic_size_t working; /* workers that have not run out of layers */
+  uint64_t max_bytes;    /* decompressed bytes, all layers together */
+  atomic_uint_least64_t total_bytes;
 };
 
 static void
@@ -227,7 +233,9 @@ unpack_worker (void *arg)
 
       if (p == NULL)
         break;
-      if (fill_snapshot (queue->store, p->tmp_dir, p->layer, p->chain_id, p->parent, &p->err) < 0)
+      if (fill_snapshot (queue->store, p->tmp_dir, p->layer, p->chain_id, p->parent, queue->max_bytes,
+                         &queue->total_bytes, &p->err)
+          < 0)
         {
           p->failed = true;
           atomic_store (&queue->failed, true);
@@ -350,11 +358,15 @@ unpack_and_publish (struct unpack_queue *queue, struct husk_error **err)
  * unpacked in parallel, a worker per CPU. */
 static int
 unpack_missing (struct store *store, const struct snapshot_layer *layers, size_t n,
-                char (*chain_ids)[DIGEST_STR_SIZE], unsigned *unpacked, struct husk_error **err)
+                char (*chain_ids)[DIGEST_STR_SIZE], uint64_t max_bytes, unsigned *unpacked,
+                struct husk_error **err)
 {
   cleanup_free char *snapshots_dir = xasprintf ("%s/snapshots", store_root (store));
   cleanup_free struct pending *pending = xcalloc (n + 1, sizeof *pending);
-  struct unpack_queue queue = { .store = store, .snapshots_dir = snapshots_dir, .items = pending };
+  struct unpack_queue queue = { .store = store,
+                                .snapshots_dir = snapshots_dir,
+                                .items = pending,
+                                .max_bytes = max_bytes ? max_bytes : SNAPSHOT_DEFAULT_MAX_BYTES };
   int ret = collect_missing (&queue, layers, n, chain_ids, err);
 
   if (ret == 0 && queue.n > 0)
@@ -369,6 +381,13 @@ unpack_missing (struct store *store, const struct snapshot_layer *layers, size_t
 int
 snapshot_prepare_layers (struct store *store, const struct snapshot_layer *layers, size_t n,
                          unsigned *unpacked, struct husk_error **err)
+{
+  return snapshot_prepare_layers_max (store, layers, n, 0, unpacked, err);
+}
+
+int
+snapshot_prepare_layers_max (struct store *store, const struct snapshot_layer *layers, size_t n,
+                             uint64_t max_bytes, unsigned *unpacked, struct husk_error **err)
 {
   const char *root = store_root (store);
   cleanup_free char *snapshots_dir = xasprintf ("%s/snapshots", root);
@@ -386,7 +405,7 @@ snapshot_prepare_layers (struct store *store, const struct snapshot_layer *layer
   lock_fd = store_gc_lock (root, false, true, err);
   if (lock_fd < 0)
     return -1;
-  return unpack_missing (store, layers, n, chain_ids, unpacked, err);
+  return unpack_missing (store, layers, n, chain_ids, max_bytes, unpacked, err);
 }
 
 /* Container rootfs. */

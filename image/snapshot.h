@@ -46,6 +46,11 @@ bool snapshot_exists (const char *root, const char *chain_id);
  * *UNPACKED (may be NULL) counts the layers it unpacked. */
 int snapshot_prepare_layers (struct store *store, const struct snapshot_layer *layers, size_t n,
                              unsigned *unpacked, struct husk_error **err);
+/* The same, refusing (and removing) layers once all of them together
+ * decompress to more than MAX_BYTES (0: SNAPSHOT_DEFAULT_MAX_BYTES). */
+#define SNAPSHOT_DEFAULT_MAX_BYTES (UINT64_C (32) << 30)
+int snapshot_prepare_layers_max (struct store *store, const struct snapshot_layer *layers, size_t n,
+                                 uint64_t max_bytes, unsigned *unpacked, struct husk_error **err);
 
 /* Mounts CONTAINER_ID's rootfs at ROOT/containers/<id>/merged: an overlay
  * with the N snapshots CHAIN_IDS (bottom first) as lower dirs and upper/ and

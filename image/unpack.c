@@ -41,6 +41,9 @@ struct unpacker
   struct archive *tar;          /* decompressed bytes -> entries */
   struct digest_ctx *diff_hash;
   uint64_t uncompressed;
+  uint64_t max_bytes;                 /* 0: no limit */
+  atomic_uint_least64_t *total_bytes; /* shared with the image's other layers */
+  atomic_uint_least64_t own_bytes;
   uint64_t entries;
   struct dir_times *dirs; /* directory mtimes, applied last */
   size_t n_dirs, cap_dirs;
@@ -624,6 +627,14 @@ read_decompressed (struct archive *tar, void *data, const void **buf)
                          archive_error_string (u->decompressed));
       return -1;
     }
+  if (u->max_bytes && atomic_fetch_add (u->total_bytes, size) + size > u->max_bytes)
+    {
+      char why[96]; /* libarchive's formatter knows no %llu */
+      snprintf (why, sizeof why, "decompressed content passes the limit of %llu bytes per image",
+                (unsigned long long) u->max_bytes);
+      archive_set_error (tar, EFBIG, "%s", why);
+      return -1;
+    }
   digest_ctx_update (u->diff_hash, *buf, size);
   u->uncompressed += size;
   return (la_ssize_t) size;
@@ -728,6 +739,8 @@ unpack_layer (const char *layer_blob_path, const char *target_dir, const struct 
   if (stats == NULL)
     stats = &local_stats;
   memset (stats, 0, sizeof *stats);
+  u.max_bytes = opts ? opts->max_bytes : 0;
+  u.total_bytes = opts && opts->total_bytes ? opts->total_bytes : &u.own_bytes;
   u.label = opts && opts->layer_digest ? xasprintf ("layer %s", opts->layer_digest)
                                        : xasprintf ("layer `%s`", layer_blob_path);
   if (blob_fd < 0 || fstat (blob_fd, &st) < 0)

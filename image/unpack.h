@@ -4,6 +4,7 @@
 #ifndef HUSK_IMAGE_UNPACK_H
 #define HUSK_IMAGE_UNPACK_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -14,6 +15,10 @@ struct unpack_options
 {
   const char *layer_digest;     /* names the layer in messages; NULL: the blob path */
   const char *expected_diff_id; /* rootfs.diff_ids[i]; NULL: not checked */
+  /* A bound on decompressed bytes (0: none), counted in *TOTAL_BYTES when
+   * set, so that the layers of one image unpacked in parallel share it. */
+  uint64_t max_bytes;
+  atomic_uint_least64_t *total_bytes;
 };
 
 struct unpack_stats

@@ -22,6 +22,8 @@ chosen by the repository name:
   notype           the manifest comes as application/json (type in the body)
   baddigest        Docker-Content-Digest disagrees with the bytes
   index            the tag is a Docker manifest list (amd64, arm64/v8)
+  trickle          the blob comes one byte every 0.2 s until the client
+                   hangs up (a stalled or hostile registry)
 
 GET /stats returns {"PATH": count, "range PATH": count} of the requests
 seen so far (the second counts those with a Range header).
@@ -34,6 +36,7 @@ import os
 import ssl
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 BLOB = b"husk fake registry blob\n" * 4096
@@ -151,6 +154,8 @@ class Handler(BaseHTTPRequestHandler):
             return self.send(404, error_doc("BLOB_UNKNOWN", "blob unknown to registry"))
         if repo == "corrupt":
             data = data[:100] + bytes([data[100] ^ 1]) + data[101:]
+        if repo == "trickle" and ref == BLOB_DIGEST:
+            return self.trickle(data)
         if repo == "partial" and ref == BLOB_DIGEST and seen == 1:
             self.send_response(200)
             self.send_header("Content-Length", str(len(data)))
@@ -165,6 +170,19 @@ class Handler(BaseHTTPRequestHandler):
             return self.send(206, data[start:], {"Content-Range": "bytes %d-%d/%d" % (start, len(data) - 1,
                                                                                      len(data))})
         return self.send(200, data, {"Content-Type": "application/octet-stream"})
+
+    def trickle(self, data):
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        try:
+            for byte in data:
+                self.wfile.write(bytes([byte]))
+                self.wfile.flush()
+                time.sleep(0.2)
+        except OSError:
+            pass
+        self.close_connection = True
 
     def manifest(self, repo, ref):
         body, media_type = MANIFEST, OCI_MANIFEST

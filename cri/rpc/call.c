@@ -731,6 +731,15 @@ rpc_call_arrived (struct rpc_call *call)
       run_handler (call);
       return;
     }
+  if (method->flags & RPC_BULK)
+    {
+      if (rpc_pool_submit (call->server->bulk_pool, run_handler, call) == 0)
+        return;
+      refuse (call, GRPC_STATUS_RESOURCE_EXHAUSTED,
+              xasprintf ("%s: too many transfers in progress (%u workers, %u waiting)", method->path,
+                         call->server->opts.bulk_workers, call->server->opts.bulk_queue));
+      return;
+    }
   if (rpc_pool_submit (call->server->pool, run_handler, call) == 0)
     return;
   refuse (call, GRPC_STATUS_RESOURCE_EXHAUSTED,

@@ -25,6 +25,8 @@ static const struct rpc_server_options rpc_defaults = {
   .cq_threads = 2,
   .pool_workers = 8,
   .pool_queue = 64,
+  .bulk_workers = 4,
+  .bulk_queue = 16,
   .shutdown_grace_ms = 2000,
   .stream_queue_max = 1024,
   .max_receive_bytes = 16 << 20,
@@ -47,6 +49,8 @@ options_with_defaults (const struct rpc_server_options *given)
   DEFAULT_IF_ZERO (cq_threads);
   DEFAULT_IF_ZERO (pool_workers);
   DEFAULT_IF_ZERO (pool_queue);
+  DEFAULT_IF_ZERO (bulk_workers);
+  DEFAULT_IF_ZERO (bulk_queue);
   DEFAULT_IF_ZERO (shutdown_grace_ms);
   DEFAULT_IF_ZERO (stream_queue_max);
   DEFAULT_IF_ZERO (max_receive_bytes);
@@ -271,6 +275,8 @@ rpc_server_shutdown (struct rpc_server *server)
   stop_serving (server);
   rpc_pool_free (server->pool);
   server->pool = NULL;
+  rpc_pool_free (server->bulk_pool);
+  server->bulk_pool = NULL;
   if (server->grpc)
     grpc_server_destroy (server->grpc);
   if (server->cq)
@@ -354,7 +360,8 @@ setup (struct rpc_server *server, const struct rpc_method *methods, size_t n_met
                            .value.integer = (int) server->opts.max_receive_bytes };
   grpc_channel_args args = { .num_args = 1, .args = &max_receive };
 
-  if (rpc_pool_new (server->opts.pool_workers, server->opts.pool_queue, &server->pool, err) < 0)
+  if (rpc_pool_new (server->opts.pool_workers, server->opts.pool_queue, &server->pool, err) < 0
+      || rpc_pool_new (server->opts.bulk_workers, server->opts.bulk_queue, &server->bulk_pool, err) < 0)
     return -1;
   server->cq = grpc_completion_queue_create_for_next (NULL);
   if (start_cq_threads (server, err) < 0)

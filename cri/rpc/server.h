@@ -46,6 +46,10 @@ enum rpc_method_flags
    * with its status, and a handler that returns without either gets
    * INTERNAL, as a unary one would. */
   RPC_BATCHED_STREAM = 1 << 2,
+  /* With RPC_SLOW: long transfers (image pulls).  They run on a pool of
+   * their own, so however many of them hang, the calls kubelet needs for
+   * health (exec probes, stop, status) still find a worker. */
+  RPC_BULK = 1 << 3,
 };
 
 struct rpc_method
@@ -63,6 +67,8 @@ struct rpc_server_options
   unsigned cq_threads;        /* threads polling the completion queue: 2 */
   unsigned pool_workers;      /* workers for RPC_SLOW methods: 8 */
   unsigned pool_queue;        /* RPC_SLOW calls that may wait for a worker: 64 */
+  unsigned bulk_workers;      /* workers for RPC_BULK methods: 4 */
+  unsigned bulk_queue;        /* RPC_BULK calls that may wait for a worker: 16 */
   unsigned shutdown_grace_ms; /* how long calls may finish before being cancelled: 2000 */
   unsigned stream_queue_max;  /* unsent messages a stream may hold: 1024 */
   size_t max_receive_bytes;   /* largest request accepted: 16 MiB, as kubelet sends */

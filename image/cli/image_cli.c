@@ -18,7 +18,7 @@
 
 #define IMAGE_USAGE                                                                                          \
   "usage: husk image [--root DIR] [--registries FILE] VERB\n"                                                \
-  "  pull [--platform OS/ARCH[/VARIANT]] [--creds USER:PASS] REF\n"                                          \
+  "  pull [--platform OS/ARCH[/VARIANT]] [--creds USER:PASS] [--max-size BYTES] REF\n"                       \
   "  ls [-q]\n"                                                                                              \
   "  inspect REF\n"                                                                                          \
   "  rm REF...\n"                                                                                            \
@@ -146,7 +146,10 @@ image_cli_pull (const struct image_cli_env *env, const char *ref, const char *pl
   struct reference *parsed = NULL;
   struct image *image = NULL;
   struct progress_view view = { .tty = isatty (2) };
-  struct pull_options opts = { .platform = platform, .progress = on_progress, .progress_user = &view };
+  struct pull_options opts = { .platform = platform,
+                               .progress = on_progress,
+                               .progress_user = &view,
+                               .max_image_bytes = env->max_image_bytes };
   int ret = -1;
 
   if (reference_parse (ref, &parsed, err) == 0
@@ -333,9 +336,11 @@ verb_pull (struct image_cli_env *env, int argc, char **argv, struct husk_error *
   static const struct option options[] = {
     { "platform", required_argument, NULL, 'p' },
     { "creds", required_argument, NULL, 'c' },
+    { "max-size", required_argument, NULL, 'm' },
     { NULL, 0, NULL, 0 },
   };
   const char *platform = NULL;
+  long long max_size;
   int c;
 
   optind = 1;
@@ -348,6 +353,11 @@ verb_pull (struct image_cli_env *env, int argc, char **argv, struct husk_error *
         break;
       case 'c':
         env->creds = optarg;
+        break;
+      case 'm':
+        if (husk_parse_int64 (optarg, 1, INT64_MAX, &max_size) < 0)
+          return husk_error_make (err, 0, "image pull: --max-size `%s`: expected a number of bytes", optarg);
+        env->max_image_bytes = (unsigned long long) max_size;
         break;
       default:
         return husk_error_make (err, 0, "image pull: unknown option `%s`", argv[optind - 1]);

@@ -13,9 +13,10 @@
  * how registries are reached. */
 struct image_cli_env
 {
-  const char *root;            /* --root, default /var/lib/husk */
-  const char *registries_file; /* --registries, default /etc/husk/registries.json if present */
-  const char *creds;           /* --creds USER:PASS for the pulled registry */
+  const char *root;                   /* --root, default /var/lib/husk */
+  const char *registries_file;        /* --registries, default /etc/husk/registries.json if present */
+  const char *creds;                  /* --creds USER:PASS for the pulled registry */
+  unsigned long long max_image_bytes; /* image pull --max-size; 0: the default */
 };
 
 /* Opens the store and a registry client as ENV says. */

@@ -1309,6 +1309,67 @@ test_fake_retries (void **state)
   registry_client_free (client);
 }
 
+static long long
+now_ms (void)
+{
+  struct timespec ts;
+
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return (long long) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static bool
+past_deadline (void *deadline_ms)
+{
+  return now_ms () >= *(long long *) deadline_ms;
+}
+
+static struct registry_client *
+trickle_client (unsigned stall_s, long long *cancel_at)
+{
+  struct registry_options opts;
+
+  registry_options_init (&opts);
+  opts.retries = 0;
+  opts.connect_timeout_ms = 5000;
+  opts.stall_timeout_s = stall_s;
+  opts.low_speed_bytes = 1024;
+  opts.cancelled = cancel_at ? past_deadline : NULL;
+  opts.cancelled_user = cancel_at;
+  return registry_client_new (&opts);
+}
+
+/* A registry that trickles a blob (5 bytes/s, forever for our purposes)
+ * fails once the transfer stays under the minimum rate for the window, and
+ * a caller that goes away stops it within a poll. */
+static void
+test_fake_trickle (void **state)
+{
+  struct registry_client *client = trickle_client (2, NULL);
+  struct husk_error *err = NULL;
+  long long start = now_ms (), cancel_at;
+  int fd = temp_file ("trickle");
+
+  assert_int_equal (fake_fetch_blob (client, "trickle", fd, &err), -1);
+  assert_true (now_ms () - start < 10000);
+  husk_error_free (&err);
+  registry_client_free (client);
+
+  cancel_at = now_ms () + 500;
+  client = trickle_client (60, &cancel_at);
+  start = now_ms ();
+  assert_int_equal (fake_fetch_blob (client, "trickle", fd, &err), -1);
+  assert_int_equal (err->errnum, ECANCELED);
+  assert_true (now_ms () - start < 3000);
+  husk_error_free (&err);
+  /* Control: a registry that sends at speed passes the same limits. */
+  assert_ok (ftruncate (fd, 0), NULL);
+  cancel_at = now_ms () + 60000;
+  assert_ok (fake_fetch_blob (client, "ok", fd, &err), err);
+  registry_client_free (client);
+  close (fd);
+}
+
 /* Bytes already in the file are kept when right, dropped when wrong. */
 static void
 test_fake_resume_existing (void **state)
@@ -1497,13 +1558,14 @@ main (void)
     cmocka_unit_test (test_url_and_errors),
   };
   const struct CMUnitTest registries[] = {
-    cmocka_unit_test (test_live_manifest),        cmocka_unit_test (test_live_blobs),
-    cmocka_unit_test (test_live_big_parallel),    cmocka_unit_test (test_live_multiarch),
-    cmocka_unit_test (test_live_not_found),       cmocka_unit_test (test_live_unreachable),
-    cmocka_unit_test (test_live_basic_auth),      cmocka_unit_test (test_live_mirrors),
-    cmocka_unit_test (test_fake_corrupt_blob),    cmocka_unit_test (test_fake_retries),
-    cmocka_unit_test (test_fake_resume_existing), cmocka_unit_test (test_fake_bearer),
-    cmocka_unit_test (test_fake_manifest_types),  cmocka_unit_test (test_fake_tls_insecure),
+    cmocka_unit_test (test_live_manifest),     cmocka_unit_test (test_live_blobs),
+    cmocka_unit_test (test_live_big_parallel), cmocka_unit_test (test_live_multiarch),
+    cmocka_unit_test (test_live_not_found),    cmocka_unit_test (test_live_unreachable),
+    cmocka_unit_test (test_live_basic_auth),   cmocka_unit_test (test_live_mirrors),
+    cmocka_unit_test (test_fake_corrupt_blob), cmocka_unit_test (test_fake_retries),
+    cmocka_unit_test (test_fake_trickle),      cmocka_unit_test (test_fake_resume_existing),
+    cmocka_unit_test (test_fake_bearer),       cmocka_unit_test (test_fake_manifest_types),
+    cmocka_unit_test (test_fake_tls_insecure),
   };
   int failed = cmocka_run_group_tests_name ("registry (pure)", pure, NULL, NULL);
 

@@ -50,6 +50,7 @@
 #define BATCH_FAIL "/test.Echo/BatchFail"
 #define BATCH_FORGET "/test.Echo/BatchForget"
 #define BATCH_SLOW "/test.Echo/BatchSlow"
+#define BULK "/test.Echo/Bulk"
 
 /* Timing bounds are generous, and ten times so under valgrind. */
 static long
@@ -254,6 +255,7 @@ static const struct rpc_method test_methods[] = {
   { ECHO, handle_echo, NULL, 0 },
   { FAIL, handle_fail, NULL, 0 },
   { SLOW, handle_slow, NULL, RPC_SLOW },
+  { BULK, handle_slow, NULL, RPC_SLOW | RPC_BULK },
   { DEADLINE, handle_deadline, NULL, 0 },
   { FORGET, handle_forget, NULL, 0 },
   { META, handle_meta, NULL, 0 },
@@ -838,6 +840,46 @@ test_full_pool_is_resource_exhausted (void **state)
     }
   assert_int_equal (ok, 2);
   assert_int_equal (exhausted, 1);
+}
+
+/* Transfers that hang (one bulk worker, one queue slot, all taken) never
+ * take the workers of the other slow calls, which still answer at once. */
+static void
+test_bulk_pool_apart (void **state)
+{
+  struct fixture *f = *state;
+  struct rpc_server_options opts = { .pool_workers = 1, .pool_queue = 1, .bulk_workers = 1, .bulk_queue = 1 };
+  struct unary calls[5];
+  struct reply replies[5];
+  int exhausted = 0;
+
+  restart_server (f, &opts);
+  for (int i = 0; i < 3; i++)
+    unary_start (&calls[i], f->channel, f->cq, BULK, "1500", 4, 0, NULL, 0, &calls[i]);
+  usleep (100 * 1000);
+  for (int i = 3; i < 5; i++)
+    unary_start (&calls[i], f->channel, f->cq, SLOW, "10", 2, 0, NULL, 0, &calls[i]);
+  for (int done = 0; done < 5; done++)
+    {
+      grpc_event ev = grpc_completion_queue_next (f->cq, deadline_in_ms (scaled (10000)), NULL);
+      assert_int_equal (ev.type, GRPC_OP_COMPLETE);
+      struct unary *u = ev.tag;
+      unary_done (u, &replies[u - calls]);
+    }
+  for (int i = 0; i < 3; i++)
+    if (replies[i].status == GRPC_STATUS_RESOURCE_EXHAUSTED)
+      {
+        exhausted++;
+        assert_non_null (strstr (replies[i].details, "too many transfers"));
+      }
+  assert_int_equal (exhausted, 1);
+  for (int i = 3; i < 5; i++)
+    {
+      assert_int_equal (replies[i].status, GRPC_STATUS_OK);
+      assert_true (replies[i].ms < scaled (1000));
+    }
+  for (int i = 0; i < 5; i++)
+    reply_clear (&replies[i]);
 }
 
 static void
@@ -1529,6 +1571,7 @@ main (int argc, char **argv)
     cmocka_unit_test_setup_teardown (test_deadline_exceeded, setup, teardown),
     cmocka_unit_test_setup_teardown (test_slow_handler_does_not_block_fast_ones, setup, teardown),
     cmocka_unit_test_setup_teardown (test_full_pool_is_resource_exhausted, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_bulk_pool_apart, setup, teardown),
     cmocka_unit_test_setup_teardown (test_stream_three_messages, setup, teardown),
     cmocka_unit_test_setup_teardown (test_client_cancel_reaches_stream, setup, teardown),
     cmocka_unit_test_setup_teardown (test_shutdown_with_open_streams, setup, teardown),
