@@ -30,11 +30,25 @@ t_memory_oom() {
 	assert_eq "memory.swap.max is 0 (swap = memory + swap in the spec)" 0 "$(cat $CG/husk/$id/memory.swap.max)"
 	assert_eq "memory.events counts the OOM kill" 1 "$(keyed_value $CG/husk/$id/memory.events oom_kill)"
 	events=$(h events --stats $id 2>&1)
-	assert_contains "events --stats reports the OOM kill" "$events" '"oomKill":1'
-	assert_contains "events --stats reports the memory limit" "$events" '"limit":33554432'
+	assert_contains "events --stats of the stopped container is refused (as runc)" "$events" "container \`$id\` is not running"
 	h delete $id
 	assert_eq "delete of an OOM-killed container succeeds" 0 $?
 	assert_gone "delete of an OOM-killed container removes its cgroup" $CG/husk/$id
+
+	# A container that lives on after a child's OOM kill: its stats say so.
+	id=mem-oom-live
+	b=$(RESOURCES='{"memory":{"limit":33554432,"swap":33554432}}' new_bundle \
+		sh -c 'dd if=/dev/zero of=/dev/null bs=64M count=1; sleep 100')
+	start_bundle "$b" $id || not_ok "memory.max: create+start (live)" "$(cat /run/$id.log)"
+	for _ in $(seq 300); do
+		[ "$(keyed_value $CG/husk/$id/memory.events oom_kill)" = 1 ] && break
+		sleep 0.1
+	done
+	events=$(h events --stats $id 2>&1)
+	assert_contains "events --stats reports the OOM kill" "$events" '"oomKill":1'
+	assert_contains "events --stats reports the memory limit" "$events" '"limit":33554432'
+	h delete --force $id
+	assert_gone "delete --force removes its cgroup" $CG/husk/$id
 }
 
 t_memory_within_limit() {
