@@ -42,11 +42,18 @@ def unified_mount():
 
 
 def host_controllers():
+    """The controllers of the v2 hierarchy and of every v1 one (hybrid hosts)."""
+    found = set()
     mount = unified_mount()
-    if mount is None:
-        return set()
-    with open(os.path.join(mount, "cgroup.controllers")) as f:
-        return set(f.read().split())
+    if mount is not None:
+        with open(os.path.join(mount, "cgroup.controllers")) as f:
+            found |= set(f.read().split())
+    with open("/proc/mounts") as f:
+        for line in f:
+            fields = line.split()
+            if fields[2] == "cgroup":
+                found |= set(fields[3].split(","))
+    return found
 
 
 class StatsClient(Client):
@@ -117,8 +124,8 @@ def test_container_cpu_memory(c, s):
         ok(st2.HasField("memory") and st2.memory.working_set_bytes.value > 0
            and st2.memory.usage_bytes.value > 0, "memory controller on this host: working set > 0", st2)
     else:
-        ok(not st2.HasField("memory") and not st2.HasField("swap"),
-           "no memory controller on this host: no memory or swap message (not zeros)", st2)
+        ok(st2.HasField("memory") and st2.memory.working_set_bytes.value > 0 and not st2.HasField("swap"),
+           "no memory controller on this host: memory from the processes, no swap message", st2)
 
 
 def test_writable_layer(c, s):
@@ -203,8 +210,8 @@ def test_pod_stats(c, s):
     busy = [x for x in st.linux.containers if x.attributes.id == s["busy"]][0]
     ok(st.linux.HasField("cpu") and st.linux.cpu.usage_core_nano_seconds.value >= cpu_ns(busy) > 0,
        "pod cpu (the sum of its containers) >= the busy container's", st.linux.cpu)
-    if "memory" not in host_controllers():
-        ok(not st.linux.HasField("memory"), "no memory controller: no pod memory", st.linux)
+    ok(st.linux.HasField("memory") and st.linux.memory.working_set_bytes.value > 0,
+       "pod memory: its containers' working set", st.linux)
     time.sleep(0.3)
     ok(c.pod_stats(s["pod"]).linux.cpu.HasField("usage_nano_cores"), "pod cpu: usage_nano_cores on a second call")
 

@@ -118,13 +118,25 @@ t_detached_exec_kill() {
 
 t_refusal_reaches_containerd() {
 	local out
-	out=$(ctr_ run --rm --runc-binary "$RUNTIME" --memory-limit 67108864 "$IMAGE" husk-it-mem true 2>&1)
+	# A CFS quota below 1 ms: refused before anything is made.
+	out=$(ctr_ run --rm --runc-binary "$RUNTIME" --cpu-quota 500 --cpu-period 100000 "$IMAGE" husk-it-mem true 2>&1)
 	assert_fails "a limit husk cannot apply fails the task" $?
-	assert_contains "containerd shows husk's one-line error" "$out" "memory"
+	assert_contains "containerd shows husk's one-line error" "$out" "cpu.quota"
 	ctr_ container delete husk-it-mem >/dev/null 2>&1 || true
 }
 
-for t in t_import t_run_foreground t_run_tty t_detached_exec_kill t_refusal_reaches_containerd; do
+t_run_defaults_and_oom() {
+	local out
+	# ctr's defaults (cpu.shares 1024) and a memory limit: applied on v2 or v1.
+	out=$(ctr_ run --rm --runc-binary "$RUNTIME" "$IMAGE" husk-it-defaults echo defaults-ok 2>&1)
+	assert_contains "ctr run with default options (cpu.shares 1024)" "$out" defaults-ok
+	ctr_ run --rm --runc-binary "$RUNTIME" --memory-limit 33554432 "$IMAGE" husk-it-oom \
+		dd if=/dev/zero of=/dev/null bs=96M count=1 >/dev/null 2>&1
+	assert_eq "ctr run --memory-limit: OOM-killed, exit 137" 137 "$?"
+	ctr_ container delete husk-it-defaults husk-it-oom >/dev/null 2>&1 || true
+}
+
+for t in t_import t_run_foreground t_run_tty t_detached_exec_kill t_refusal_reaches_containerd t_run_defaults_and_oom; do
 	run_test "$t"
 done
 finish
