@@ -320,7 +320,7 @@ linux_features (void)
   for (int cap = 0; spec_capability_name (cap) != NULL; cap++)
     json_array_append_new (capabilities, json_string (spec_capability_name (cap)));
   return json_pack ("{s:o, s:o, s:{s:b, s:b, s:b, s:b, s:b}, s:o, s:{s:b}, s:{s:b}, s:{s:b}, s:{s:{s:b}}}",
-                    "namespaces", namespaces, "capabilities", capabilities, "cgroup", "v1", 0, "v2", 1,
+                    "namespaces", namespaces, "capabilities", capabilities, "cgroup", "v1", 1, "v2", 1,
                     "systemd", 0, "systemdUser", 0, "rdma", 0, "seccomp", seccomp_features (), "apparmor",
                     "enabled", 0, "selinux", "enabled", 0, "intelRdt", "enabled", 0, "mountExtensions",
                     "idmap", "enabled", 0);

@@ -1368,7 +1368,7 @@ test_features_document (void **state)
   assert_string_equal (json_string_value (json_object_get (features, "ociVersionMax")), "1.2.0");
   assert_int_equal (json_array_size (json_object_get (features, "hooks")), SPEC_HOOK_KIND_COUNT);
   assert_int_equal (json_array_size (json_object_get (linux_section, "namespaces")), SPEC_NS_COUNT);
-  assert_true (json_is_false (json_object_get (cgroup, "v1")));
+  assert_true (json_is_true (json_object_get (cgroup, "v1")));
   assert_true (json_is_true (json_object_get (cgroup, "v2")));
   assert_true (json_is_false (json_object_get (cgroup, "systemd")));
   assert_true (json_is_false (json_object_get (cgroup, "systemdUser")));
