@@ -282,10 +282,13 @@ t_rm_force() {
 t_memory() {
 	local before
 	before=$(store_snapshot)
+	# The limit is enforced by whichever hierarchy holds the memory
+	# controller (v1 on this hybrid host, v2 in the VM): 100 MiB in one
+	# buffer is more than 64m allows (no swap here).
 	ctr run --rm --memory 64m "$IMG" true
-	assert_fails "--memory 64m on a host without a v2 memory controller fails" "$RC"
-	assert_eq "--memory: one-line error" 1 "$(printf '%s\n' "$ERR" | grep -c .)"
-	assert_match "--memory: the error names the memory controller" "$ERR" 'memory controller'
+	assert_rc "--memory 64m runs" 0 "$RC"
+	ctr run --rm --memory 64m "$IMG" 'dd if=/dev/zero of=/dev/null bs=100M count=1'
+	assert_rc "--memory 64m: a 100 MiB allocation is OOM-killed (137)" 137 "$RC"
 	assert_nothing_new "--memory: nothing left (containers, runtime state, mounts)" "$before"
 	ctr run --rm --memory lots "$IMG" true
 	assert_fails "--memory lots is refused" "$RC"
