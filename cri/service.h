@@ -135,6 +135,9 @@ void cri_update_container_resources (struct rpc_call *call, const void *req, siz
 /* Stats RPCs (service_stats.c): cgroup, writable layer and pod network
  * usage of containers and pods. */
 void cri_container_stats (struct rpc_call *call, const void *req, size_t len, void *user);
+/* The cgroup directory the container's bundle names (cgroupsPath resolved
+ * as the runtime resolves it), or NULL. */
+char *cri_bundle_cgroup (struct cri_service *svc, const char *id);
 void cri_list_container_stats (struct rpc_call *call, const void *req, size_t len, void *user);
 void cri_pod_sandbox_stats (struct rpc_call *call, const void *req, size_t len, void *user);
 void cri_list_pod_sandbox_stats (struct rpc_call *call, const void *req, size_t len, void *user);

@@ -30,6 +30,7 @@
 #include "husk/util.h"
 #include "image/images.h"
 #include "image/snapshot.h"
+#include "runtime/cgroup.h"
 #include "runtime/container.h"
 
 #define EXEC_OUTPUT_MAX (16 * 1024 * 1024)
@@ -754,6 +755,23 @@ stop_container (struct cri_service *svc, const char *id, int64_t timeout, struct
   return ret;
 }
 
+/* A `RUNTIME create` killed before it wrote its state (huskd and the
+ * monitor died mid-start) leaves the cgroup directories it made, in every
+ * hierarchy, where `delete` cannot find them: the bundle still names them.
+ * Its processes are dead by now (stop and delete --force came first). */
+static void
+remove_crashed_cgroup (struct cri_service *svc, const char *id)
+{
+  cleanup_free char *cgroup = cri_bundle_cgroup (svc, id);
+  struct husk_error *ignored = NULL;
+
+  if (cgroup && cgroup_exists (cgroup) && cgroup_destroy (cgroup, &ignored) < 0)
+    {
+      husk_warn ("container %s: %s", id, ignored->msg);
+      husk_error_free (&ignored);
+    }
+}
+
 static int
 remove_container (struct cri_service *svc, const char *id, struct husk_error **err)
 {
@@ -784,6 +802,7 @@ remove_container (struct cri_service *svc, const char *id, struct husk_error **e
       husk_debug ("%s", ignored->msg);
       husk_error_free (&ignored);
     }
+  remove_crashed_cgroup (svc, c->id);
   bundle = containers_bundle_dir (svc->cfg->root, c->id);
   dir = container_store_dir (svc->containers, c->id);
   if (snapshot_remove_container (svc->cfg->root, c->id, err) < 0 || husk_rm_rf (bundle, err) < 0)

@@ -36,8 +36,8 @@ static struct cri_cpu_cache cpu_samples = CRI_CPU_CACHE_INIT (CPU_SAMPLES_MAX);
 
 /* runc and crun keep no state husk can read: the bundle's cgroupsPath,
  * resolved the way husk resolves it on this host. */
-static char *
-cgroup_from_bundle (struct cri_service *svc, const char *id)
+char *
+cri_bundle_cgroup (struct cri_service *svc, const char *id)
 {
   cleanup_free char *bundle = containers_bundle_dir (svc->cfg->root, id);
   cleanup_free char *config_path = xasprintf ("%s/config.json", bundle);
@@ -70,7 +70,7 @@ container_cgroup (struct cri_service *svc, const struct cri_container *c)
   husk_error_free (&ignored);
   state_free (state);
   if (path == NULL)
-    path = cgroup_from_bundle (svc, c->id);
+    path = cri_bundle_cgroup (svc, c->id);
   if (path && !cgroup_exists (path))
     free (steal_pointer (&path));
   return path;
