@@ -172,6 +172,41 @@ take_runtimes (json_t *doc, struct huskd_config *cfg, const char *path, struct h
   return 0;
 }
 
+/* A misspelt key would otherwise be a setting silently not applied. */
+static int
+check_known_keys (json_t *doc, const char *path, struct husk_error **err)
+{
+  static const char *const known[] = {
+    "listen",
+    "root",
+    "state",
+    "default_runtime",
+    "cni_conf_dir",
+    "cni_bin_dirs",
+    "registries",
+    "seccomp_profile",
+    "log_level",
+    "runtimes",
+    "default_capabilities",
+    "max_image_bytes",
+    "pull_min_bytes_per_s",
+    "pull_stall_timeout_s",
+  };
+  const char *key;
+  json_t *value;
+
+  json_object_foreach (doc, key, value)
+  {
+    size_t i = 0;
+
+    while (i < sizeof known / sizeof known[0] && strcmp (known[i], key) != 0)
+      i++;
+    if (i == sizeof known / sizeof known[0])
+      return husk_error_make (err, 0, "%s: unknown key `%s`", path, key);
+  }
+  return 0;
+}
+
 static int
 apply_file (const char *path, struct huskd_config *cfg, struct husk_error **err)
 {
@@ -202,6 +237,8 @@ apply_file (const char *path, struct huskd_config *cfg, struct husk_error **err)
     }
   if (!json_is_object (doc))
     ret = husk_error_make (err, 0, "%s: must be a JSON object", path);
+  if (ret == 0)
+    ret = check_known_keys (doc, path, err);
   for (size_t i = 0; ret == 0 && i < sizeof strings / sizeof strings[0]; i++)
     ret = take_string (doc, strings[i].key, (char **) ((char *) cfg + strings[i].offset), path, err);
   if (ret == 0)

@@ -122,6 +122,10 @@ serve (struct huskd_config *cfg, struct husk_error **err)
   sigemptyset (&stop_signals);
   sigaddset (&stop_signals, SIGINT);
   sigaddset (&stop_signals, SIGTERM);
+  /* SIGHUP (a closed terminal, a `systemctl reload`) must not kill the
+   * node's runtime: huskd has nothing to reload, so it stays blocked and
+   * pending, and children start with an empty mask. */
+  sigaddset (&stop_signals, SIGHUP);
   pthread_sigmask (SIG_BLOCK, &stop_signals, NULL);
   if (cri_service_init (&svc, cfg, err) < 0)
     return -1;

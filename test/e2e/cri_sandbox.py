@@ -465,6 +465,24 @@ def test_no_cni(state):
         h2.kill9()
 
 
+def test_daemon_signals_and_config(h, state):
+    """SIGHUP leaves huskd serving (nothing to reload); a config key huskd
+    does not know stops it at start with the key named."""
+    os.kill(h.proc.pid, signal.SIGHUP)
+    time.sleep(0.3)
+    ok(h.proc.poll() is None, "SIGHUP does not kill huskd", f"exit status {h.proc.poll()}")
+    ok(os.path.exists(h.sock), "its socket is still there after SIGHUP")
+    ok(isinstance(h.list(), list), "and it still answers")
+    bad = os.path.join(WORK, "config-typo.json")
+    json.dump({"cni_conf_dir": "/nonexistent", "cni_conf_dri": "/tmp"}, open(bad, "w"))
+    r = subprocess.run([HUSKD, "--listen", "unix://" + os.path.join(WORK, "typo.sock"), "--root", ROOT + "-typo",
+                        "--state", STATE + "-typo", "--config", bad], capture_output=True, text=True, timeout=30)
+    ok(r.returncode != 0 and "unknown key `cni_conf_dri`" in r.stderr and r.stderr.count("\n") == 1,
+       "an unknown config key: huskd refuses to start, one line naming it", r.stderr)
+    ok(not os.path.exists(os.path.join(WORK, "typo.sock")) and not os.path.exists(STATE + "-typo"),
+       "and leaves no socket or state dir", os.listdir(WORK))
+
+
 def test_bandwidth(state):
     """The pod's bandwidth annotations reach CNI's bandwidth plugin, which
     shapes the pod's host-side veth."""
@@ -537,7 +555,7 @@ def main():
     try:
         for test in (test_pod_network, test_long_name_no_hostname, test_host_network, test_list, test_bad_input, test_stop_remove,
                      test_pid_pod_restart, test_reboot, test_recovery, test_crash_during_run, test_latency,
-                     test_parallel):
+                     test_parallel, test_daemon_signals_and_config):
             try:
                 test(h, state)
             except Exception as e:  # a crash of one test is one failure
