@@ -1,11 +1,15 @@
 /* huskd: the CRI server.  kubelet, crictl or critest talk runtime.v1 gRPC
  * to it on a unix socket (default unix:///run/husk/husk.sock). */
+#include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
 
 #include "cri/config.h"
 #include "cri/rpc/server.h"
@@ -105,6 +109,34 @@ set_log_level (const char *level, struct husk_error **err)
   return husk_error_make (err, 0, "--log-level `%s`: must be error, warning, info or debug", level);
 }
 
+/* Two daemons on one root or state would each roll back what they take
+ * for the other's unfinished work: the first holds an flock on
+ * DIR/huskd.lock for its whole life (close-on-exec, so no monitor or
+ * plugin keeps it) and a second one stops at start. */
+static int
+lock_dir (const char *dir, const char *what, struct husk_error **err)
+{
+  char *path;
+  int fd;
+
+  if (husk_mkdir_p (dir, 0711, err) < 0)
+    return -1;
+  path = xasprintf ("%s/huskd.lock", dir);
+  fd = open (path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  free (path);
+  if (fd < 0)
+    return husk_error_make (err, errno, "%s %s: open huskd.lock", what, dir);
+  if (flock (fd, LOCK_EX | LOCK_NB) < 0)
+    {
+      int flock_errno = errno;
+      close (fd);
+      if (flock_errno == EWOULDBLOCK)
+        return husk_error_make (err, 0, "%s %s is in use by another huskd", what, dir);
+      return husk_error_make (err, flock_errno, "%s %s: lock huskd.lock", what, dir);
+    }
+  return 0; /* the fd stays open: the lock lives as long as huskd */
+}
+
 static int
 serve (struct huskd_config *cfg, struct husk_error **err)
 {
@@ -127,6 +159,8 @@ serve (struct huskd_config *cfg, struct husk_error **err)
    * pending, and children start with an empty mask. */
   sigaddset (&stop_signals, SIGHUP);
   pthread_sigmask (SIG_BLOCK, &stop_signals, NULL);
+  if (lock_dir (cfg->root, "--root", err) < 0 || lock_dir (cfg->state, "--state", err) < 0)
+    return -1;
   if (cri_service_init (&svc, cfg, err) < 0)
     return -1;
   methods = cri_service_methods (&svc, &n);

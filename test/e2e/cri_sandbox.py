@@ -481,6 +481,12 @@ def test_daemon_signals_and_config(h, state):
        "an unknown config key: huskd refuses to start, one line naming it", r.stderr)
     ok(not os.path.exists(os.path.join(WORK, "typo.sock")) and not os.path.exists(STATE + "-typo"),
        "and leaves no socket or state dir", os.listdir(WORK))
+    r = subprocess.run([HUSKD, "--listen", "unix://" + os.path.join(WORK, "twin.sock"), "--root", ROOT,
+                        "--state", STATE, "--config", h.config], capture_output=True, text=True, timeout=30)
+    ok(r.returncode != 0 and "in use by another huskd" in r.stderr,
+       "a second huskd on the same root and state refuses to start", r.stderr)
+    ok(not os.path.exists(os.path.join(WORK, "twin.sock")), "and serves nothing")
+    ok(h.proc.poll() is None and isinstance(h.list(), list), "the first one goes on serving")
 
 
 def test_bandwidth(state):
