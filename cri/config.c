@@ -1,5 +1,6 @@
 /* huskd's configuration file (see config.h). */
 #include <errno.h>
+#include <stdbool.h>
 #include <jansson.h>
 #include <limits.h>
 #include <stdint.h>
@@ -172,36 +173,43 @@ take_runtimes (json_t *doc, struct huskd_config *cfg, const char *path, struct h
   return 0;
 }
 
+/* The string settings, read by apply_file. */
+static const struct
+{
+  const char *key;
+  size_t offset;
+} string_keys[] = {
+  { "listen", offsetof (struct huskd_config, listen) },
+  { "root", offsetof (struct huskd_config, root) },
+  { "state", offsetof (struct huskd_config, state) },
+  { "default_runtime", offsetof (struct huskd_config, default_runtime) },
+  { "cni_conf_dir", offsetof (struct huskd_config, cni_conf_dir) },
+  { "cni_bin_dirs", offsetof (struct huskd_config, cni_bin_dirs) },
+  { "registries", offsetof (struct huskd_config, registries_file) },
+  { "seccomp_profile", offsetof (struct huskd_config, seccomp_profile) },
+  { "log_level", offsetof (struct huskd_config, log_level) },
+};
+
 /* A misspelt key would otherwise be a setting silently not applied. */
 static int
 check_known_keys (json_t *doc, const char *path, struct husk_error **err)
 {
-  static const char *const known[] = {
-    "listen",
-    "root",
-    "state",
-    "default_runtime",
-    "cni_conf_dir",
-    "cni_bin_dirs",
-    "registries",
-    "seccomp_profile",
-    "log_level",
-    "runtimes",
-    "default_capabilities",
-    "max_image_bytes",
-    "pull_min_bytes_per_s",
-    "pull_stall_timeout_s",
+  /* Besides string_keys: take_runtimes, take_counts, default_capabilities. */
+  static const char *const other_keys[] = {
+    "runtimes", "default_capabilities", "max_image_bytes", "pull_min_bytes_per_s", "pull_stall_timeout_s",
   };
   const char *key;
   json_t *value;
 
   json_object_foreach (doc, key, value)
   {
-    size_t i = 0;
+    bool known = false;
 
-    while (i < sizeof known / sizeof known[0] && strcmp (known[i], key) != 0)
-      i++;
-    if (i == sizeof known / sizeof known[0])
+    for (size_t i = 0; !known && i < sizeof string_keys / sizeof string_keys[0]; i++)
+      known = strcmp (string_keys[i].key, key) == 0;
+    for (size_t i = 0; !known && i < sizeof other_keys / sizeof other_keys[0]; i++)
+      known = strcmp (other_keys[i], key) == 0;
+    if (!known)
       return husk_error_make (err, 0, "%s: unknown key `%s`", path, key);
   }
   return 0;
@@ -210,21 +218,6 @@ check_known_keys (json_t *doc, const char *path, struct husk_error **err)
 static int
 apply_file (const char *path, struct huskd_config *cfg, struct husk_error **err)
 {
-  static const struct
-  {
-    const char *key;
-    size_t offset;
-  } strings[] = {
-    { "listen", offsetof (struct huskd_config, listen) },
-    { "root", offsetof (struct huskd_config, root) },
-    { "state", offsetof (struct huskd_config, state) },
-    { "default_runtime", offsetof (struct huskd_config, default_runtime) },
-    { "cni_conf_dir", offsetof (struct huskd_config, cni_conf_dir) },
-    { "cni_bin_dirs", offsetof (struct huskd_config, cni_bin_dirs) },
-    { "registries", offsetof (struct huskd_config, registries_file) },
-    { "seccomp_profile", offsetof (struct huskd_config, seccomp_profile) },
-    { "log_level", offsetof (struct huskd_config, log_level) },
-  };
   json_error_t jerr;
   json_t *doc = json_load_file (path, 0, &jerr), *caps;
   int ret = 0;
@@ -239,8 +232,8 @@ apply_file (const char *path, struct huskd_config *cfg, struct husk_error **err)
     ret = husk_error_make (err, 0, "%s: must be a JSON object", path);
   if (ret == 0)
     ret = check_known_keys (doc, path, err);
-  for (size_t i = 0; ret == 0 && i < sizeof strings / sizeof strings[0]; i++)
-    ret = take_string (doc, strings[i].key, (char **) ((char *) cfg + strings[i].offset), path, err);
+  for (size_t i = 0; ret == 0 && i < sizeof string_keys / sizeof string_keys[0]; i++)
+    ret = take_string (doc, string_keys[i].key, (char **) ((char *) cfg + string_keys[i].offset), path, err);
   if (ret == 0)
     ret = take_runtimes (doc, cfg, path, err);
   if (ret == 0)
