@@ -303,6 +303,23 @@ new_record (const struct create_job *job)
   return c;
 }
 
+/* A `RUNTIME create` killed before it wrote its state (huskd and the
+ * monitor died mid-start) leaves the cgroup directories it made, in every
+ * hierarchy, where `delete` cannot find them: the bundle still names them.
+ * Its processes are dead by now (stop and delete --force came first). */
+static void
+remove_crashed_cgroup (struct cri_service *svc, const char *id)
+{
+  cleanup_free char *cgroup = cri_bundle_cgroup (svc, id);
+  struct husk_error *ignored = NULL;
+
+  if (cgroup && cgroup_exists (cgroup) && cgroup_destroy (cgroup, &ignored) < 0)
+    {
+      husk_warn ("container %s: %s", id, ignored->msg);
+      husk_error_free (&ignored);
+    }
+}
+
 static void
 undo_create (struct cri_service *svc, const char *id)
 {
@@ -310,6 +327,7 @@ undo_create (struct cri_service *svc, const char *id)
   cleanup_free char *dir = container_store_dir (svc->containers, id);
   struct husk_error *ignored = NULL;
 
+  remove_crashed_cgroup (svc, id);
   husk_rm_rf (bundle, &ignored);
   husk_error_free (&ignored);
   snapshot_remove_container (svc->cfg->root, id, &ignored);
@@ -632,6 +650,7 @@ roll_back_start (struct cri_service *svc, struct cri_container *c)
   if (rt && cri_run_runtime (rt, (const char *[]){ "delete", "--force", c->id, NULL }, &ignored) < 0)
     husk_debug ("%s", ignored->msg);
   husk_error_free (&ignored);
+  remove_crashed_cgroup (svc, c->id);
   c->state = CRI_CONTAINER_EXITED;
   c->exit_code = 128;
   c->finished_at = cri_now_ns ();
@@ -753,23 +772,6 @@ stop_container (struct cri_service *svc, const char *id, int64_t timeout, struct
     note_exit (svc, c->id);
   cri_container_free (c);
   return ret;
-}
-
-/* A `RUNTIME create` killed before it wrote its state (huskd and the
- * monitor died mid-start) leaves the cgroup directories it made, in every
- * hierarchy, where `delete` cannot find them: the bundle still names them.
- * Its processes are dead by now (stop and delete --force came first). */
-static void
-remove_crashed_cgroup (struct cri_service *svc, const char *id)
-{
-  cleanup_free char *cgroup = cri_bundle_cgroup (svc, id);
-  struct husk_error *ignored = NULL;
-
-  if (cgroup && cgroup_exists (cgroup) && cgroup_destroy (cgroup, &ignored) < 0)
-    {
-      husk_warn ("container %s: %s", id, ignored->msg);
-      husk_error_free (&ignored);
-    }
 }
 
 static int
