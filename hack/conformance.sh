@@ -35,6 +35,8 @@ done
 }
 # shellcheck source=hack/cni-rules.sh
 . "$repo/hack/cni-rules.sh"
+# shellcheck source=hack/kill-procs.sh
+. "$repo/hack/kill-procs.sh"
 
 work=$(mktemp -d /tmp/husk-conformance.XXXXXX)
 net=husk-critest-$$
@@ -57,7 +59,6 @@ free_subnet() { # -> a 10.x.y prefix that no route or address on this host uses
 }
 
 cleanup() {
-	local pid root
 	if [ -n "$huskd_pid" ] && kill -0 "$huskd_pid" 2>/dev/null; then
 		# Pods first, through huskd itself: CNI DEL removes veths, leases and rules.
 		timeout 120 "$CRICTL" -r "unix://$work/husk.sock" rmp -af >/dev/null 2>&1
@@ -65,19 +66,8 @@ cleanup() {
 		for _ in $(seq 50); do kill -0 "$huskd_pid" 2>/dev/null || break; sleep 0.1; done
 		kill -KILL "$huskd_pid" 2>/dev/null
 	fi
-	# Whatever is left of ours: monitors and pause (their command lines name
-	# the work dir) and container processes (their root is in it).
-	for pid in $(grep -l -s -F "$work" /proc/[0-9]*/cmdline | cut -d/ -f3); do
-		[ "$pid" != $$ ] && kill -KILL "$pid" 2>/dev/null
-	done
-	for root in /proc/[0-9]*/root; do
-		case $(readlink "$root" 2>/dev/null) in
-		"$work"/*)
-			pid=${root#/proc/}
-			kill -KILL "${pid%/root}" 2>/dev/null
-			;;
-		esac
-	done
+	# Whatever is left of ours: monitors, pause, container processes.
+	kill_procs_of "$work"
 	sleep 0.2
 	awk -v w="$work" 'index($5, w) == 1 { print $5 }' /proc/self/mountinfo | sort -r | while read -r m; do
 		umount -l "$m" 2>/dev/null

@@ -19,26 +19,13 @@ CRI_VAR_LIB_CNI_BEFORE=$([ -d /var/lib/cni ] && echo yes)
 E2E=
 ADDR=
 
-# Every process whose command line names the work dir (huskd, monitors,
-# pause) or whose root is in it (the containers' processes).
-cri_kill_ours() {
-	local pid root
-	for pid in $(cat "$E2E"/*.pid 2>/dev/null) $(grep -l -s -F "$E2E" /proc/[0-9]*/cmdline | cut -d/ -f3); do
-		[ "$pid" != $$ ] && kill -KILL "$pid" 2>/dev/null
-	done
-	for root in /proc/[0-9]*/root; do
-		case $(readlink "$root" 2>/dev/null) in
-		"$E2E"/*)
-			pid=${root#/proc/}
-			kill -KILL "${pid%/root}" 2>/dev/null
-			;;
-		esac
-	done
-}
+# shellcheck source=hack/kill-procs.sh
+. "$REPO_DIR/hack/kill-procs.sh"
 
 cri_stop_all() {
 	[ -n "$E2E" ] && [ -d "$E2E" ] || return 0
-	cri_kill_ours
+	# shellcheck disable=SC2046
+	kill_procs_of "$E2E" $(cat "$E2E"/*.pid 2>/dev/null)
 	sleep 0.2
 	umount_under "$E2E"
 	[ -n "$ADDR" ] && "$REPO_DIR/hack/registry.sh" stop "$E2E/registry" >/dev/null 2>&1
