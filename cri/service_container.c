@@ -306,14 +306,18 @@ new_record (const struct create_job *job)
 /* A `RUNTIME create` killed before it wrote its state (huskd and the
  * monitor died mid-start) leaves the cgroup directories it made, in every
  * hierarchy, where `delete` cannot find them: the bundle still names them.
- * Its processes are dead by now (stop and delete --force came first). */
+ * Anything still in it is what that create had cloned, and is killed. */
 static void
 remove_crashed_cgroup (struct cri_service *svc, const char *id)
 {
   cleanup_free char *cgroup = cri_bundle_cgroup (svc, id);
   struct husk_error *ignored = NULL;
 
-  if (cgroup && cgroup_exists (cgroup) && cgroup_destroy (cgroup, &ignored) < 0)
+  if (cgroup == NULL || !cgroup_exists (cgroup))
+    return;
+  if (cgroup_kill_all (cgroup, SIGKILL, &ignored) < 0)
+    husk_error_free (&ignored);
+  if (cgroup_destroy (cgroup, &ignored) < 0)
     {
       husk_warn ("container %s: %s", id, ignored->msg);
       husk_error_free (&ignored);
