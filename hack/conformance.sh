@@ -37,6 +37,8 @@ done
 . "$repo/hack/cni-rules.sh"
 # shellcheck source=hack/kill-procs.sh
 . "$repo/hack/kill-procs.sh"
+# shellcheck source=hack/free-subnet.sh
+. "$repo/hack/free-subnet.sh"
 
 work=$(mktemp -d /tmp/husk-conformance.XXXXXX)
 net=husk-critest-$$
@@ -45,18 +47,6 @@ ipam_dir=/var/lib/cni/networks
 forward_before=$(cat /proc/sys/net/ipv4/ip_forward)
 var_lib_cni_before=$([ -d /var/lib/cni ] && echo yes)
 huskd_pid=
-
-free_subnet() { # -> a 10.x.y prefix that no route or address on this host uses
-	local x y
-	for _ in $(seq 200); do
-		x=$((RANDOM % 150 + 100)) y=$((RANDOM % 250 + 1))
-		if ! ip -4 route show | grep -q "^10\.$x\.$y\." && ! ip -4 addr show | grep -q "inet 10\.$x\.$y\."; then
-			echo "10.$x.$y"
-			return 0
-		fi
-	done
-	return 1
-}
 
 cleanup() {
 	if [ -n "$huskd_pid" ] && kill -0 "$huskd_pid" 2>/dev/null; then
@@ -77,6 +67,7 @@ cleanup() {
 	rm -rf "${ipam_dir:?}/$net"
 	[ -z "$var_lib_cni_before" ] && rmdir "$ipam_dir" /var/lib/cni 2>/dev/null
 	echo "$forward_before" >/proc/sys/net/ipv4/ip_forward
+	release_subnets
 	if [ "${KEEP:-0}" = 1 ]; then
 		echo "conformance: kept $work"
 	else

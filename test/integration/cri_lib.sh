@@ -5,11 +5,13 @@
 # containers and removes mounts, bridge, leases and iptables rules even
 # when the test fails, and a runner that counts the Python script's TAP.
 #
-#   cri_setup NAME SUBNET_PREFIX [--portmap] [--registry]
+#   cri_setup NAME [--portmap] [--registry]
 #   cri_run_py SCRIPT ARGS...     (SCRIPT under test/e2e)
 #
-# After cri_setup: E2E (work dir), NET, BRIDGE, SUBNET_PREFIX, IPAM_DIR,
-# HUSKD, and ADDR (the registry) with --registry.  E2E/config.json points
+# After cri_setup: E2E (work dir), NET, BRIDGE, SUBNET_PREFIX (a free
+# 10.x.y, held for this run: hack/free-subnet.sh), IPAM_DIR, HUSKD, and
+# ADDR (the registry) with --registry.  ip_forward is put back to what it
+# was before the run, whatever that was.  E2E/config.json points
 # huskd at the network; E2E/empty.d is a CNI dir without a config.
 
 HUSKD=${HUSKD:-$BUILD_DIR/huskd}
@@ -21,6 +23,8 @@ ADDR=
 
 # shellcheck source=hack/kill-procs.sh
 . "$REPO_DIR/hack/kill-procs.sh"
+# shellcheck source=hack/free-subnet.sh
+. "$REPO_DIR/hack/free-subnet.sh"
 
 cri_stop_all() {
 	[ -n "$E2E" ] && [ -d "$E2E" ] || return 0
@@ -33,7 +37,9 @@ cri_stop_all() {
 	cni_purge_rules "$NET"
 	rm -rf "${IPAM_DIR:?}/$NET"
 	[ -z "$CRI_VAR_LIB_CNI_BEFORE" ] && rmdir "$IPAM_DIR" /var/lib/cni 2>/dev/null
-	[ "$CRI_FORWARD_BEFORE" = 0 ] && echo 0 >/proc/sys/net/ipv4/ip_forward
+	[ "$(cat /proc/sys/net/ipv4/ip_forward)" != "$CRI_FORWARD_BEFORE" ] &&
+		echo "$CRI_FORWARD_BEFORE" >/proc/sys/net/ipv4/ip_forward
+	release_subnets
 	rm -rf --one-file-system "$E2E"
 }
 
@@ -63,10 +69,9 @@ cri_conflist() { # PORTMAP(yes|no)
 CONF
 }
 
-cri_setup() { # NAME SUBNET_PREFIX [--portmap] [--registry]
+cri_setup() { # NAME [--portmap] [--registry]
 	local name=$1 portmap=no registry=no tool
-	SUBNET_PREFIX=$2
-	shift 2
+	shift
 	for tool in "$@"; do
 		case $tool in
 		--portmap) portmap=yes ;;
@@ -87,6 +92,10 @@ cri_setup() { # NAME SUBNET_PREFIX [--portmap] [--registry]
 	done
 	E2E=$(mktemp -d "/tmp/husk-it-$name.XXXXXX")
 	trap 'cri_stop_all; cleanup_all' EXIT
+	if ! SUBNET_PREFIX=$(free_subnet); then
+		echo "not ok - a free 10.x.y.0/24 subnet for the test bridge (none found)"
+		finish
+	fi
 	mkdir -p "$E2E/gen" "$E2E/net.d" "$E2E/empty.d"
 	cri_conflist "$portmap" >"$E2E/net.d/10-husk-$name.conflist"
 	echo "{\"cni_conf_dir\": \"$E2E/net.d\"}" >"$E2E/config.json"

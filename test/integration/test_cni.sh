@@ -17,8 +17,8 @@ CNI_BIN=/usr/lib/cni
 NET=husk-cni-test-$$
 CHK_NET=husk-cni-check-$$
 BRIDGE=huskcni$(($$ % 100000))
-SUBNET_PREFIX=10.88.77
-CHK_SUBNET_PREFIX=10.88.78
+SUBNET_PREFIX=
+CHK_SUBNET_PREFIX=
 IPAM_DIR=/var/lib/cni/networks
 CONF_DIR=$WORK/net.d
 CHK_CONF_DIR=$WORK/net-check.d
@@ -59,10 +59,18 @@ cni_cleanup() {
 	purge_shared_chains
 	rm -rf "${IPAM_DIR:?}/$NET" "${IPAM_DIR:?}/$CHK_NET"
 	[ -z "$VAR_LIB_CNI_BEFORE" ] && rmdir "$IPAM_DIR" /var/lib/cni 2>/dev/null
-	[ "$FORWARD_BEFORE" = 0 ] && echo 0 >/proc/sys/net/ipv4/ip_forward
+	[ "$(cat /proc/sys/net/ipv4/ip_forward)" != "$FORWARD_BEFORE" ] &&
+		echo "$FORWARD_BEFORE" >/proc/sys/net/ipv4/ip_forward
+	release_subnets
 }
 
+# shellcheck source=hack/free-subnet.sh
+. "$REPO_DIR/hack/free-subnet.sh"
 trap 'cni_cleanup; cleanup_all' EXIT
+if ! SUBNET_PREFIX=$(free_subnet) || ! CHK_SUBNET_PREFIX=$(free_subnet); then
+	echo "not ok - two free 10.x.y.0/24 subnets for the test bridges (none found)"
+	finish
+fi
 
 del_netns() { # NAME: kills what runs in it (httpd), then removes it
 	local pid

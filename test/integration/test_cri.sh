@@ -5,6 +5,6 @@
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/cri_lib.sh"
 
-cri_setup cri 10.88.83 --registry
+cri_setup cri --registry
 cri_run_py cri_images.py "$HUSKD" "$ADDR" "$E2E"
 finish
