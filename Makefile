@@ -24,10 +24,17 @@ RUNTIME_PKG_LIBS := $(shell pkg-config --libs $(RUNTIME_PKGS) 2>/dev/null)
 IMAGE_PKG_LIBS := $(shell pkg-config --libs $(IMAGE_PKGS) 2>/dev/null)
 CRI_PKG_LIBS := $(shell pkg-config --libs $(CRI_PKGS) 2>/dev/null)
 
+# CFLAGS and LDFLAGS given on the command line (`make CFLAGS=-O0`) add to
+# husk's own flags rather than replace them.  SANITIZE=address,undefined
+# builds every program but the static husk-pause with those sanitizers
+# (`make sanitize` runs the unit and CRI end-to-end tests so).
 CFLAGS ?= -O2 -g
-CFLAGS += -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter -Wshadow \
-	-fno-strict-aliasing -fPIC -D_GNU_SOURCE -Iinclude -I. $(PKG_CFLAGS) -MMD -MP
 LDFLAGS ?=
+SANITIZE ?=
+SAN_FLAGS = $(if $(SANITIZE),-fsanitize=$(SANITIZE) -fno-sanitize-recover=all -fno-omit-frame-pointer)
+override CFLAGS += -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter -Wshadow \
+	-fno-strict-aliasing -fPIC -D_GNU_SOURCE -Iinclude -I. $(PKG_CFLAGS) -MMD -MP $(SAN_FLAGS)
+override LDFLAGS += $(SAN_FLAGS)
 LIBS := $(RUNTIME_PKG_LIBS) $(IMAGE_PKG_LIBS) $(CRI_PKG_LIBS) -lpthread
 
 COMMON_SRCS := $(wildcard common/*.c)
@@ -64,7 +71,7 @@ PAUSE := $(BUILD)/husk-pause
 UNIT_TESTS := $(patsubst test/unit/%.c,$(BUILD)/test/unit/%,$(UNIT_SRCS))
 
 .PHONY: all deps build test unit-test integration-test vm-test run demo bench clean format format-check \
-	check-layers conformance install
+	check-layers conformance install sanitize unit-bins
 
 all: build
 
@@ -106,7 +113,7 @@ $(PROTO_O): $(PROTO_C)
 
 # Unit tests of CRI code (test/unit/test_cri_*.c) see the generated messages.
 CRI_UNIT_OBJS := $(call objs,$(wildcard test/unit/test_cri_*.c))
-$(call objs,$(CRI_SRCS) $(HUSKD_SRCS)) $(CRI_UNIT_OBJS): CFLAGS += -I$(BUILD)/gen -Ulinux
+$(call objs,$(CRI_SRCS) $(HUSKD_SRCS)) $(CRI_UNIT_OBJS): override CFLAGS += -I$(BUILD)/gen -Ulinux
 $(call objs,$(CRI_SRCS) $(HUSKD_SRCS)) $(CRI_UNIT_OBJS): $(PROTO_C)
 
 $(CRI_LIB): $(call objs,$(CRI_SRCS) $(CRI_LIB_SRCS)) $(PROTO_O)
@@ -138,7 +145,9 @@ $(MONITOR): $(call objs,$(MONITOR_SRCS)) $(RUNTIME_LIB) $(COMMON_LIB)
 	@$(CC) $(LDFLAGS) -o $@ $^ $(shell pkg-config --libs jansson)
 
 # pid 1 of pods that share a PID namespace: static, no library, so that
-# each costs ~100 KiB rather than a copy of huskd.
+# each costs ~100 KiB rather than a copy of huskd (and no sanitizer runtime,
+# which cannot be linked statically).
+$(PAUSE): SAN_FLAGS :=
 $(PAUSE): $(call objs,$(PAUSE_SRCS))
 	@echo "  LD      $@"
 	@$(CC) $(LDFLAGS) -static -o $@ $^
@@ -160,6 +169,8 @@ $(BUILD)/test/unit/%: $(BUILD)/test/unit/%.o $(LIBS_ALL)
 test: deps
 	$(MAKE) --no-print-directory format-check check-layers build $(UNIT_TESTS)
 	./test/run-all.sh $(BUILD)
+
+unit-bins: $(UNIT_TESTS)
 
 unit-test: build $(UNIT_TESTS)
 	./test/run-all.sh --unit-only $(BUILD)
@@ -185,6 +196,13 @@ bench: deps
 	./hack/bench-pull.sh $(BUILD)
 	./hack/bench-cri.sh
 	./hack/vm-test.sh --bench $(BUILD)
+
+# ASan+UBSan: everything but the static husk-pause built so in BUILD-sanitize,
+# then the unit tests and the CRI end-to-end tests under it; a sanitizer
+# report fails the run (hack/sanitize.sh).
+sanitize: deps
+	$(MAKE) --no-print-directory BUILD=$(BUILD)-sanitize SANITIZE=address,undefined build unit-bins
+	./hack/sanitize.sh $(BUILD)-sanitize
 
 # critest (cri-tools v1.29) against a huskd of its own, offline; CRITEST=,
 # CRICTL= name the binaries (default ../shared/tools/bin/).

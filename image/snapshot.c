@@ -760,7 +760,7 @@ compare_strings (const void *a, const void *b)
 static bool
 string_set_has (const struct string_set *set, const char *s)
 {
-  return bsearch (&s, set->items, set->n, sizeof *set->items, compare_strings) != NULL;
+  return set->n > 0 && bsearch (&s, set->items, set->n, sizeof *set->items, compare_strings) != NULL;
 }
 
 static void
@@ -832,7 +832,8 @@ snapshot_gc (const char *root, char *const *keep, unsigned *removed, struct husk
   for (size_t i = 0; keep && keep[i]; i++)
     string_set_add (&keep_set, keep[i]);
   add_container_layers (root, &keep_set);
-  qsort (keep_set.items, keep_set.n, sizeof *keep_set.items, compare_strings);
+  if (keep_set.n > 0) /* no image and no container: items is NULL */
+    qsort (keep_set.items, keep_set.n, sizeof *keep_set.items, compare_strings);
   while (ret == 0 && (de = readdir (dir)) != NULL)
     {
       cleanup_free char *path = NULL;

@@ -441,7 +441,8 @@ store_gc (struct store *store, char *const *keep, unsigned *removed, struct husk
 
   if (dir == NULL)
     return husk_error_make (err, errno, "open `%s`", store->blobs_dir);
-  memcpy (sorted, keep, n_keep * sizeof *sorted);
+  if (n_keep > 0) /* keep is NULL when no image is left */
+    memcpy (sorted, keep, n_keep * sizeof *sorted);
   qsort (sorted, n_keep, sizeof *sorted, compare_strings);
   while ((de = readdir (dir)) != NULL)
     {

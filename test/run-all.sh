@@ -10,6 +10,10 @@
 #
 # RUNTIME overrides the runtime the integration tests drive (default
 # BUILD/husk), e.g. RUNTIME=/usr/sbin/runc ./test/run-all.sh --integration-only build
+# HUSK_INTEGRATION_TESTS picks scripts by a glob (default test_*, e.g.
+# 'test_cri*').  HUSK_SANITIZER_LOGS names the dir where ASan writes its
+# reports (ASAN_OPTIONS=log_path=DIR/asan, hack/sanitize.sh): a report
+# written while a file ran fails that file.
 set -u
 
 usage() {
@@ -52,6 +56,24 @@ INTEGRATION_TIMEOUT=${HUSK_INTEGRATION_TIMEOUT:-300}
 total_passed=0
 total_failed=0
 total_skipped=0
+sanitizer_logs=${HUSK_SANITIZER_LOGS:-}
+[ -n "$sanitizer_logs" ] && mkdir -p "$sanitizer_logs/seen"
+
+# Sanitizer reports that appeared since the last call (moved to seen/ once
+# shown): prints the note for report() and the head of each, returns 1.
+new_sanitizer_reports() {
+	local f found=
+	[ -n "$sanitizer_logs" ] || return 0
+	for f in "$sanitizer_logs"/*.[0-9]*; do
+		[ -f "$f" ] || continue
+		found="$found $(basename "$f")"
+		mv "$f" "$sanitizer_logs/seen/" 2>/dev/null
+		sed 's/^/    | /' "$sanitizer_logs/seen/$(basename "$f")" | grep -v '^    | $' | head -n 12 >&2
+	done
+	[ -z "$found" ] && return 0
+	echo "sanitizer reports:$found (in $sanitizer_logs/seen)"
+	return 1
+}
 
 # Prints the result line for one file and adds it to the totals.
 report() { # LABEL PASSED FAILED SKIPPED SECONDS [NOTE]
@@ -66,7 +88,7 @@ report() { # LABEL PASSED FAILED SKIPPED SECONDS [NOTE]
 }
 
 run_unit_tests() {
-	local bin name log start rc passed failed note
+	local bin name log start rc passed failed note san
 	for bin in "$build"/test/unit/test_*; do
 		[ -f "$bin" ] && [ -x "$bin" ] || continue
 		case $bin in *.o | *.d) continue ;; esac
@@ -88,14 +110,19 @@ run_unit_tests() {
 			failed=1
 			note="exit status $rc after the summary; see $log"
 		fi
+		if ! san=$(new_sanitizer_reports 2>"$log.san"); then
+			failed=$((failed + 1))
+			note="${note:+$note; }$san"
+		fi
 		report "$name" "$passed" "$failed" 0 $(($(date +%s) - start)) "$note"
+		cat "$log.san" && rm -f "$log.san"
 		grep -E '^\[  FAILED  \] [A-Za-z_]' "$log" | awk '!seen[$0]++ { print "    " $0 }'
 	done
 }
 
 run_integration_tests() {
-	local script name log start rc passed failed skipped note
-	for script in "$test_dir"/integration/test_*.sh; do
+	local script name log start rc passed failed skipped note san
+	for script in "$test_dir"/integration/${HUSK_INTEGRATION_TESTS:-test_*}.sh; do
 		[ -f "$script" ] || continue
 		name=integration/$(basename "$script")
 		log=$log_dir/$(basename "$script" .sh).log
@@ -123,7 +150,12 @@ run_integration_tests() {
 		elif [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
 			note="timed out after ${INTEGRATION_TIMEOUT}s; see $log"
 		fi
+		if ! san=$(new_sanitizer_reports 2>"$log.san"); then
+			failed=$((failed + 1))
+			note="${note:+$note; }$san"
+		fi
 		report "$name" "$passed" "$failed" "$skipped" $(($(date +%s) - start)) "$note"
+		cat "$log.san" && rm -f "$log.san"
 		# Failing tests with their diagnostics, and the reasons for skips.
 		awk '/^not ok / { show = 1; print "    " $0; next }
 		     /^#   / && show { print "    " $0; next }

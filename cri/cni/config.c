@@ -268,7 +268,8 @@ list_config_names (const char *dir, char ***names, size_t *n, struct husk_error 
       found[(*n)++] = xstrdup (de->d_name);
       found[*n] = NULL;
     }
-  qsort (found, *n, sizeof (char *), compare_names);
+  if (*n > 1) /* found is NULL in an empty dir */
+    qsort (found, *n, sizeof (char *), compare_names);
   *names = steal_pointer (&found);
   return 0;
 }
