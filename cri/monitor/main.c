@@ -32,6 +32,8 @@ static const char usage_text[]
       "and closes it.  The starter then runs `RUNTIME start ID` itself.\n"
       "SIGUSR1 reopens FILE (after it was moved away); the new file exists when the\n"
       "reopen is done.  SIGTERM and SIGINT are passed on to the container's init.\n"
+      "When FILE cannot take output (a full disk) whole records are dropped, never\n"
+      "part of one; once it can, a stderr record says how many were dropped.\n"
       "\n"
       "Options:\n"
       "  --runtime PATH            runc-compatible runtime (default: husk next to husk-monitor)\n"
