@@ -254,11 +254,17 @@ os.execv(sys.argv[1], sys.argv[1:])' "$MONITOR" "${args[@]}")
 		"$(log_records "$LOG" | tr '\t\n' '\001|' | sed 's/|$//; s/\x01/\\t/g')"
 }
 
-# ReopenContainerLog: kubelet renames the file, then asks for a reopen.
+# ReopenContainerLog: kubelet renames the file, then asks for a reopen;
+# the monitor answers in EXIT_DIR/ID.reopen, with the error when it failed.
 t_log_reopen() {
+	local dir answer first
+	dir=$(new_tmpdir reopen)/logs
+	mkdir "$dir"
 	BUNDLE=$(new_bundle)
-	spec_args sh -c 'echo one; while [ ! -e /next ]; do sleep 0.05; done; echo two'
-	start_monitor
+	spec_args sh -c 'echo one; while [ ! -e /next ]; do sleep 0.05; done; echo two
+		while [ ! -e /last ]; do sleep 0.05; done; echo three'
+	start_monitor --log-path "$dir/ctr.log"
+	LOG=$dir/ctr.log
 	assert_created "monitor for the reopen test" || return
 	start_ctr "$CID"
 	wait_log_contains "$LOG" one 10
@@ -269,10 +275,31 @@ t_log_reopen() {
 	else
 		not_ok "SIGUSR1 creates the log file again at its path"
 	fi
+	wait_file "$EXIT_FILE.reopen" 5
+	answer=$(cat "$EXIT_FILE.reopen" 2>/dev/null)
+	assert_match "the monitor answers in EXIT_DIR/ID.reopen, no error" "$answer" '^\{"monotonic_ns": ?[0-9]+\}$'
 	touch "$BUNDLE/rootfs/next"
+	wait_log_contains "$LOG" two 10
+
+	# The log dir is gone: the reopen fails and the answer says why.
+	first=$(json_get monotonic_ns <<<"$answer")
+	mv "$dir" "$dir.moved"
+	kill -USR1 "$MPID"
+	for _ in $(seq 100); do
+		answer=$(cat "$EXIT_FILE.reopen" 2>/dev/null)
+		[ "$(json_get monotonic_ns <<<"$answer" 2>/dev/null)" != "$first" ] && break
+		sleep 0.05
+	done
+	assert_eq "a failed reopen answers its errno" 2 "$(json_get errno <<<"$answer" 2>/dev/null)"
+	assert_eq "and the error, naming the path" "open log file \`$LOG\`: No such file or directory" \
+		"$(json_get error <<<"$answer" 2>/dev/null)"
+	touch "$BUNDLE/rootfs/last"
 	wait_exit_file
-	assert_eq "the moved file keeps the old lines" "stdout F one" "$(log_records "$LOG.1")"
-	assert_eq "new lines go to the new file" "stdout F two" "$(log_records "$LOG" 2>&1)"
+	assert_eq "the moved file keeps the old lines" "stdout F one" "$(log_records "$dir.moved/ctr.log.1")"
+	assert_eq "new lines go to the new file, and stay there after a failed reopen" "stdout F two|stdout F three" \
+		"$(log_records "$dir.moved/ctr.log" 2>&1 | tr '\n' '|' | sed 's/|$//')"
+	wait_gone "$MPID" 10
+	assert_true "the answer file is removed when the monitor exits" [ ! -e "$EXIT_FILE.reopen" ]
 }
 
 # A full disk tears no record: what a short write left of one is cut off

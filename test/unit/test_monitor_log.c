@@ -2,7 +2,8 @@
  * exit record (exit.c): records for whole, split, over-long, CR-LF and empty
  * lines, the timestamp, batches of whole records, reopen after rotation,
  * --log-max-size, whole records only on a full disk, and the exit file's
- * JSON. */
+ * and the reopen answer's JSON. */
+#include <errno.h>
 #include <jansson.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -601,6 +602,38 @@ test_exit_file_and_oom_count (void **state)
     }
 }
 
+/* The answer to SIGUSR1 huskd reads: when the reopen began, and the
+ * error when it failed (a path that is not UTF-8 keeps the errno text). */
+static void
+test_reopen_answer (void **state)
+{
+  struct file_fixture *fx = *state;
+  struct husk_error *err = NULL;
+  struct husk_error failure
+      = { .errnum = ENOENT, .msg = "open log file `/x/0.log`: No such file or directory" };
+  struct husk_error not_utf8 = { .errnum = EACCES, .msg = "open log file `/x/\xff.log`: Permission denied" };
+  cleanup_free char *path = monitor_reopen_answer_path (fx->dir, "c1");
+  cleanup_free char *expected_path = xasprintf ("%s/c1.reopen", fx->dir);
+  char *text;
+
+  assert_string_equal (path, expected_path);
+  assert_int_equal (monitor_reopen_answer_write (fx->dir, "c1", 123456789012LL, NULL, &err), 0);
+  text = read_text (path);
+  assert_string_equal (text, "{\"monotonic_ns\":123456789012}");
+  free (text);
+  assert_int_equal (monitor_reopen_answer_write (fx->dir, "c1", 5, &failure, &err), 0);
+  text = read_text (path);
+  assert_string_equal (text,
+                       "{\"monotonic_ns\":5,\"errno\":2,\"error\":\"open log file `/x/0.log`: No such file "
+                       "or directory\"}");
+  free (text);
+  assert_int_equal (monitor_reopen_answer_write (fx->dir, "c1", 6, &not_utf8, &err), 0);
+  text = read_text (path);
+  assert_string_equal (
+      text, "{\"monotonic_ns\":6,\"errno\":13,\"error\":\"open the log file: Permission denied\"}");
+  free (text);
+}
+
 int
 main (void)
 {
@@ -627,6 +660,7 @@ main (void)
     cmocka_unit_test_setup_teardown (test_file_full_to_the_end, setup_file, teardown_file),
     cmocka_unit_test (test_exit_record),
     cmocka_unit_test_setup_teardown (test_exit_file_and_oom_count, setup_file, teardown_file),
+    cmocka_unit_test_setup_teardown (test_reopen_answer, setup_file, teardown_file),
   };
 
   return cmocka_run_group_tests (tests, NULL, NULL);
