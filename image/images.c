@@ -1062,7 +1062,7 @@ images_gc (struct store *store, struct images_gc_stats *stats, struct husk_error
     }
   /* Whoever wanted a GC gets this one: it sees everything they left. */
   if (unlink (wanted) < 0 && errno != ENOENT)
-    return husk_error_make (err, errno, "image GC: remove `%s`", wanted);
+    husk_warn ("image GC: remove `%s`: %s", wanted, strerror (errno));
   /* Ingest files are only ever open under the shared lock, so holding it
    * exclusive means any left are from a killed pull. */
   if (store_cleanup_ingest (store, 0, NULL, err) < 0)
@@ -1080,12 +1080,19 @@ int
 images_gc_soon (struct store *store, struct images_gc_stats *stats, struct husk_error **err)
 {
   cleanup_free char *wanted = gc_wanted_path (store);
-  cleanup_close int fd = open (wanted, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
-
+  struct images_gc_stats local;
   /* Before trying: a lock holder that ends after our try sees it. */
-  if (fd < 0)
-    return husk_error_make (err, errno, "image GC: create `%s`", wanted);
-  return images_gc (store, stats, err);
+  cleanup_close int fd = open (wanted, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+  int open_errno = errno;
+
+  if (stats == NULL)
+    stats = &local;
+  /* No room even for an empty file: the GC that frees some still runs. */
+  if (images_gc (store, stats, err) < 0)
+    return -1;
+  if (fd < 0 && stats->deferred)
+    return husk_error_make (err, open_errno, "image GC deferred, and could not create `%s`", wanted);
+  return 0;
 }
 
 int
