@@ -7,6 +7,7 @@
 #include "cri/service.h"
 #include "husk/cleanup.h"
 #include "husk/util.h"
+#include "image/images.h"
 
 #define RUNTIME_SVC "/runtime.v1.RuntimeService/"
 #define IMAGE_SVC "/runtime.v1.ImageService/"
@@ -86,6 +87,25 @@ cri_service_methods (struct cri_service *svc, size_t *n)
   return methods;
 }
 
+/* What a huskd killed during a pull left (ingest files, blobs and
+ * snapshots no image references), and a GC a failed pull had to defer.
+ * Deferred in turn while `husk image pull` works on the same root. */
+static void
+collect_image_garbage (struct store *store)
+{
+  struct husk_error *gc_err = NULL;
+  struct images_gc_stats stats;
+
+  if (images_gc (store, &stats, &gc_err) < 0)
+    {
+      husk_warn ("%s", gc_err->msg);
+      husk_error_free (&gc_err);
+    }
+  else if (stats.blobs_removed || stats.snapshots_removed)
+    husk_warn ("image GC at start: removed %u blobs and %u snapshots no image references",
+               stats.blobs_removed, stats.snapshots_removed);
+}
+
 int
 cri_service_init (struct cri_service *svc, const struct huskd_config *cfg, struct husk_error **err)
 {
@@ -94,9 +114,7 @@ cri_service_init (struct cri_service *svc, const struct huskd_config *cfg, struc
   pthread_mutex_init (&svc->lock, NULL);
   if (store_open (cfg->root, &svc->store, err) < 0)
     return husk_error_wrap (err, "image store");
-  /* Left by a crash: safe now, nothing is pulling yet. */
-  if (store_cleanup_ingest (svc->store, 0, NULL, err) < 0)
-    return -1;
+  collect_image_garbage (svc->store);
   if ((cfg->registries_file ? hosts_config_load (cfg->registries_file, &svc->hosts, err)
                             : hosts_config_load_default (&svc->hosts, err))
       < 0)

@@ -989,7 +989,7 @@ images_remove (struct store *store, const char *name_or_id, unsigned flags, char
     }
   /* The record is gone either way; a GC failure leaves garbage for the
    * next one. */
-  if (removed_id && images_gc (store, NULL, &gc_err) < 0)
+  if (removed_id && images_gc_soon (store, NULL, &gc_err) < 0)
     {
       husk_warn ("collect garbage after removing %s: %s", removed_id, gc_err->msg);
       husk_error_free (&gc_err);
@@ -1025,6 +1025,12 @@ collect_references (json_t *images, char ***blobs, char ***chains)
   }
 }
 
+static char *
+gc_wanted_path (const struct store *store)
+{
+  return xasprintf ("%s/gc.wanted", store_root (store));
+}
+
 int
 images_gc (struct store *store, struct images_gc_stats *stats, struct husk_error **err)
 {
@@ -1034,6 +1040,7 @@ images_gc (struct store *store, struct images_gc_stats *stats, struct husk_error
   cleanup_json json_t *doc = NULL;
   cleanup_strv char **blobs = NULL;
   cleanup_strv char **chains = NULL;
+  cleanup_free char *wanted = gc_wanted_path (store);
   struct husk_error *lock_err = NULL;
 
   if (stats == NULL)
@@ -1053,6 +1060,9 @@ images_gc (struct store *store, struct images_gc_stats *stats, struct husk_error
       stats->deferred = true;
       return 0;
     }
+  /* Whoever wanted a GC gets this one: it sees everything they left. */
+  if (unlink (wanted) < 0 && errno != ENOENT)
+    husk_warn ("image GC: remove `%s`: %s", wanted, strerror (errno));
   /* Ingest files are only ever open under the shared lock, so holding it
    * exclusive means any left are from a killed pull. */
   if (store_cleanup_ingest (store, 0, NULL, err) < 0)
@@ -1064,6 +1074,39 @@ images_gc (struct store *store, struct images_gc_stats *stats, struct husk_error
       || snapshot_gc (root, chains, &stats->snapshots_removed, err) < 0)
     return husk_error_wrap (err, "image GC");
   return 0;
+}
+
+int
+images_gc_soon (struct store *store, struct images_gc_stats *stats, struct husk_error **err)
+{
+  cleanup_free char *wanted = gc_wanted_path (store);
+  struct images_gc_stats local;
+  /* Before trying: a lock holder that ends after our try sees it. */
+  cleanup_close int fd = open (wanted, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+  int open_errno = errno;
+
+  if (stats == NULL)
+    stats = &local;
+  /* No room even for an empty file: the GC that frees some still runs. */
+  if (images_gc (store, stats, err) < 0)
+    return -1;
+  if (fd < 0 && stats->deferred)
+    return husk_error_make (err, open_errno, "image GC deferred, and could not create `%s`", wanted);
+  return 0;
+}
+
+int
+images_gc_if_wanted (struct store *store, struct images_gc_stats *stats, struct husk_error **err)
+{
+  cleanup_free char *wanted = gc_wanted_path (store);
+
+  if (access (wanted, F_OK) < 0)
+    {
+      if (stats)
+        memset (stats, 0, sizeof *stats);
+      return 0;
+    }
+  return images_gc (store, stats, err);
 }
 
 int

@@ -150,7 +150,19 @@ struct images_gc_stats
 int images_prepare_snapshots (struct store *store, const struct image *img, struct husk_error **err);
 
 /* Removes every blob and snapshot no image record (or container rootfs)
- * references.  Does not wait for running pulls: it defers instead. */
+ * references.  Does not wait for running pulls: it defers instead.  A GC
+ * that runs removes ROOT/gc.wanted (see images_gc_soon). */
 int images_gc (struct store *store, struct images_gc_stats *stats, struct husk_error **err);
+
+/* images_gc for what a failed pull or import, or a removal, left to no
+ * image.  First it creates ROOT/gc.wanted: when the GC has to defer (a
+ * pull, import or container mount holds the GC lock), the next
+ * images_gc_if_wanted - the pull or import that held the lock, when it
+ * ends - runs it. */
+int images_gc_soon (struct store *store, struct images_gc_stats *stats, struct husk_error **err);
+
+/* images_gc when ROOT/gc.wanted says one was deferred; one stat
+ * otherwise.  Pulls and imports call it after releasing the GC lock. */
+int images_gc_if_wanted (struct store *store, struct images_gc_stats *stats, struct husk_error **err);
 
 #endif

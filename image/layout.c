@@ -497,6 +497,7 @@ layout_import (struct store *store, const char *path, const struct layout_import
 {
   struct layout_source src;
   int lock_fd = store_gc_lock (store_root (store), false, true, err);
+  struct husk_error *gc_err = NULL;
   int ret;
 
   if (lock_fd < 0)
@@ -505,15 +506,15 @@ layout_import (struct store *store, const char *path, const struct layout_import
   if (ret == 0)
     ret = import_all (&src, opts, images, n, err);
   close (lock_fd);
-  /* A tar may have carried blobs no imported image uses. */
-  if (src.dir_fd < 0)
+  /* A tar may have carried blobs no imported image uses, and a failed
+   * import leaves what it copied to none; a GC another import or pull
+   * wanted runs now too. */
+  if ((src.dir_fd < 0 || ret < 0 ? images_gc_soon (store, NULL, &gc_err)
+                                 : images_gc_if_wanted (store, NULL, &gc_err))
+      < 0)
     {
-      struct husk_error *gc_err = NULL;
-      if (images_gc (store, NULL, &gc_err) < 0)
-        {
-          husk_warn ("import `%s`: %s", path, gc_err->msg);
-          husk_error_free (&gc_err);
-        }
+      husk_warn ("import `%s`: %s", path, gc_err->msg);
+      husk_error_free (&gc_err);
     }
   source_close (&src);
   if (ret < 0)

@@ -21,6 +21,7 @@ struct pull_job
   char *config;
   size_t config_len;
   char **diff_ids;
+  bool wrote; /* got as far as writing blobs (and snapshots) */
 };
 
 static void
@@ -199,7 +200,10 @@ pull_steps (struct pull_job *job, const char *ref_text, struct image **out, stru
   if (image_manifest_parse (job->manifest->data, job->manifest->size, &job->parsed, err) < 0)
     return -1;
   report (job, PULL_RESOLVED, 0, 0, 0);
-  if (check_declared_sizes (job, err) < 0 || fetch_blobs (job, err) < 0)
+  if (check_declared_sizes (job, err) < 0)
+    return -1;
+  job->wrote = true;
+  if (fetch_blobs (job, err) < 0)
     return -1;
   if (store_read_blob (job->store, job->parsed.config.digest, STORE_SMALL_BLOB_MAX, &job->config,
                        &job->config_len, err)
@@ -220,6 +224,28 @@ pull_steps (struct pull_job *job, const char *ref_text, struct image **out, stru
   return images_add (job->store, &req, out, err);
 }
 
+/* A pull that failed after writing blobs or snapshots leaves them to no
+ * image (on a full disk, the disk stays full): they are collected now, or
+ * by the last pull to end when others hold the GC lock.  A GC one of those
+ * wanted runs here too. */
+static void
+collect_garbage (const struct pull_job *job, bool failed)
+{
+  struct husk_error *gc_err = NULL;
+  struct images_gc_stats stats;
+  int ret = failed && job->wrote ? images_gc_soon (job->store, &stats, &gc_err)
+                                 : images_gc_if_wanted (job->store, &stats, &gc_err);
+
+  if (ret < 0)
+    {
+      husk_warn ("collect what pulls left: %s", gc_err->msg);
+      husk_error_free (&gc_err);
+    }
+  else if (stats.blobs_removed || stats.snapshots_removed)
+    husk_debug ("collected %u blobs and %u snapshots no image references", stats.blobs_removed,
+                stats.snapshots_removed);
+}
+
 int
 image_pull (struct store *store, struct registry_client *client, const char *ref_text,
             const struct pull_options *opts, struct image **out, struct husk_error **err)
@@ -234,6 +260,7 @@ image_pull (struct store *store, struct registry_client *client, const char *ref
     return husk_error_wrap (err, "pull %s", ref_text);
   ret = pull_steps (&job, ref_text, out, err);
   close (lock);
+  collect_garbage (&job, ret < 0);
   if (ret < 0 && !(job.ref == NULL && err && *err && husk_str_has_prefix ((*err)->msg, "invalid reference")))
     /* Registry errors start with the reference already. */
     husk_error_wrap (err, "pull");

@@ -53,6 +53,39 @@ monitor_exit_write (const char *exit_dir, const char *id, const struct monitor_e
   return 0;
 }
 
+char *
+monitor_reopen_answer_path (const char *exit_dir, const char *id)
+{
+  return xasprintf ("%s/%s.reopen", exit_dir, id);
+}
+
+int
+monitor_reopen_answer_write (const char *exit_dir, const char *id, long long began_ns,
+                             const struct husk_error *failure, struct husk_error **err)
+{
+  cleanup_free char *path = monitor_reopen_answer_path (exit_dir, id);
+  json_t *doc = json_pack ("{s:I}", "monotonic_ns", (json_int_t) began_ns);
+  cleanup_free char *text = NULL;
+
+  if (failure)
+    {
+      json_t *message = json_string (failure->msg);
+
+      /* JSON holds UTF-8 only: a path that is not keeps its error's kind. */
+      if (message == NULL)
+        message = json_sprintf ("open the log file: %s", strerror (failure->errnum));
+      json_object_set_new (doc, "errno", json_integer (failure->errnum));
+      json_object_set_new (doc, "error", message);
+    }
+  text = json_dumps (doc, JSON_COMPACT);
+  json_decref (doc);
+  if (text == NULL)
+    abort (); /* only out of memory */
+  if (husk_write_file_replace (path, text, strlen (text), 0644, err) < 0)
+    return husk_error_wrap (err, "answer the log reopen");
+  return 0;
+}
+
 /* MOUNT/CGROUP/FILE when it can be read. */
 static char *
 readable_in (const char *mount, const char *cgroup, const char *file)

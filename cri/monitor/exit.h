@@ -28,6 +28,16 @@ char *monitor_exit_json (const struct monitor_exit *exit);
 int monitor_exit_write (const char *exit_dir, const char *id, const struct monitor_exit *exit,
                         struct husk_error **err);
 
+/* The answer to a reopen request (SIGUSR1), EXIT_DIR/ID.reopen, replaced
+ * atomically after each: {"monotonic_ns": N} when the log file was opened
+ * again, {"monotonic_ns": N, "errno": E, "error": "..."} when that failed.
+ * N is CLOCK_MONOTONIC when the reopen began: a requester that read the
+ * clock before it signalled takes an answer with N at or after that time
+ * as its own.  Removed when the monitor exits. */
+char *monitor_reopen_answer_path (const char *exit_dir, const char *id);
+int monitor_reopen_answer_write (const char *exit_dir, const char *id, long long began_ns,
+                                 const struct husk_error *failure, struct husk_error **err);
+
 /* The file counting PID's cgroup's OOM kills, found while it is alive
  * (the cgroup outlives the process until `delete`): memory.events on
  * cgroup v2, memory.oom_control on v1.  NULL without a memory controller. */

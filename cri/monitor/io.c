@@ -65,22 +65,40 @@ check_exited (struct run_state *run)
     }
 }
 
+/* SIGUSR1: the log file was moved away (rotated).  Whoever asked learns
+ * how it went from the answer file, the error included. */
+static void
+reopen_log (struct monitor *monitor)
+{
+  const struct monitor_options *opts = monitor->opts;
+  struct husk_error *failure = NULL;
+  struct husk_error *err = NULL;
+  struct timespec began;
+
+  clock_gettime (CLOCK_MONOTONIC, &began);
+  if (log_file_reopen (&monitor->log, &failure) < 0)
+    husk_warn ("%s", failure->msg);
+  if (monitor_reopen_answer_write (opts->exit_dir, opts->id,
+                                   (long long) began.tv_sec * 1000000000LL + began.tv_nsec, failure, &err)
+      < 0)
+    {
+      husk_warn ("%s", err->msg);
+      husk_error_free (&err);
+    }
+  husk_error_free (&failure);
+}
+
 static void
 handle_signals (struct run_state *run)
 {
   struct monitor *monitor = run->monitor;
   struct signalfd_siginfo info;
-  struct husk_error *err = NULL;
 
   while (read (monitor->signal_fd, &info, sizeof info) == sizeof info)
     switch (info.ssi_signo)
       {
       case SIGUSR1:
-        if (log_file_reopen (&monitor->log, &err) < 0)
-          {
-            husk_warn ("%s", err->msg);
-            husk_error_free (&err);
-          }
+        reopen_log (monitor);
         break;
       case SIGTERM:
       case SIGINT:

@@ -65,15 +65,21 @@ void log_sink_flush (struct log_sink *sink);
 /* The log file at PATH, opened O_APPEND (created 0640).  With MAX_SIZE > 0
  * a batch that would take the file past MAX_SIZE truncates it first: a
  * safety net, since kubelet rotates logs itself (rename, then
- * ReopenContainerLog). */
+ * ReopenContainerLog).  A batch the file cannot take (a full disk) loses
+ * whole records only: a record cut short is cut off the file again, and
+ * the next batch that fits is preceded by one stderr record saying how
+ * many were dropped. */
 struct log_file
 {
   struct log_sink sink; /* first: write_batch finds the file from it */
   char *path;
   int fd;
+  bool regular; /* a regular file: a torn record can be cut off */
   long long max_size;
   long long size;
-  bool write_failing; /* warned once until a write works again */
+  long long cut_to;           /* >= 0: a cut that failed, tried again before the next write */
+  unsigned long long dropped; /* records lost since the last one written */
+  int drop_errno;             /* why the first of them was lost */
 };
 
 int log_file_open (struct log_file *file, const char *path, long long max_size, struct husk_error **err);

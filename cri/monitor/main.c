@@ -30,8 +30,13 @@ static const char usage_text[]
       "its init exits.  Once the container is created it writes one line to the sync\n"
       "fd, {\"pid\": N, \"monitor_pid\": M}, or {\"error\": \"...\"} if creating failed,\n"
       "and closes it.  The starter then runs `RUNTIME start ID` itself.\n"
-      "SIGUSR1 reopens FILE (after it was moved away); the new file exists when the\n"
-      "reopen is done.  SIGTERM and SIGINT are passed on to the container's init.\n"
+      "SIGUSR1 reopens FILE (after it was moved away), then answers in\n"
+      "EXIT_DIR/ID.reopen: {\"monotonic_ns\": N} (CLOCK_MONOTONIC when the reopen\n"
+      "began), with \"errno\" and \"error\" when it failed; the file is replaced\n"
+      "atomically each time and removed at exit.  SIGTERM and SIGINT are passed on\n"
+      "to the container's init.\n"
+      "When FILE cannot take output (a full disk) whole records are dropped, never\n"
+      "part of one; once it can, a stderr record says how many were dropped.\n"
       "\n"
       "Options:\n"
       "  --runtime PATH            runc-compatible runtime (default: husk next to husk-monitor)\n"
@@ -341,6 +346,16 @@ start_container (struct monitor *monitor, struct husk_error **err)
   return 0;
 }
 
+/* Before the exit file: once huskd sees that, nothing of ours is left. */
+static void
+remove_reopen_answer (const struct monitor_options *opts)
+{
+  cleanup_free char *path = monitor_reopen_answer_path (opts->exit_dir, opts->id);
+
+  if (unlink (path) < 0 && errno != ENOENT)
+    husk_warn ("remove `%s`: %s", path, strerror (errno));
+}
+
 static int
 run_monitor (struct monitor_options *opts)
 {
@@ -363,8 +378,9 @@ run_monitor (struct monitor_options *opts)
     }
   report (&opts->sync_fd,
           json_pack ("{s:i, s:i}", "pid", (int) monitor->container_pid, "monitor_pid", (int) getpid ()));
-  if (monitor_run (monitor, &exit_status, &err) < 0
-      || monitor_exit_write (opts->exit_dir, opts->id, &exit_status, &err) < 0)
+  rc = monitor_run (monitor, &exit_status, &err);
+  remove_reopen_answer (opts);
+  if (rc < 0 || monitor_exit_write (opts->exit_dir, opts->id, &exit_status, &err) < 0)
     {
       husk_error_report (&err, "husk-monitor");
       rc = 1;

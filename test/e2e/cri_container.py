@@ -468,8 +468,65 @@ def test_reopen_log(c, s):
     time.sleep(0.3)
     ok(any(line.endswith("stdout F tick") for line in log_lines("main", "chatty")),
        "new output goes to the reopened log", log_lines("main", "chatty"))
+    reopen_log_errors(c, cid, path)
     # Left running: StopPodSandbox must stop it.
     s["chatty"] = cid
+
+
+def reopen(c, cid):
+    c.call("ReopenContainerLog", pb.ReopenContainerLogRequest(container_id=cid), pb.ReopenContainerLogResponse)
+
+
+def timed_reopen_error(c, cid):
+    start = time.monotonic()
+    e = rpc_error(lambda: reopen(c, cid))
+    return e, time.monotonic() - start
+
+
+def replace_file(path, text):
+    with open(path + ".test-tmp", "w") as f:
+        f.write(text)
+    os.rename(path + ".test-tmp", path)
+
+
+def reopen_log_errors(c, cid, path):
+    """The monitor's own error comes back at once; a recorded monitor pid
+    that another process has now is not signalled."""
+    start = time.monotonic()
+    reopen(c, cid)
+    print(f"# ReopenContainerLog that works: {(time.monotonic() - start) * 1000:.1f} ms")
+    pod_logs = os.path.dirname(path)
+    os.rename(pod_logs, pod_logs + ".away")
+    try:
+        e, took = timed_reopen_error(c, cid)
+    finally:
+        os.rename(pod_logs + ".away", pod_logs)
+    ok(e is not None and e.details().endswith(f"open log file `{path}`: No such file or directory"),
+       "ReopenContainerLog with the log dir gone fails with the monitor's error naming the path", e)
+    ok(took < 1, f"and at once ({took * 1000:.1f} ms), not after a timeout")
+    print(f"# ReopenContainerLog with the log dir gone: error in {took * 1000:.1f} ms")
+    reopen(c, cid)
+    ok(os.path.exists(path), "with the dir back, the reopen works again")
+
+    record = os.path.join(ROOT, "containers", cid, "cri.json")
+    with open(record) as f:
+        original = f.read()
+    decoy = subprocess.Popen(["sleep", "30"])
+    doc = json.loads(original)
+    doc["monitor_pid"] = decoy.pid
+    replace_file(record, json.dumps(doc))
+    try:
+        e, _ = timed_reopen_error(c, cid)
+    finally:
+        replace_file(record, original)
+        time.sleep(0.1)
+        decoy_alive = decoy.poll() is None
+        decoy.kill()
+        decoy.wait()
+    ok(e is not None and e.code() == grpc.StatusCode.FAILED_PRECONDITION
+       and f"pid {decoy.pid} is no longer its monitor" in e.details(),
+       "a recorded monitor pid that is another process now: FAILED_PRECONDITION naming the pid", e)
+    ok(decoy_alive, "and that process gets no SIGUSR1 (it would have died of it)")
 
 
 def test_restart(c, s):

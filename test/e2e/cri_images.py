@@ -5,6 +5,7 @@ for test/run-all.sh.
 
   cri_images.py HUSKD REGISTRY_ADDR WORKDIR
 """
+import hashlib
 import os
 import subprocess
 import sys
@@ -19,13 +20,15 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from tap import exit_status, ok, rpc_error  # noqa: E402
 
 SOCK = os.path.join(WORK, "husk.sock")
+ROOT = os.path.join(WORK, "root")
 IMAGE = f"{REGISTRY}/test/busybox:latest"
+EVIL = f"{REGISTRY}/test/evil-traversal:latest"
 
 
 
 class Client:
-    def __init__(self, sock):
-        self.channel = grpc.insecure_channel("unix://" + sock)
+    def __init__(self, sock, options=()):
+        self.channel = grpc.insecure_channel("unix://" + sock, options=list(options))
 
     def call(self, service, method, request, reply_type, timeout=60):
         fn = self.channel.unary_unary(
@@ -44,7 +47,7 @@ class Client:
 
 def start_huskd():
     log = open(os.path.join(WORK, "huskd.log"), "w")
-    proc = subprocess.Popen([HUSKD, "--listen", "unix://" + SOCK, "--root", os.path.join(WORK, "root"),
+    proc = subprocess.Popen([HUSKD, "--listen", "unix://" + SOCK, "--root", ROOT,
                              "--state", os.path.join(WORK, "state")], stdout=log, stderr=log)
     for _ in range(100):
         if os.path.exists(SOCK):
@@ -126,11 +129,67 @@ def test_bad_input(c):
     ok(e is not None and e.code() == grpc.StatusCode.INVALID_ARGUMENT, "ImageStatus without an image", e)
 
 
+def store_entries(sub):
+    path = os.path.join(ROOT, sub)
+    return sorted(os.listdir(path)) if os.path.isdir(path) else []
+
+
+def pull(c, image):
+    return c.image("PullImage", pb.PullImageRequest(image=pb.ImageSpec(image=image)), pb.PullImageResponse,
+                   timeout=120)
+
+
+def test_failed_pull_gc(c):
+    """A pull that fails in the unpack leaves no blob to no image, and the
+    image pulled before it keeps all of its (left for test_start_gc)."""
+    pull(c, IMAGE)
+    before = store_entries("blobs/sha256")
+    e = rpc_error(lambda: pull(c, EVIL))
+    ok(e is not None and "../../escape" in e.details(), "PullImage of a layer the unpack refuses fails", e)
+    ok(store_entries("blobs/sha256") == before,
+       "the failed pull's blobs are collected; busybox's stay", store_entries("blobs/sha256"))
+    ok(not [s for s in store_entries("snapshots") if s.startswith("tmp-")] and not store_entries("ingest")
+       and not os.path.exists(os.path.join(ROOT, "gc.wanted")), "no tmp- unpack dir, ingest file or wanted GC left",
+       store_entries("snapshots") + store_entries("ingest"))
+
+
+def test_start_gc(c):
+    """What a huskd killed during a pull left (a blob no image names, a
+    tmp- unpack dir, an ingest file) is collected when huskd starts."""
+    kept = store_entries("blobs/sha256")
+    junk = {
+        "blob": os.path.join(ROOT, "blobs/sha256", hashlib.sha256(b"junk\n").hexdigest()),
+        "unpack dir": os.path.join(ROOT, "snapshots", "tmp-junk01"),
+        "ingest file": os.path.join(ROOT, "ingest", hashlib.sha256(b"x").hexdigest() + ".junk01"),
+    }
+    os.makedirs(junk["unpack dir"])
+    for path in (junk["blob"], junk["ingest file"], os.path.join(junk["unpack dir"], "file")):
+        with open(path, "w") as f:
+            f.write("junk\n")
+    start = time.monotonic()
+    proc = start_huskd()
+    took = time.monotonic() - start
+    try:
+        print(f"# huskd start to socket with the image GC: {took * 1000:.0f} ms")
+        left = [what for what, path in junk.items() if os.path.exists(path)]
+        ok(not left, "huskd collects at start what no image references", f"left: {left}")
+        ok(store_entries("blobs/sha256") == kept, "and keeps the blobs of the image it has",
+           store_entries("blobs/sha256"))
+        # Not the connection to the huskd that was stopped, still backing off.
+        client = Client(SOCK, [("grpc.use_local_subchannel_pool", 1)])
+        st = client.image("ImageStatus", pb.ImageStatusRequest(image=pb.ImageSpec(image=IMAGE)),
+                          pb.ImageStatusResponse)
+        ok(st.image.id != "", "the image is still there", st)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=15)
+
+
 def main():
     proc = start_huskd()
     c = Client(SOCK)
     try:
-        for test in (test_runtime_info, test_unimplemented, test_images, test_bad_input):
+        for test in (test_runtime_info, test_unimplemented, test_images, test_bad_input, test_failed_pull_gc):
             try:
                 test(c)
             except Exception as e:  # a crash of one test is one failure
@@ -142,6 +201,10 @@ def main():
         except subprocess.TimeoutExpired:
             ok(False, "SIGTERM shuts huskd down cleanly", "still running after 15 s")
         ok(not os.path.exists(SOCK), "the socket is removed at shutdown")
+        try:
+            test_start_gc(c)
+        except Exception as e:
+            ok(False, "test_start_gc: raised", repr(e))
     finally:
         if proc.poll() is None:
             proc.kill()

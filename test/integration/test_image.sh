@@ -477,7 +477,9 @@ t_corrupt_blob() {
 }
 
 # test/fake-registry.py's image has a config without diff_ids, so a pull
-# from it ends there; what matters is that the blob got fetched.
+# from it ends there; what matters is that the blob got fetched (it is
+# verified as it is stored, before the config is read) and that the failed
+# pull's blob is then collected.
 t_flaky_fake() {
 	local store
 	store=$(new_store)
@@ -485,9 +487,8 @@ t_flaky_fake() {
 	assert_not_contains "503 once (fake): the 503 is retried, not reported" "$ERR" "503"
 	assert_eq "503 once (fake): the manifest was asked for twice" 2 "$(stats_of "$FAKE" /v2/flaky/manifests/latest)"
 	assert_eq "503 once (fake): the blob was asked for twice" 2 "$(stats_of "$FAKE" "/v2/flaky/blobs/$FAKE_BLOB")"
-	assert_true "503 once (fake): the blob is in the store" test -f "$store/blobs/sha256/${FAKE_BLOB#sha256:}"
-	assert_blobs_verified "503 once (fake): the stored blobs match their digests" "$store"
 	assert_contains "503 once (fake): the pull got as far as the (empty) diff_ids" "$ERR" "diff_ids"
+	assert_store_empty "503 once (fake): the failed pull's blob is collected" "$store"
 }
 
 t_flaky_proxy() {
@@ -586,6 +587,7 @@ evil_case() { # NAME ENTRY-REGEX HOST-PATH...
 	assert_eq "evil $name: no snapshot left (not even tmp-)" "" "$(snapshot_names "$store")"
 	assert_eq "evil $name: no ingest file left" "" "$(ingest_files "$store")"
 	assert_eq "evil $name: no image record" "" "$(record_ids "$store")"
+	assert_eq "evil $name: no blob left (the failed pull's are collected)" "" "$(blob_names "$store")"
 }
 
 t_evil_traversal() { evil_case traversal '"\.\./\.\./escape"' /escape /tmp/escape; }
@@ -751,11 +753,9 @@ t_interrupted_fake() {
 	img "$store" pull "$FAKE/partial:latest"
 	assert_true "cut connection (fake): the rest was asked for with Range" \
 		test "$(stats_of "$FAKE" "range /v2/partial/blobs/$FAKE_BLOB")" -ge 1
-	assert_true "cut connection (fake): the whole blob is in the store" \
-		test -f "$store/blobs/sha256/${FAKE_BLOB#sha256:}"
-	assert_blobs_verified "cut connection (fake): the resumed blob matches its digest" "$store"
-	assert_eq "cut connection (fake): no ingest file left" "" "$(ingest_files "$store")"
-	assert_contains "cut connection (fake): the pull got as far as the (empty) diff_ids" "$ERR" "diff_ids"
+	assert_contains "cut connection (fake): the pull got as far as the (empty) diff_ids, so the resumed blob matched its digest" \
+		"$ERR" "diff_ids"
+	assert_store_empty "cut connection (fake): the failed pull's blob is collected, no ingest file left" "$store"
 }
 
 t_interrupted_proxy() {
@@ -793,13 +793,88 @@ t_killed_pull() {
 	assert_eq "killed pull: after rm and GC, ROOT/blobs is empty" "" "$(blob_names "$store")"
 }
 
+# The blobs no image record names (manifest, config, layers, index).
+unreferenced_blobs() { # STORE
+	comm -23 <(blob_names "$1") <(
+		[ -f "$1/images.json" ] && json_expr '"\n".join(sorted({x[7:] for i in d["images"] for x in
+			[i["id"], i["manifest_digest"], i.get("index_digest") or "sha256:"] + [l["digest"] for l in i["layers"]] if x[7:]}))' \
+			<"$1/images.json"
+	)
+}
+
+# A pull that fails once it has written blobs (here: in the unpack) leaves
+# no blob to no image, even while another pull holds the GC lock (its GC is
+# then wanted, and run when that pull ends); an image pulled before keeps
+# every blob.
+t_failed_pull_gc() {
+	local store holder bb_blobs
+	store=$(new_store)
+	img "$store" pull "$REG/test/busybox:latest"
+	assert_pulled "failed pull GC: busybox pulled first" "$BUSYBOX_ID" || return 1
+	bb_blobs=$(blob_names "$store")
+	img "$store" pull "$REG/test/evil-traversal:latest"
+	assert_fails "failed pull GC: the evil pull fails in the unpack" "$RC"
+	assert_eq "failed pull GC: the blobs left are busybox's, all of them" "$bb_blobs" "$(blob_names "$store")"
+	assert_eq "failed pull GC: no blob left that no image references" "" "$(unreferenced_blobs "$store")"
+	assert_true "failed pull GC: no GC left wanted" test ! -e "$store/gc.wanted"
+
+	# Another pull (played by flock and its sleep) holds the GC lock shared.
+	flock -s "$store/gc.lock" sleep 60 &
+	holder=$!
+	defer "pkill -P $holder sleep"
+	for _ in $(seq 100); do
+		flock -n -x "$store/gc.lock" true || break
+		sleep 0.05
+	done
+	img "$store" pull "$REG/test/evil-absolute:latest"
+	assert_fails "failed pull GC, lock held: the evil pull fails" "$RC"
+	assert_true "failed pull GC, lock held: the GC is deferred, and wanted" test -e "$store/gc.wanted"
+	assert_true "failed pull GC, lock held: so its blobs are still there" test -n "$(unreferenced_blobs "$store")"
+	pkill -P "$holder" sleep
+	wait "$holder" 2>/dev/null
+	img "$store" pull "$REG/test/multiarch:latest"
+	assert_rc "failed pull GC: the next pull succeeds" 0 "$RC"
+	assert_eq "failed pull GC: when it ends, the wanted GC has run: no blob is unreferenced" "" \
+		"$(unreferenced_blobs "$store")"
+	assert_true "failed pull GC: and none is wanted any more" test ! -e "$store/gc.wanted"
+	assert_eq "failed pull GC: busybox's blobs are all still there" "" \
+		"$(comm -23 <(echo "$bb_blobs") <(blob_names "$store"))"
+	capture husk_cmd container --root "$store" run --rm "$REG/test/busybox:latest" 'echo still-runs'
+	assert_eq "failed pull GC: busybox still runs" still-runs "$OUT"
+}
+
+# On a full disk: a pull whose blobs fit but whose unpack does not gives
+# the space back.  big is 32 MiB of incompressible layers: on a 48 MiB
+# tmpfs the blobs fit, the unpack runs out.
+t_full_disk_pull() {
+	local dir store used
+	dir=$(new_tmpdir fullstore)
+	store=$dir/store
+	mkdir "$store"
+	if ! mount -t tmpfs -o size=48m husk-test-store "$store"; then
+		not_ok "mount a 48 MiB tmpfs for the store"
+		return
+	fi
+	defer "umount -l '$store'"
+	img "$store" pull "$REG/test/big:latest"
+	assert_one_line_error "full disk: the pull of big fails" "no space left on device"
+	assert_store_empty "full disk: no blob, snapshot (not even tmp-), ingest file or record left" "$store"
+	used=$(df -k --output=used "$store" | tail -n 1 | tr -d ' ')
+	assert_true "full disk: the space is given back (${used} KiB used of 49152)" test "$used" -lt 1024
+	img "$store" pull "$REG/test/busybox:latest"
+	assert_pulled "full disk: a pull that fits works after" "$BUSYBOX_ID"
+	assert_eq "full disk: its blobs stay" "" "$(unreferenced_blobs "$store")"
+	assert_true "full disk: and it has them all" test "$(blob_names "$store" | wc -l)" -ge 3
+}
+
 # ---------------------------------------------------------------- main
 
 setup_servers
 for t in t_pull_by_tag t_pull_by_digest t_inspect_config t_multiarch t_basic_auth t_corrupt_blob \
 	t_flaky_fake t_flaky_proxy t_parallel_pulls t_whiteouts t_evil_traversal t_evil_absolute \
 	t_evil_symlink t_evil_hardlink t_rm_gc t_import_dir t_import_tar t_export_round_trip t_bad_refs \
-	t_unreachable t_not_found t_schema1 t_interrupted_fake t_interrupted_proxy t_killed_pull; do
+	t_unreachable t_not_found t_schema1 t_interrupted_fake t_interrupted_proxy t_killed_pull t_failed_pull_gc \
+	t_full_disk_pull; do
 	run_test "$t"
 done
 finish

@@ -254,11 +254,17 @@ os.execv(sys.argv[1], sys.argv[1:])' "$MONITOR" "${args[@]}")
 		"$(log_records "$LOG" | tr '\t\n' '\001|' | sed 's/|$//; s/\x01/\\t/g')"
 }
 
-# ReopenContainerLog: kubelet renames the file, then asks for a reopen.
+# ReopenContainerLog: kubelet renames the file, then asks for a reopen;
+# the monitor answers in EXIT_DIR/ID.reopen, with the error when it failed.
 t_log_reopen() {
+	local dir answer first
+	dir=$(new_tmpdir reopen)/logs
+	mkdir "$dir"
 	BUNDLE=$(new_bundle)
-	spec_args sh -c 'echo one; while [ ! -e /next ]; do sleep 0.05; done; echo two'
-	start_monitor
+	spec_args sh -c 'echo one; while [ ! -e /next ]; do sleep 0.05; done; echo two
+		while [ ! -e /last ]; do sleep 0.05; done; echo three'
+	start_monitor --log-path "$dir/ctr.log"
+	LOG=$dir/ctr.log
 	assert_created "monitor for the reopen test" || return
 	start_ctr "$CID"
 	wait_log_contains "$LOG" one 10
@@ -269,10 +275,83 @@ t_log_reopen() {
 	else
 		not_ok "SIGUSR1 creates the log file again at its path"
 	fi
+	wait_file "$EXIT_FILE.reopen" 5
+	answer=$(cat "$EXIT_FILE.reopen" 2>/dev/null)
+	assert_match "the monitor answers in EXIT_DIR/ID.reopen, no error" "$answer" '^\{"monotonic_ns": ?[0-9]+\}$'
 	touch "$BUNDLE/rootfs/next"
+	wait_log_contains "$LOG" two 10
+
+	# The log dir is gone: the reopen fails and the answer says why.
+	first=$(json_get monotonic_ns <<<"$answer")
+	mv "$dir" "$dir.moved"
+	kill -USR1 "$MPID"
+	for _ in $(seq 100); do
+		answer=$(cat "$EXIT_FILE.reopen" 2>/dev/null)
+		[ "$(json_get monotonic_ns <<<"$answer" 2>/dev/null)" != "$first" ] && break
+		sleep 0.05
+	done
+	assert_eq "a failed reopen answers its errno" 2 "$(json_get errno <<<"$answer" 2>/dev/null)"
+	assert_eq "and the error, naming the path" "open log file \`$LOG\`: No such file or directory" \
+		"$(json_get error <<<"$answer" 2>/dev/null)"
+	touch "$BUNDLE/rootfs/last"
 	wait_exit_file
-	assert_eq "the moved file keeps the old lines" "stdout F one" "$(log_records "$LOG.1")"
-	assert_eq "new lines go to the new file" "stdout F two" "$(log_records "$LOG" 2>&1)"
+	assert_eq "the moved file keeps the old lines" "stdout F one" "$(log_records "$dir.moved/ctr.log.1")"
+	assert_eq "new lines go to the new file, and stay there after a failed reopen" "stdout F two|stdout F three" \
+		"$(log_records "$dir.moved/ctr.log" 2>&1 | tr '\n' '|' | sed 's/|$//')"
+	wait_gone "$MPID" 10
+	assert_true "the answer file is removed when the monitor exits" [ ! -e "$EXIT_FILE.reopen" ]
+}
+
+# A full disk tears no record: what a short write left of one is cut off
+# again, whole records are dropped and counted, and once there is room a
+# stderr record says how many.  The log dir is a 64 KiB tmpfs filled up
+# while the container writes 300 lines.
+t_log_disk_full() {
+	local fs=$WORK/logfs records kept noted
+	BUNDLE=$(new_bundle)
+	# shellcheck disable=SC2016 # expanded by the container's shell
+	spec_args sh -c 'i=0; while [ $i -lt 10 ]; do i=$((i + 1)); echo "a $i"; done
+		while [ ! -e /fill ]; do sleep 0.05; done
+		i=0; while [ $i -lt 300 ]; do i=$((i + 1)); echo "b $i"; done; touch /filled
+		while [ ! -e /free ]; do sleep 0.05; done
+		i=0; while [ $i -lt 10 ]; do i=$((i + 1)); echo "c $i"; done'
+	mkdir -p "$fs"
+	if ! mount -t tmpfs -o size=64k husk-test-logfs "$fs"; then
+		not_ok "mount a 64 KiB tmpfs for the log"
+		return
+	fi
+	defer "umount -l $fs"
+	start_monitor --log-path "$fs/ctr.log"
+	LOG=$fs/ctr.log
+	assert_created "monitor logging to a small tmpfs" || return
+	start_ctr "$CID"
+	wait_log_contains "$LOG" "a 10" 10
+	dd if=/dev/zero of="$fs/filler" bs=4k 2>/dev/null
+	touch "$BUNDLE/rootfs/fill"
+	wait_file "$BUNDLE/rootfs/filled" 10
+	# The monitor reads the pipe's last lines while the disk is still full.
+	sleep 1
+	rm -f "$fs/filler"
+	touch "$BUNDLE/rootfs/free"
+	wait_exit_file || {
+		not_ok "the container exits" "$(cat "$WORK/$CID.mlog" 2>/dev/null)"
+		return
+	}
+	records=$(log_records "$LOG")
+	assert_not_contains "every record parses, none is torn" "$records" BAD
+	assert_eq "the lines before the disk filled are all there" "$(seq -f 'stdout F a %g' 1 10)" \
+		"$(printf '%s\n' "$records" | grep '^stdout F a ')"
+	assert_eq "the lines after it had room again are all there" "$(seq -f 'stdout F c %g' 1 10)" \
+		"$(printf '%s\n' "$records" | grep '^stdout F c ')"
+	kept=$(printf '%s\n' "$records" | grep -c '^stdout F b ')
+	noted=$(printf '%s\n' "$records" | sed -n 's/^stderr F husk-monitor: \([0-9]*\) log records were dropped: No space left on device$/\1/p')
+	assert_match "one stderr record says how many were dropped" "$noted" '^[1-9][0-9]*$'
+	assert_eq "the lines kept and those said dropped add up to the 300 written" 300 "$((kept + ${noted:-0}))"
+	assert_eq "the kept lines are the first ones, in order" "$(seq -f 'stdout F b %g' 1 "$kept")" \
+		"$(printf '%s\n' "$records" | grep '^stdout F b ')"
+	assert_contains "the monitor's own log names the file and the error" "$(cat "$WORK/$CID.mlog")" \
+		"write log file \`$LOG\`: No space left on device; dropping output"
+	diag "disk full: $kept of 300 lines kept, ${noted:-0} dropped and noted"
 }
 
 t_long_lines() {
@@ -415,7 +494,7 @@ t_oom() {
 	assert_eq "OOM kill: signal 9" 9 "$(exit_field signal)"
 }
 
-for t in t_stdout_stderr_exit_code t_sigkill t_starter_killed t_signal_state t_log_reopen t_long_lines t_stdin \
+for t in t_stdout_stderr_exit_code t_sigkill t_starter_killed t_signal_state t_log_reopen t_log_disk_full t_long_lines t_stdin \
 	t_terminal t_fds t_create_error t_oom; do
 	run_test "$t"
 done

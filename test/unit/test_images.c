@@ -548,6 +548,46 @@ test_remove_collects_garbage (void **state)
   test_image_clear (&b);
 }
 
+/* A GC that had to defer (images_gc_soon: a failed pull) is wanted
+ * (ROOT/gc.wanted) until images_gc_if_wanted - the pull that held the
+ * lock, when it ends - runs it; without one wanted, that is a no-op. */
+static void
+test_gc_wanted_after_deferral (void **state)
+{
+  struct fixture *f = *state;
+  struct images_gc_stats stats;
+  struct husk_error *err = NULL;
+  cleanup_free char *wanted = xasprintf ("%s/gc.wanted", f->root);
+  char digest[DIGEST_STR_SIZE];
+  const char *junk = "a blob a failed pull left\n";
+  int pull_lock;
+
+  digest_of_buffer (junk, strlen (junk), digest);
+  assert_int_equal (store_put_blob (f->store, digest, junk, strlen (junk), &err), 0);
+  assert_int_equal (images_gc_if_wanted (f->store, &stats, &err), 0);
+  assert_true (store_has_blob (f->store, digest, NULL));
+
+  pull_lock = store_gc_lock (f->root, false, true, &err);
+  assert_true (pull_lock >= 0);
+  assert_int_equal (images_gc_soon (f->store, &stats, &err), 0);
+  assert_true (stats.deferred);
+  assert_int_equal (access (wanted, F_OK), 0);
+  assert_true (store_has_blob (f->store, digest, NULL));
+  close (pull_lock);
+
+  assert_int_equal (images_gc_if_wanted (f->store, &stats, &err), 0);
+  assert_false (stats.deferred);
+  assert_int_equal (stats.blobs_removed, 1);
+  assert_false (store_has_blob (f->store, digest, NULL));
+  assert_int_equal (access (wanted, F_OK), -1);
+
+  /* Not deferred: it runs at once and leaves nothing wanted. */
+  assert_int_equal (store_put_blob (f->store, digest, junk, strlen (junk), &err), 0);
+  assert_int_equal (images_gc_soon (f->store, &stats, &err), 0);
+  assert_int_equal (stats.blobs_removed, 1);
+  assert_int_equal (access (wanted, F_OK), -1);
+}
+
 /* Two processes add images at once; neither record may be lost. */
 static void
 test_concurrent_add (void **state)
@@ -953,6 +993,7 @@ main (void)
     cmocka_unit_test_setup_teardown (test_tags_and_remove, setup, teardown),
     cmocka_unit_test_setup_teardown (test_ambiguous_prefix, setup, teardown),
     cmocka_unit_test_setup_teardown (test_remove_collects_garbage, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_gc_wanted_after_deferral, setup, teardown),
     cmocka_unit_test_setup_teardown (test_concurrent_add, setup, teardown),
     cmocka_unit_test_setup_teardown (test_passwd, setup, teardown),
     cmocka_unit_test_setup_teardown (test_passwd_stays_in_rootfs, setup, teardown),

@@ -1,13 +1,16 @@
 /* Unit tests for the monitor's CRI log (cri/monitor/log.c, logfile.c) and
  * exit record (exit.c): records for whole, split, over-long, CR-LF and empty
  * lines, the timestamp, batches of whole records, reopen after rotation,
- * --log-max-size, and the exit file's JSON. */
+ * --log-max-size, whole records only on a full disk, and the exit file's
+ * and the reopen answer's JSON. */
+#include <errno.h>
 #include <jansson.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -431,6 +434,114 @@ test_file_open_error_names_path (void **state)
   husk_error_free (&err);
 }
 
+/* A full disk, played by RLIMIT_FSIZE in a child (a write past the limit
+ * stores what fits, the next one fails with EFBIG): the lines in BEFORE
+ * meet a file that takes LIMIT bytes, those in AFTER a file with room
+ * again.  Each string is one read, one batch.  Returns the child's
+ * warnings (a pipe: the limit is on files). */
+static char *
+write_with_size_limit (struct file_fixture *fx, rlim_t limit, const char *const *before,
+                       const char *const *after)
+{
+  int warnings[2];
+  pid_t child;
+  int status;
+  char *text = NULL;
+  struct husk_error *err = NULL;
+
+  assert_int_equal (pipe (warnings), 0);
+  child = fork ();
+  assert_true (child >= 0);
+  if (child == 0)
+    {
+      struct rlimit rl;
+
+      signal (SIGXFSZ, SIG_IGN);
+      if (dup2 (warnings[1], 2) < 0 || getrlimit (RLIMIT_FSIZE, &rl) < 0
+          || log_file_open (&fx->file, fx->path, 0, &err) < 0)
+        _exit (2);
+      rl.rlim_cur = limit;
+      if (setrlimit (RLIMIT_FSIZE, &rl) < 0)
+        _exit (3);
+      for (; *before; before++)
+        write_line (fx, *before);
+      rl.rlim_cur = rl.rlim_max;
+      if (setrlimit (RLIMIT_FSIZE, &rl) < 0)
+        _exit (4);
+      for (; *after; after++)
+        write_line (fx, *after);
+      log_file_close (&fx->file);
+      _exit (0);
+    }
+  close (warnings[1]);
+  assert_int_equal (waitpid (child, &status, 0), child);
+  assert_true (WIFEXITED (status));
+  assert_int_equal (WEXITSTATUS (status), 0);
+  assert_int_equal (husk_read_fd (warnings[0], &text, NULL, "warnings", &err), 0);
+  close (warnings[0]);
+  return text;
+}
+
+#define RECORD_LEN(content) (LOG_TIMESTAMP_LEN + strlen (" stdout F " content "\n"))
+
+static void
+test_file_full_drops_whole_records (void **state)
+{
+  struct file_fixture *fx = *state;
+  /* line-3 gets the first 11 bytes of its record: "2016-10-06T". */
+  rlim_t limit = 2 * RECORD_LEN ("line-N") + 11;
+  cleanup_free char *text = NULL;
+  cleanup_free char *warnings = NULL;
+  cleanup_free char *expected_warning = NULL;
+
+  warnings = write_with_size_limit (fx, limit,
+                                    (const char *[]){ "line-1\n", "line-2\n", "line-3\n", "line-4\n", NULL },
+                                    (const char *[]){ "line-5\nline-6\n", NULL });
+  text = read_text (fx->path);
+  assert_string_equal (text, EXAMPLE_STAMP
+                       " stdout F line-1\n" EXAMPLE_STAMP " stdout F line-2\n" EXAMPLE_STAMP
+                       " stderr F husk-monitor: 2 log records were dropped: File too large\n" EXAMPLE_STAMP
+                       " stdout F line-5\n" EXAMPLE_STAMP " stdout F line-6\n");
+  expected_warning
+      = xasprintf ("write log file `%s`: File too large; dropping output until it works again", fx->path);
+  assert_non_null (strstr (warnings, expected_warning));
+  assert_non_null (strstr (warnings, "takes output again; 2 records were dropped"));
+}
+
+static void
+test_file_full_keeps_the_whole_records_of_a_batch (void **state)
+{
+  struct file_fixture *fx = *state;
+  /* One batch of three records: the first fits, the second is torn. */
+  rlim_t limit = 2 * RECORD_LEN ("line-N") - 3;
+  cleanup_free char *text = NULL;
+
+  free (write_with_size_limit (fx, limit, (const char *[]){ "line-1\nline-2\nline-3\n", "line-4\n", NULL },
+                               (const char *[]){ "line-5\n", NULL }));
+  text = read_text (fx->path);
+  assert_string_equal (text, EXAMPLE_STAMP
+                       " stdout F line-1\n" EXAMPLE_STAMP
+                       " stderr F husk-monitor: 3 log records were dropped: File too large\n" EXAMPLE_STAMP
+                       " stdout F line-5\n");
+}
+
+/* Still full at the end: nothing torn is left, nothing is noted. */
+static void
+test_file_full_to_the_end (void **state)
+{
+  struct file_fixture *fx = *state;
+  rlim_t limit = RECORD_LEN ("line-N") + 20;
+  cleanup_free char *text = NULL;
+
+  cleanup_free char *warnings = NULL;
+
+  warnings = write_with_size_limit (fx, limit, (const char *[]){ "line-1\n", "line-2\n", "line-3\n", NULL },
+                                    (const char *[]){ NULL });
+  text = read_text (fx->path);
+  assert_string_equal (text, EXAMPLE_STAMP " stdout F line-1\n");
+  assert_non_null (strstr (warnings, "the last 2 records were dropped: File too large"));
+}
+
 /* ---------------------------------------------------------------- exit */
 
 static void
@@ -491,6 +602,38 @@ test_exit_file_and_oom_count (void **state)
     }
 }
 
+/* The answer to SIGUSR1 huskd reads: when the reopen began, and the
+ * error when it failed (a path that is not UTF-8 keeps the errno text). */
+static void
+test_reopen_answer (void **state)
+{
+  struct file_fixture *fx = *state;
+  struct husk_error *err = NULL;
+  struct husk_error failure
+      = { .errnum = ENOENT, .msg = "open log file `/x/0.log`: No such file or directory" };
+  struct husk_error not_utf8 = { .errnum = EACCES, .msg = "open log file `/x/\xff.log`: Permission denied" };
+  cleanup_free char *path = monitor_reopen_answer_path (fx->dir, "c1");
+  cleanup_free char *expected_path = xasprintf ("%s/c1.reopen", fx->dir);
+  char *text;
+
+  assert_string_equal (path, expected_path);
+  assert_int_equal (monitor_reopen_answer_write (fx->dir, "c1", 123456789012LL, NULL, &err), 0);
+  text = read_text (path);
+  assert_string_equal (text, "{\"monotonic_ns\":123456789012}");
+  free (text);
+  assert_int_equal (monitor_reopen_answer_write (fx->dir, "c1", 5, &failure, &err), 0);
+  text = read_text (path);
+  assert_string_equal (text,
+                       "{\"monotonic_ns\":5,\"errno\":2,\"error\":\"open log file `/x/0.log`: No such file "
+                       "or directory\"}");
+  free (text);
+  assert_int_equal (monitor_reopen_answer_write (fx->dir, "c1", 6, &not_utf8, &err), 0);
+  text = read_text (path);
+  assert_string_equal (
+      text, "{\"monotonic_ns\":6,\"errno\":13,\"error\":\"open the log file: Permission denied\"}");
+  free (text);
+}
+
 int
 main (void)
 {
@@ -511,8 +654,13 @@ main (void)
     cmocka_unit_test_setup_teardown (test_file_appends_and_reopens, setup_file, teardown_file),
     cmocka_unit_test_setup_teardown (test_file_max_size_truncates, setup_file, teardown_file),
     cmocka_unit_test_setup_teardown (test_file_open_error_names_path, setup_file, teardown_file),
+    cmocka_unit_test_setup_teardown (test_file_full_drops_whole_records, setup_file, teardown_file),
+    cmocka_unit_test_setup_teardown (test_file_full_keeps_the_whole_records_of_a_batch, setup_file,
+                                     teardown_file),
+    cmocka_unit_test_setup_teardown (test_file_full_to_the_end, setup_file, teardown_file),
     cmocka_unit_test (test_exit_record),
     cmocka_unit_test_setup_teardown (test_exit_file_and_oom_count, setup_file, teardown_file),
+    cmocka_unit_test_setup_teardown (test_reopen_answer, setup_file, teardown_file),
   };
 
   return cmocka_run_group_tests (tests, NULL, NULL);
