@@ -168,6 +168,10 @@ record_json (const struct cri_container *c)
   set_string (doc, "stop_signal", c->stop_signal);
   set_string (doc, "reason", c->reason);
   set_string (doc, "message", c->message);
+  if (c->pid_start)
+    json_object_set_new (doc, "pid_start", json_integer ((json_int_t) c->pid_start));
+  if (c->monitor_start)
+    json_object_set_new (doc, "monitor_start", json_integer ((json_int_t) c->monitor_start));
   return doc;
 }
 
@@ -268,6 +272,8 @@ read_record (struct container_store *store, const char *id, struct cri_container
   c->oom_killed = json_is_true (json_object_get (doc, "oom_killed"));
   c->pid = (pid_t) int_member (doc, "pid");
   c->monitor_pid = (pid_t) int_member (doc, "monitor_pid");
+  c->pid_start = (unsigned long long) int_member (doc, "pid_start");
+  c->monitor_start = (unsigned long long) int_member (doc, "monitor_start");
   json_decref (doc);
   if (c->id == NULL || c->sandbox_id == NULL || c->name == NULL || load_config (dir, c, err) < 0)
     {
@@ -313,9 +319,17 @@ fold_exit_file (struct container_store *store, struct cri_container *c)
   c->finished_at = parse_finished_at (json_string_value (json_object_get (doc, "finished_at")));
   if (c->finished_at == 0)
     c->finished_at = (int64_t) st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
-  json_decref (doc);
   free (c->reason);
-  c->reason = xstrdup (c->oom_killed ? "OOMKilled" : c->exit_code == 0 ? "Completed" : "Error");
+  /* huskd's own exit file for a container whose monitor was lost says why. */
+  c->reason = member (doc, "reason");
+  if (c->reason == NULL)
+    c->reason = xstrdup (c->oom_killed ? "OOMKilled" : c->exit_code == 0 ? "Completed" : "Error");
+  if (json_is_string (json_object_get (doc, "message")))
+    {
+      free (c->message);
+      c->message = member (doc, "message");
+    }
+  json_decref (doc);
   if (container_save (store, c, false, &ignored) < 0)
     husk_warn ("container %s: %s", c->id, ignored->msg);
   husk_error_free (&ignored);

@@ -42,6 +42,9 @@ struct cri_container
   bool oom_killed;
   char *reason, *message; /* NULL when there is none */
   pid_t pid, monitor_pid;
+  /* /proc/<pid>/stat starttime of each, 0 when unknown: a pid reused by
+   * another process is not mistaken for them. */
+  unsigned long long pid_start, monitor_start;
   struct Runtime__V1__ContainerConfig *config; /* unpacked, owned */
 };
 

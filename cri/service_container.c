@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cri/container_lost.h"
 #include "cri/container_store.h"
 #include "cri/containers.h"
 #include "cri/cri_spec.h"
@@ -451,6 +452,10 @@ parse_monitor_report (const char *line, struct cri_container *c, struct husk_err
     {
       c->pid = (pid_t) json_integer_value (json_object_get (doc, "pid"));
       c->monitor_pid = (pid_t) json_integer_value (json_object_get (doc, "monitor_pid"));
+      /* Both wait for us now (the init for `start`): their start times
+       * tell them from a later process with the same pid. */
+      c->pid_start = cri_proc_start (c->pid);
+      c->monitor_start = cri_proc_start (c->monitor_pid);
     }
   json_decref (doc);
   return ret;
@@ -574,6 +579,9 @@ start_container (struct cri_service *svc, const char *id, struct husk_error **er
       husk_error_free (&ignored);
     }
   note_started (svc, c->id, ret == 0);
+  /* From now on a monitor that dies without an exit file is noticed. */
+  if (ret == 0)
+    cri_watch_monitor (svc, c);
   pthread_mutex_lock (&svc->containers->lock);
   container_store_release (svc->containers, c->id);
   pthread_mutex_unlock (&svc->containers->lock);
@@ -757,6 +765,10 @@ stop_container (struct cri_service *svc, const char *id, int64_t timeout, struct
       cri_container_free (c);
       return ret;
     }
+  /* Without its monitor no exit file would come: huskd watches the init
+   * itself (or records the exit now when the init is gone too). */
+  if (!cri_monitor_alive (c))
+    cri_monitor_lost (svc, c);
   snprintf (signal_arg, sizeof signal_arg, "%d", stop_signal_of (c));
   /* A kill that fails because the process is gone already is fine.  No
    * grace period (StopPodSandbox, RemoveContainer): SIGKILL at once, as
@@ -1394,6 +1406,25 @@ on_exit_file (const char *name, void *user)
     note_exit (user, name);
 }
 
+/* Every running container's monitor, as huskd starts: those that died
+ * while it was down are found now. */
+static void
+watch_monitors (struct cri_service *svc)
+{
+  struct cri_container **list = NULL;
+  struct husk_error *ignored = NULL;
+  size_t n = 0;
+
+  if (container_list (svc->containers, &list, &n, &ignored) < 0)
+    {
+      husk_warn ("watch the monitors: %s", ignored->msg);
+      husk_error_free (&ignored);
+    }
+  for (size_t i = 0; i < n; i++)
+    cri_watch_monitor (svc, list[i]);
+  cri_containers_free (list, n);
+}
+
 int
 cri_container_events_start (struct cri_service *svc, struct husk_error **err)
 {
@@ -1412,6 +1443,7 @@ cri_container_events_start (struct cri_service *svc, struct husk_error **err)
     if (is_container_id (de->d_name))
       cri_events_set_flags (svc->events, de->d_name, EV_STOPPED);
   cri_events_unlock (svc->events);
+  watch_monitors (svc);
   return 0;
 }
 
