@@ -45,6 +45,7 @@
 static int pod_stop_hook (struct cri_service *svc, const char *sandbox_id, struct husk_error **err);
 static int pod_remove_hook (struct cri_service *svc, const char *sandbox_id, struct husk_error **err);
 static void recover_containers (struct cri_service *svc);
+static void rebuild_hook (struct container_store *store, struct cri_container *c, void *user);
 
 int
 cri_containers_init (struct cri_service *svc, struct husk_error **err)
@@ -53,6 +54,7 @@ cri_containers_init (struct cri_service *svc, struct husk_error **err)
     return -1;
   svc->stop_pod_containers = pod_stop_hook;
   svc->remove_pod_containers = pod_remove_hook;
+  container_store_set_rebuild (svc->containers, rebuild_hook, svc);
   recover_containers (svc);
   return 0;
 }
@@ -714,6 +716,96 @@ recover_containers (struct cri_service *svc)
   while (dir && (de = readdir (dir)) != NULL)
     if (strlen (de->d_name) == 64 && strspn (de->d_name, "0123456789abcdef") == 64)
       recover_container (svc, de->d_name);
+}
+
+/* ------------------------------------------------------------------ */
+/* a damaged record, rebuilt (the store's hook)                         */
+
+/* The runtime whose root holds container ID, or NULL. */
+static const struct huskd_runtime *
+runtime_holding (struct cri_service *svc, const char *id)
+{
+  for (size_t i = 0; i < svc->cfg->n_runtimes; i++)
+    {
+      cleanup_free char *dir = xasprintf ("%s/%s", svc->cfg->runtimes[i].root, id);
+      if (access (dir, F_OK) == 0)
+        return &svc->cfg->runtimes[i];
+    }
+  return NULL;
+}
+
+/* The state: what the runtime says; without runtime state and exit file,
+ * a container whose monitor has logged was started and has ended (its
+ * runtime state went with a reboot), how is unknown. */
+static void
+rebuild_state (struct cri_service *svc, struct cri_container *c)
+{
+  const struct huskd_runtime *rt = runtime_holding (svc, c->id);
+  cleanup_free char *status = NULL, *dir = container_store_dir (svc->containers, c->id);
+  cleanup_free char *monitor_log = xasprintf ("%s/monitor.log", dir);
+  cleanup_free char *exit_path = container_store_exit_path (svc->containers, c->id);
+  struct husk_error *ignored = NULL;
+  struct stat st;
+  pid_t pid = 0;
+
+  if (rt)
+    {
+      free (c->runtime_handler);
+      c->runtime_handler = xstrdup (rt == huskd_config_runtime (svc->cfg, NULL) ? "" : rt->name);
+    }
+  if (rt && cri_runtime_state (rt, c->id, &status, &pid, &ignored) == 0)
+    {
+      /* A stopped one ends with its exit file: the monitor's, or the one
+       * huskd writes for a lost monitor. */
+      c->state = CRI_CONTAINER_RUNNING;
+      c->pid = pid;
+      c->pid_start = strcmp (status, "stopped") != 0 ? cri_proc_start (pid) : 0;
+      c->started_at = cri_proc_start_ns (c->pid_start) ?: c->created_at;
+    }
+  else if (access (exit_path, F_OK) < 0 && stat (monitor_log, &st) == 0)
+    {
+      c->state = CRI_CONTAINER_EXITED;
+      c->exit_code = 255;
+      c->started_at = c->created_at;
+      c->finished_at = (int64_t) st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+      c->reason = xstrdup ("Unknown");
+    }
+  husk_error_free (&ignored);
+}
+
+/* Fills in C (rebuilt from the bundle, state CREATED) from the runtime,
+ * the monitor's command line, the pod and the image store. */
+static void
+rebuild_hook (struct container_store *store, struct cri_container *c, void *user)
+{
+  struct cri_service *svc = user;
+  cleanup_free char *dir = container_store_dir (store, c->id);
+  cleanup_free char *internal_log = xasprintf ("%s/container.log", dir);
+  cleanup_free char *log_path = NULL;
+  struct husk_error *ignored = NULL;
+  struct sandbox *sb = NULL;
+  struct image *image = NULL;
+
+  rebuild_state (svc, c);
+  c->monitor_pid = cri_find_monitor (c->id, &log_path);
+  c->monitor_start = cri_proc_start (c->monitor_pid);
+  free (c->log_path);
+  if (log_path && strcmp (log_path, internal_log) != 0)
+    c->log_path = steal_pointer (&log_path);
+  else if (sandbox_lookup (svc->sandboxes, c->sandbox_id, &sb, &ignored) == 0)
+    c->log_path = log_path_of (sb, c->config);
+  else
+    c->log_path = xstrdup ("");
+  if (c->image[0] && images_lookup (svc->cfg->root, c->image, &image, &ignored) == 0)
+    {
+      free (c->image_id);
+      free (c->image_ref);
+      c->image_id = xstrdup (image->id);
+      c->image_ref = xstrdup (image->repo_digests[0] ?: image->id);
+    }
+  husk_error_free (&ignored);
+  sandbox_free (sb);
+  image_free (image);
 }
 
 /* ------------------------------------------------------------------ */
