@@ -1,6 +1,7 @@
 /* CRI container records on disk (see container_store.h).  No cache: each
  * lookup reads cri.json, so that a restarted huskd sees exactly what the
- * files say, and the exit file of a container that ended meanwhile. */
+ * files say, and the exit file of a container that ended meanwhile; and
+ * the rebuilding of a record that cannot be read. */
 #include <dirent.h>
 #include <errno.h>
 #include <jansson.h>
@@ -17,6 +18,12 @@
 
 #define RECORD_FILE "cri.json"
 #define CONFIG_FILE "config.pb"
+#define DAMAGED_SUFFIX ".damaged"
+/* What cri_spec.c writes into the bundle's annotations. */
+#define ANNOTATION_SANDBOX_ID "io.kubernetes.cri.sandbox-id"
+#define ANNOTATION_NAME "io.kubernetes.cri.container-name"
+#define ANNOTATION_IMAGE "io.kubernetes.cri.image-name"
+#define ANNOTATION_PREFIX "io.kubernetes.cri."
 
 static const char *const state_names[] = { "created", "running", "exited" };
 
@@ -60,6 +67,8 @@ container_store_open (const char *root, const char *state, struct container_stor
   pthread_mutex_init (&store->lock, NULL);
   pthread_cond_init (&store->idle, NULL);
   store->claims = xcalloc (1, sizeof *store->claims);
+  pthread_mutex_init (&store->rebuild_lock, NULL);
+  store->rebuild_warned = xcalloc (1, sizeof *store->rebuild_warned);
   if (husk_mkdir_p (store->containers_dir, 0700, err) < 0 || husk_mkdir_p (store->exit_dir, 0700, err) < 0)
     {
       container_store_free (store);
@@ -79,6 +88,8 @@ container_store_free (struct container_store *store)
   pthread_mutex_destroy (&store->lock);
   pthread_cond_destroy (&store->idle);
   husk_strvfreep (&store->claims);
+  pthread_mutex_destroy (&store->rebuild_lock);
+  husk_strvfreep (&store->rebuild_warned);
   free (store);
 }
 
@@ -168,6 +179,10 @@ record_json (const struct cri_container *c)
   set_string (doc, "stop_signal", c->stop_signal);
   set_string (doc, "reason", c->reason);
   set_string (doc, "message", c->message);
+  if (c->pid_start)
+    json_object_set_new (doc, "pid_start", json_integer ((json_int_t) c->pid_start));
+  if (c->monitor_start)
+    json_object_set_new (doc, "monitor_start", json_integer ((json_int_t) c->monitor_start));
   return doc;
 }
 
@@ -228,16 +243,22 @@ load_config (const char *dir, struct cri_container *c, struct husk_error **err)
   if (husk_read_file (path, &bytes, &len, err) < 0)
     return -1;
   c->config = runtime__v1__container_config__unpack (NULL, len, (const uint8_t *) bytes);
+  /* Every config CreateContainer saved has its metadata; bytes that
+   * happen to unpack without it are not one. */
+  if (c->config && (c->config->metadata == NULL || !c->config->metadata->name))
+    {
+      runtime__v1__container_config__free_unpacked (c->config, NULL);
+      c->config = NULL;
+    }
   if (c->config == NULL)
     return husk_error_make (err, 0, "%s: not a packed ContainerConfig", path);
   return 0;
 }
 
+/* cri.json of ID alone (no config); DIR is its directory. */
 static int
-read_record (struct container_store *store, const char *id, struct cri_container **out,
-             struct husk_error **err)
+read_record_json (const char *dir, const char *id, struct cri_container **out, struct husk_error **err)
 {
-  cleanup_free char *dir = container_store_dir (store, id);
   cleanup_free char *path = xasprintf ("%s/" RECORD_FILE, dir);
   struct cri_container *c;
   json_error_t jerr;
@@ -245,7 +266,7 @@ read_record (struct container_store *store, const char *id, struct cri_container
   cleanup_free char *state = NULL;
 
   if (doc == NULL)
-    return husk_error_kind (err, ENOENT, "container `%s`: no record (%s)", id, jerr.text);
+    return husk_error_kind (err, ENOENT, "%s: %s", path, jerr.text);
   c = xcalloc (1, sizeof *c);
   c->id = member (doc, "id");
   c->sandbox_id = member (doc, "sandbox_id");
@@ -268,14 +289,238 @@ read_record (struct container_store *store, const char *id, struct cri_container
   c->oom_killed = json_is_true (json_object_get (doc, "oom_killed"));
   c->pid = (pid_t) int_member (doc, "pid");
   c->monitor_pid = (pid_t) int_member (doc, "monitor_pid");
+  c->pid_start = (unsigned long long) int_member (doc, "pid_start");
+  c->monitor_start = (unsigned long long) int_member (doc, "monitor_start");
   json_decref (doc);
-  if (c->id == NULL || c->sandbox_id == NULL || c->name == NULL || load_config (dir, c, err) < 0)
+  if (c->id == NULL || c->sandbox_id == NULL || c->name == NULL || strcmp (c->id, id) != 0)
     {
       cri_container_free (c);
-      return *err ? -1 : husk_error_make (err, 0, "%s: incomplete record", path);
+      return husk_error_make (err, 0, "%s: not a record of container %s", path, id);
     }
   *out = c;
   return 0;
+}
+
+static int
+read_record (struct container_store *store, const char *id, struct cri_container **out,
+             struct husk_error **err)
+{
+  cleanup_free char *dir = container_store_dir (store, id);
+  struct cri_container *c = NULL;
+
+  if (read_record_json (dir, id, &c, err) < 0)
+    return -1;
+  if (load_config (dir, c, err) < 0)
+    {
+      cri_container_free (c);
+      return -1;
+    }
+  *out = c;
+  return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* rebuilding a record that cannot be read                              */
+
+/* The annotations of the container's bundle, where cri_spec.c wrote its
+ * pod, name and image; *MTIME_NS gets when the bundle was written.  A new
+ * reference, or NULL. */
+static json_t *
+bundle_annotations (const char *dir, int64_t *mtime_ns)
+{
+  cleanup_free char *path = xasprintf ("%s/bundle/config.json", dir);
+  json_t *config = json_load_file (path, 0, NULL);
+  json_t *annotations = json_incref (json_object_get (config, "annotations"));
+  struct stat st;
+
+  json_decref (config);
+  if (stat (path, &st) == 0 || stat (dir, &st) == 0)
+    *mtime_ns = (int64_t) st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+  return json_is_object (annotations) ? annotations : (json_decref (annotations), NULL);
+}
+
+static char *
+annotation (json_t *annotations, const char *key)
+{
+  return member (annotations, key);
+}
+
+/* A ContainerConfig standing in for an unreadable config.pb: C's name and
+ * image, and the bundle's annotations but for huskd's own.  Packed and
+ * unpacked, so that it is owned like one read from disk. */
+static void
+stand_in_config (struct cri_container *c, json_t *annotations)
+{
+  Runtime__V1__ContainerConfig config = RUNTIME__V1__CONTAINER_CONFIG__INIT;
+  Runtime__V1__ContainerMetadata meta = RUNTIME__V1__CONTAINER_METADATA__INIT;
+  Runtime__V1__ImageSpec image = RUNTIME__V1__IMAGE_SPEC__INIT;
+  size_t n = json_object_size (annotations), i = 0;
+  cleanup_free Runtime__V1__ContainerConfig__AnnotationsEntry *entries = xcalloc (n + 1, sizeof *entries);
+  cleanup_free Runtime__V1__ContainerConfig__AnnotationsEntry **ptrs = xcalloc (n + 1, sizeof *ptrs);
+  cleanup_free uint8_t *buf = NULL;
+  const char *key;
+  json_t *value;
+  size_t size;
+
+  meta.name = c->name;
+  meta.attempt = c->attempt;
+  image.image = c->image;
+  config.metadata = &meta;
+  config.image = &image;
+  json_object_foreach (annotations, key, value)
+  {
+    if (husk_str_has_prefix (key, ANNOTATION_PREFIX) || !json_is_string (value))
+      continue;
+    runtime__v1__container_config__annotations_entry__init (&entries[i]);
+    entries[i].key = (char *) key;
+    entries[i].value = (char *) json_string_value (value);
+    ptrs[i] = &entries[i];
+    i++;
+  }
+  config.n_annotations = i;
+  config.annotations = ptrs;
+  size = protobuf_c_message_get_packed_size (&config.base);
+  buf = xmalloc (size ? size : 1);
+  protobuf_c_message_pack (&config.base, buf);
+  c->config = runtime__v1__container_config__unpack (NULL, size, buf);
+  if (c->config == NULL)
+    abort (); /* only out of memory: we packed it */
+}
+
+/* What the disk says of container ID besides cri.json: config.pb, the
+ * bundle's annotations; state CREATED until the hook says more. */
+static struct cri_container *
+record_from_disk (const char *dir, const char *id, bool *stand_in)
+{
+  struct cri_container *c = xcalloc (1, sizeof *c);
+  struct husk_error *ignored = NULL;
+  json_t *annotations;
+
+  c->id = xstrdup (id);
+  annotations = bundle_annotations (dir, &c->created_at);
+  *stand_in = load_config (dir, c, &ignored) < 0;
+  husk_error_free (&ignored);
+  c->sandbox_id = annotation (annotations, ANNOTATION_SANDBOX_ID) ?: xstrdup ("");
+  if (!*stand_in && c->config->metadata && c->config->metadata->name && c->config->metadata->name[0])
+    {
+      c->name = xstrdup (c->config->metadata->name);
+      c->attempt = c->config->metadata->attempt;
+    }
+  else
+    c->name = annotation (annotations, ANNOTATION_NAME) ?: xasprintf ("unknown-%.12s", id);
+  if (!*stand_in && c->config->image && c->config->image->image && c->config->image->image[0])
+    c->image = xstrdup (c->config->image->image);
+  else
+    c->image = annotation (annotations, ANNOTATION_IMAGE) ?: xstrdup ("");
+  c->image_id = xstrdup ("");
+  c->image_ref = xstrdup ("");
+  c->runtime_handler = xstrdup ("");
+  c->log_path = xstrdup ("");
+  c->state = CRI_CONTAINER_CREATED;
+  if (*stand_in)
+    stand_in_config (c, annotations);
+  json_decref (annotations);
+  return c;
+}
+
+/* The damaged cri.json, kept next to the rebuilt one for whoever looks
+ * into what happened. */
+static void
+keep_damaged (const char *path)
+{
+  cleanup_free char *bytes = NULL, *kept = xasprintf ("%s" DAMAGED_SUFFIX, path);
+  struct husk_error *ignored = NULL;
+  size_t len = 0;
+
+  if (husk_read_file (path, &bytes, &len, &ignored) < 0
+      || husk_write_file_replace (kept, bytes, len, 0600, &ignored) < 0)
+    husk_error_free (&ignored);
+}
+
+/* Under REBUILD_LOCK: whether a rebuild of ID that could not be saved
+ * (and is done again on each read) is to be warned about: the first time. */
+static bool
+first_unsaved (struct container_store *store, const char *id)
+{
+  for (size_t i = 0; store->rebuild_warned[i]; i++)
+    if (strcmp (store->rebuild_warned[i], id) == 0)
+      return false;
+  store->rebuild_warned = husk_strv_append (store->rebuild_warned, id);
+  return true;
+}
+
+/* Under REBUILD_LOCK: cri.json of ID could not be read (WHY).  The record
+ * comes from cri.json itself when only config.pb was bad, else from the
+ * disk and the hook; it is saved in place of the damaged one, so that
+ * each damage is warned about once. */
+static struct cri_container *
+rebuild_locked (struct container_store *store, const char *id, const char *why)
+{
+  cleanup_free char *dir = container_store_dir (store, id);
+  cleanup_free char *path = xasprintf ("%s/" RECORD_FILE, dir);
+  cleanup_free char *what = NULL;
+  struct husk_error *ignored = NULL;
+  struct cri_container *c = NULL;
+  bool stand_in = true, from_disk = read_record_json (dir, id, &c, &ignored) < 0;
+
+  husk_error_free (&ignored);
+  if (from_disk)
+    {
+      c = record_from_disk (dir, id, &stand_in);
+      c->message = xasprintf (
+          "record cri.json could not be read (%s): rebuilt from the bundle and the runtime", why);
+      if (store->rebuild)
+        store->rebuild (store, c, store->rebuild_user);
+      keep_damaged (path);
+    }
+  else
+    {
+      int64_t unused = 0;
+      json_t *annotations = bundle_annotations (dir, &unused);
+
+      stand_in_config (c, annotations);
+      json_decref (annotations);
+    }
+  what = xasprintf (
+      "container %s: %s: rebuilt from %s%s", id, why,
+      from_disk
+          ? "its bundle and the runtime's state (the damaged file is kept as " RECORD_FILE DAMAGED_SUFFIX ")"
+          : "the bundle's annotations",
+      stand_in ? ", with a stand-in ContainerConfig" : "");
+  if (container_save (store, c, stand_in, &ignored) == 0)
+    husk_warn ("%s", what);
+  else if (first_unsaved (store, id))
+    husk_warn ("%s, but not saved: %s", what, ignored->msg);
+  husk_error_free (&ignored);
+  return c;
+}
+
+void
+container_store_set_rebuild (struct container_store *store, container_rebuild_fn fn, void *user)
+{
+  store->rebuild = fn;
+  store->rebuild_user = user;
+}
+
+/* The record of ID, rebuilt when it cannot be read; NULL when there is
+ * none (any more: a remove took cri.json away meanwhile). */
+static struct cri_container *
+read_or_rebuild (struct container_store *store, const char *id)
+{
+  cleanup_free char *record = xasprintf ("%s/%s/" RECORD_FILE, store->containers_dir, id);
+  struct cri_container *c = NULL;
+  struct husk_error *why = NULL;
+
+  if (read_record (store, id, &c, &why) == 0)
+    return c;
+  pthread_mutex_lock (&store->rebuild_lock);
+  /* Another thread may have rebuilt it meanwhile. */
+  husk_error_free (&why);
+  if (access (record, F_OK) == 0 && read_record (store, id, &c, &why) < 0)
+    c = rebuild_locked (store, id, why->msg);
+  pthread_mutex_unlock (&store->rebuild_lock);
+  husk_error_free (&why);
+  return c;
 }
 
 /* The monitor's "2016-10-06T00:17:09.669794202Z" (always 9 digits) in unix
@@ -313,9 +558,17 @@ fold_exit_file (struct container_store *store, struct cri_container *c)
   c->finished_at = parse_finished_at (json_string_value (json_object_get (doc, "finished_at")));
   if (c->finished_at == 0)
     c->finished_at = (int64_t) st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
-  json_decref (doc);
   free (c->reason);
-  c->reason = xstrdup (c->oom_killed ? "OOMKilled" : c->exit_code == 0 ? "Completed" : "Error");
+  /* huskd's own exit file for a container whose monitor was lost says why. */
+  c->reason = member (doc, "reason");
+  if (c->reason == NULL)
+    c->reason = xstrdup (c->oom_killed ? "OOMKilled" : c->exit_code == 0 ? "Completed" : "Error");
+  if (json_is_string (json_object_get (doc, "message")))
+    {
+      free (c->message);
+      c->message = member (doc, "message");
+    }
+  json_decref (doc);
   if (container_save (store, c, false, &ignored) < 0)
     husk_warn ("container %s: %s", c->id, ignored->msg);
   husk_error_free (&ignored);
@@ -342,17 +595,12 @@ container_list (struct container_store *store, struct cri_container ***out, size
     {
       cleanup_free char *record = xasprintf ("%s/%s/" RECORD_FILE, store->containers_dir, de->d_name);
       struct cri_container *c = NULL;
-      struct husk_error *ignored = NULL;
 
       /* The debug CLI's containers live here too, without cri.json. */
       if (!is_id_like (de->d_name) || access (record, F_OK) < 0)
         continue;
-      if (read_record (store, de->d_name, &c, &ignored) < 0)
-        {
-          husk_warn ("%s", ignored->msg);
-          husk_error_free (&ignored);
-          continue;
-        }
+      if ((c = read_or_rebuild (store, de->d_name)) == NULL)
+        continue;
       fold_exit_file (store, c);
       list = xrealloc (list, (count + 1) * sizeof *list);
       list[count++] = c;
@@ -401,10 +649,12 @@ container_forget (struct container_store *store, const char *id, struct husk_err
   const char *files[] = { RECORD_FILE, CONFIG_FILE };
   cleanup_free char *exit_path = container_store_exit_path (store, id);
 
-  /* The record goes last: until then a retry finds the container. */
+  /* The exit file first: while the record is there a retry finds the
+   * container.  Then cri.json before config.pb: a lookup meanwhile must
+   * not find a record without its config and take it for a damaged one. */
   if (unlink (exit_path) < 0 && errno != ENOENT)
     return husk_error_make (err, errno, "remove `%s`", exit_path);
-  for (size_t i = 2; i-- > 0;)
+  for (size_t i = 0; i < 2; i++)
     {
       cleanup_free char *path = xasprintf ("%s/%s", dir, files[i]);
       if (unlink (path) < 0 && errno != ENOENT)

@@ -2,7 +2,10 @@
  * (image/snapshot.h) and the bundle; next to them cri.json (the record,
  * replaced atomically) and config.pb (the packed ContainerConfig).  The
  * monitor's exit file STATE/exits/<id> says how a started container ended:
- * a lookup folds it into the record. */
+ * a lookup folds it into the record.  A cri.json that cannot be read is
+ * rebuilt from what else is there (the bundle's annotations, config.pb,
+ * the runtime's state through a hook) and saved in its place, so that a
+ * damaged record never hides a container that runs. */
 #ifndef HUSK_CRI_CONTAINER_STORE_H
 #define HUSK_CRI_CONTAINER_STORE_H
 
@@ -42,11 +45,21 @@ struct cri_container
   bool oom_killed;
   char *reason, *message; /* NULL when there is none */
   pid_t pid, monitor_pid;
+  /* /proc/<pid>/stat starttime of each, 0 when unknown: a pid reused by
+   * another process is not mistaken for them. */
+  unsigned long long pid_start, monitor_start;
   struct Runtime__V1__ContainerConfig *config; /* unpacked, owned */
 };
 
 void cri_container_free (struct cri_container *c);
 void cri_containers_free (struct cri_container **list, size_t n);
+
+struct container_store;
+
+/* Fills in what only the runtime knows about container C, rebuilt from
+ * disk with state CREATED: its runtime handler, state, pids, log path,
+ * image ids (the store's rebuild hook). */
+typedef void (*container_rebuild_fn) (struct container_store *store, struct cri_container *c, void *user);
 
 struct container_store
 {
@@ -57,9 +70,14 @@ struct container_store
    * to record the outcome, so different containers' creates and starts
    * overlap. */
   pthread_mutex_t lock;
-  pthread_cond_t idle; /* a claim was released */
-  char **claims;       /* under LOCK: container ids being started, and
-                          "create:<sandbox id>/<name>/<attempt>" of creates */
+  pthread_cond_t idle;          /* a claim was released */
+  char **claims;                /* under LOCK: container ids being started, and
+                                   "create:<sandbox id>/<name>/<attempt>" of creates */
+  pthread_mutex_t rebuild_lock; /* one rebuild of a damaged record at a time */
+  char **rebuild_warned;        /* under REBUILD_LOCK: ids whose rebuild could
+                                   not be saved, warned about once */
+  container_rebuild_fn rebuild;
+  void *rebuild_user;
 };
 
 int container_store_open (const char *root, const char *state, struct container_store **out,
@@ -84,15 +102,22 @@ void container_store_release (struct container_store *store, const char *key);
 int container_save (struct container_store *store, const struct cri_container *c, bool with_config,
                     struct husk_error **err);
 
+/* The rebuild hook, set once before the store is used by other threads. */
+void container_store_set_rebuild (struct container_store *store, container_rebuild_fn fn, void *user);
+
 /* By id or unique id prefix; an exit file that appeared is folded in.
  * Unknown: errnum ENOENT. */
 int container_lookup (struct container_store *store, const char *id, struct cri_container **out,
                       struct husk_error **err);
-/* Every container (records that cannot be read are skipped). */
+/* Every container.  A record that cannot be read is rebuilt (see the top
+ * of this file), saved in its place (the damaged file is kept as
+ * cri.json.damaged) and warned about once. */
 int container_list (struct container_store *store, struct cri_container ***out, size_t *n,
                     struct husk_error **err);
 
-/* Removes the record files and the exit file; not an error when absent. */
+/* Removes the record files and the exit file; not an error when absent.
+ * cri.json goes first: a lookup meanwhile finds no container rather than
+ * half a record. */
 int container_forget (struct container_store *store, const char *id, struct husk_error **err);
 
 #endif

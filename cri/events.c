@@ -39,6 +39,16 @@ struct container_flags
   unsigned flags;
 };
 
+/* A process the watcher waits for.  Its pidfd is closed by the watcher
+ * thread only (or at free), so a number it polls is never reused under it. */
+struct pid_watch
+{
+  int pidfd;
+  char *key;
+  cri_events_pid_fn on_exit;
+  void *user;
+};
+
 struct cri_events
 {
   pthread_mutex_t lock; /* subscribers and closed */
@@ -58,6 +68,11 @@ struct cri_events
   bool watching;
   cri_events_file_fn on_file;
   void *on_file_user;
+
+  pthread_mutex_t pid_lock; /* the pid watches; innermost lock */
+  struct pid_watch *pids;
+  size_t n_pids;
+  int wake_fd; /* a pid watch was added: poll again with it */
 };
 
 struct cri_events *
@@ -69,11 +84,12 @@ cri_events_new (void)
   pthread_mutex_init (&hub->lock, NULL);
   pthread_mutex_init (&hub->order_lock, NULL);
   pthread_mutex_init (&hub->wait_lock, NULL);
+  pthread_mutex_init (&hub->pid_lock, NULL);
   pthread_condattr_init (&attr);
   pthread_condattr_setclock (&attr, CLOCK_MONOTONIC);
   pthread_cond_init (&hub->exit_seen, &attr);
   pthread_condattr_destroy (&attr);
-  hub->inotify_fd = hub->stop_fd = -1;
+  hub->inotify_fd = hub->stop_fd = hub->wake_fd = -1;
   return hub;
 }
 
@@ -311,26 +327,126 @@ handle_events (struct cri_events *hub)
     rescan (hub);
 }
 
+enum
+{
+  FD_INOTIFY,
+  FD_STOP,
+  FD_WAKE,
+  FD_FIRST_PID,
+};
+
+/* The fds to poll: the fixed ones, then every pidfd; *N gets the count. */
+static struct pollfd *
+poll_set (struct cri_events *hub, size_t *n)
+{
+  struct pollfd *fds;
+
+  pthread_mutex_lock (&hub->pid_lock);
+  *n = FD_FIRST_PID + hub->n_pids;
+  fds = xcalloc (*n, sizeof *fds);
+  fds[FD_INOTIFY].fd = hub->inotify_fd;
+  fds[FD_STOP].fd = hub->stop_fd;
+  fds[FD_WAKE].fd = hub->wake_fd;
+  for (size_t i = 0; i < hub->n_pids; i++)
+    fds[FD_FIRST_PID + i].fd = hub->pids[i].pidfd;
+  for (size_t i = 0; i < *n; i++)
+    fds[i].events = POLLIN;
+  pthread_mutex_unlock (&hub->pid_lock);
+  return fds;
+}
+
+/* PIDFD's process exited: its watch is taken off the list, its callback
+ * called (outside the lock), and then its pidfd closed. */
+static void
+pid_exited (struct cri_events *hub, int pidfd)
+{
+  struct pid_watch found = { .pidfd = -1 };
+
+  pthread_mutex_lock (&hub->pid_lock);
+  for (size_t i = 0; i < hub->n_pids; i++)
+    if (hub->pids[i].pidfd == pidfd)
+      {
+        found = hub->pids[i];
+        hub->pids[i] = hub->pids[--hub->n_pids];
+        break;
+      }
+  pthread_mutex_unlock (&hub->pid_lock);
+  if (found.pidfd < 0)
+    return;
+  found.on_exit (found.key, found.pidfd, found.user);
+  close (found.pidfd);
+  free (found.key);
+}
+
 static void *
 watch_thread (void *arg)
 {
   struct cri_events *hub = arg;
-  struct pollfd fds[2]
-      = { { .fd = hub->inotify_fd, .events = POLLIN }, { .fd = hub->stop_fd, .events = POLLIN } };
 
   for (;;)
     {
-      if (poll (fds, 2, -1) < 0 && errno != EINTR)
+      size_t n;
+      cleanup_free struct pollfd *fds = poll_set (hub, &n);
+      uint64_t count;
+
+      if (poll (fds, n, -1) < 0 && errno != EINTR)
         {
           husk_warn ("watch `%s`: poll: %s", hub->watch_dir, strerror (errno));
           break;
         }
-      if (fds[1].revents)
+      if (fds[FD_STOP].revents)
         break;
-      if (fds[0].revents)
+      if (fds[FD_WAKE].revents && read (hub->wake_fd, &count, sizeof count) < 0)
+        husk_debug ("watch `%s`: read the wake fd: %s", hub->watch_dir, strerror (errno));
+      if (fds[FD_INOTIFY].revents)
         handle_events (hub);
+      for (size_t i = FD_FIRST_PID; i < n; i++)
+        if (fds[i].revents)
+          pid_exited (hub, fds[i].fd);
     }
   return NULL;
+}
+
+int
+cri_events_watch_pid (struct cri_events *hub, int pidfd, const char *key, cri_events_pid_fn on_exit,
+                      void *user, struct husk_error **err)
+{
+  uint64_t one = 1;
+  bool known = false;
+
+  if (hub == NULL || !hub->watching)
+    {
+      close (pidfd);
+      return husk_error_kind (err, ENOTCONN, "watch %s: the exit watcher is not running", key);
+    }
+  pthread_mutex_lock (&hub->pid_lock);
+  for (size_t i = 0; i < hub->n_pids && !known; i++)
+    known = strcmp (hub->pids[i].key, key) == 0;
+  if (!known)
+    {
+      hub->pids = xrealloc (hub->pids, (hub->n_pids + 1) * sizeof *hub->pids);
+      hub->pids[hub->n_pids++] = (struct pid_watch){ pidfd, xstrdup (key), on_exit, user };
+    }
+  pthread_mutex_unlock (&hub->pid_lock);
+  if (known)
+    close (pidfd);
+  else if (write (hub->wake_fd, &one, sizeof one) < 0)
+    husk_debug ("watch %s: wake the watcher: %s", key, strerror (errno));
+  return known ? 0 : 1;
+}
+
+bool
+cri_events_watching_pid (struct cri_events *hub, const char *key)
+{
+  bool known = false;
+
+  if (hub == NULL)
+    return false;
+  pthread_mutex_lock (&hub->pid_lock);
+  for (size_t i = 0; i < hub->n_pids && !known; i++)
+    known = strcmp (hub->pids[i].key, key) == 0;
+  pthread_mutex_unlock (&hub->pid_lock);
+  return known;
 }
 
 int
@@ -338,7 +454,7 @@ cri_events_watch (struct cri_events *hub, const char *dir, cri_events_file_fn on
                   struct husk_error **err)
 {
   cleanup_close int inotify_fd = inotify_init1 (IN_CLOEXEC | IN_NONBLOCK);
-  cleanup_close int stop_fd = -1;
+  cleanup_close int stop_fd = -1, wake_fd = -1;
   int ret;
 
   if (hub->watching)
@@ -347,22 +463,27 @@ cri_events_watch (struct cri_events *hub, const char *dir, cri_events_file_fn on
     return husk_error_make (err, errno, "watch `%s`: inotify_init1", dir);
   if (inotify_add_watch (inotify_fd, dir, IN_MOVED_TO | IN_ONLYDIR) < 0)
     return husk_error_make (err, errno, "watch `%s`", dir);
-  if ((stop_fd = eventfd (0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0)
+  if ((stop_fd = eventfd (0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0
+      || (wake_fd = eventfd (0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0)
     return husk_error_make (err, errno, "watch `%s`: eventfd", dir);
   hub->watch_dir = xstrdup (dir);
   hub->on_file = on_file;
   hub->on_file_user = user;
   hub->inotify_fd = steal_fd (&inotify_fd);
   hub->stop_fd = steal_fd (&stop_fd);
+  hub->wake_fd = steal_fd (&wake_fd);
+  /* Set first: the thread may be asked to watch a pid at once. */
+  hub->watching = true;
   ret = pthread_create (&hub->watcher, NULL, watch_thread, hub);
   if (ret != 0)
     {
+      hub->watching = false;
       close (hub->inotify_fd);
       close (hub->stop_fd);
-      hub->inotify_fd = hub->stop_fd = -1;
+      close (hub->wake_fd);
+      hub->inotify_fd = hub->stop_fd = hub->wake_fd = -1;
       return husk_error_make (err, ret, "watch `%s`: start the watcher thread", dir);
     }
-  hub->watching = true;
   return 0;
 }
 
@@ -378,6 +499,7 @@ unwatch (struct cri_events *hub)
   pthread_join (hub->watcher, NULL);
   close (hub->inotify_fd);
   close (hub->stop_fd);
+  close (hub->wake_fd);
   hub->watching = false;
 }
 
@@ -432,6 +554,13 @@ cri_events_free (struct cri_events *hub)
     return;
   unwatch (hub);
   close_subscribers (hub);
+  for (size_t i = 0; i < hub->n_pids; i++)
+    {
+      close (hub->pids[i].pidfd);
+      free (hub->pids[i].key);
+    }
+  free (hub->pids);
+  pthread_mutex_destroy (&hub->pid_lock);
   for (size_t i = 0; i < hub->n_table; i++)
     free (hub->table[i].id);
   free (hub->table);

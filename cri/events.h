@@ -2,7 +2,8 @@
  * publisher that sends each packed event to all of them, a small table of
  * per-container flags that lets the container RPCs send each container's
  * events once and in order, and the one thread that watches the exit
- * directory and wakes whoever waits for an exit file. */
+ * directory (waking whoever waits for an exit file) and the processes it
+ * is given (monitors, and inits whose monitor was lost). */
 #ifndef HUSK_CRI_EVENTS_H
 #define HUSK_CRI_EVENTS_H
 
@@ -49,6 +50,16 @@ void cri_events_set_flags (struct cri_events *hub, const char *id, unsigned flag
 typedef void (*cri_events_file_fn) (const char *name, void *user);
 int cri_events_watch (struct cri_events *hub, const char *dir, cri_events_file_fn on_file, void *user,
                       struct husk_error **err);
+/* Hands PIDFD to the watcher thread: once its process has exited it calls
+ * ON_EXIT (KEY, PIDFD, USER) there, then closes PIDFD.  KEY names the
+ * watch: a second watch of one KEY closes its PIDFD and returns 0 (1 when
+ * added).  Without a running watcher PIDFD is closed and it fails. */
+typedef void (*cri_events_pid_fn) (const char *key, int pidfd, void *user);
+int cri_events_watch_pid (struct cri_events *hub, int pidfd, const char *key, cri_events_pid_fn on_exit,
+                          void *user, struct husk_error **err);
+/* Whether a watch of KEY is waiting. */
+bool cri_events_watching_pid (struct cri_events *hub, const char *key);
+
 /* Until PATH exists or TIMEOUT_MS has passed; true if it exists.  Woken by
  * the watcher; re-checks now and then in case an event was lost (and
  * polls when HUB is NULL or watches nothing). */

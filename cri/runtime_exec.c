@@ -2,6 +2,7 @@
  * with output captured and a deadline. */
 #include <errno.h>
 #include <fcntl.h>
+#include <jansson.h>
 #include <libgen.h>
 #include <poll.h>
 #include <signal.h>
@@ -236,6 +237,41 @@ cri_run_runtime (const struct huskd_runtime *rt, const char *const *args, struct
                              : len         ? msg
                                            : "failed");
     }
+  cri_child_run_clear (&run);
+  return ret;
+}
+
+/* `RUNTIME --root ROOT state ID`, parsed. */
+int
+cri_runtime_state (const struct huskd_runtime *rt, const char *id, char **status, pid_t *pid,
+                   struct husk_error **err)
+{
+  const char *argv[] = { rt->path, "--root", rt->root, "state", id, NULL };
+  struct cri_child_run run = { .argv = (char *const *) argv, .timeout_ms = 10000, .output_max = 65536 };
+  json_t *doc = NULL;
+  const char *value;
+  int ret = 0;
+
+  if (cri_child_run (&run, err) < 0)
+    return -1;
+  if (!run.timed_out && WIFEXITED (run.wait_status) && WEXITSTATUS (run.wait_status) == 0 && run.out[0].data)
+    doc = json_loads (run.out[0].data, 0, NULL);
+  value = json_string_value (json_object_get (doc, "status"));
+  if (value == NULL)
+    {
+      char *msg = run.out[1].data ?: "";
+      msg[strcspn (msg, "\n")] = '\0';
+      ret = husk_error_make (err, 0, "%s state %s: %s", rt->path, id,
+                             run.timed_out ? "timed out"
+                             : msg[0]      ? msg
+                                           : "no status in its output");
+    }
+  else
+    {
+      *status = xstrdup (value);
+      *pid = (pid_t) json_integer_value (json_object_get (doc, "pid"));
+    }
+  json_decref (doc);
   cri_child_run_clear (&run);
   return ret;
 }

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "cri/config.h"
 #include "husk/error.h"
@@ -45,6 +46,12 @@ int cri_child_exit_code (int wait_status);
 /* `RT->path --root RT->root ARGS...` (NULL-terminated, at most 12); a
  * failure carries the runtime's stderr in one line. */
 int cri_run_runtime (const struct huskd_runtime *rt, const char *const *args, struct husk_error **err);
+
+/* `RUNTIME state ID`: *STATUS ("creating", "created", "running",
+ * "paused", "stopped"; malloc'd) and the init's *PID.  A container the
+ * runtime does not know is an error carrying its stderr. */
+int cri_runtime_state (const struct huskd_runtime *rt, const char *id, char **status, pid_t *pid,
+                       struct husk_error **err);
 
 /* The configured runtime for HANDLER ("" or NULL: the default), or
  * EINVAL naming it. */

@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cri/container_lost.h"
 #include "cri/container_store.h"
 #include "cri/containers.h"
 #include "cri/cri_spec.h"
@@ -45,6 +46,7 @@
 static int pod_stop_hook (struct cri_service *svc, const char *sandbox_id, struct husk_error **err);
 static int pod_remove_hook (struct cri_service *svc, const char *sandbox_id, struct husk_error **err);
 static void recover_containers (struct cri_service *svc);
+static void rebuild_hook (struct container_store *store, struct cri_container *c, void *user);
 
 int
 cri_containers_init (struct cri_service *svc, struct husk_error **err)
@@ -53,6 +55,7 @@ cri_containers_init (struct cri_service *svc, struct husk_error **err)
     return -1;
   svc->stop_pod_containers = pod_stop_hook;
   svc->remove_pod_containers = pod_remove_hook;
+  container_store_set_rebuild (svc->containers, rebuild_hook, svc);
   recover_containers (svc);
   return 0;
 }
@@ -452,6 +455,10 @@ parse_monitor_report (const char *line, struct cri_container *c, struct husk_err
     {
       c->pid = (pid_t) json_integer_value (json_object_get (doc, "pid"));
       c->monitor_pid = (pid_t) json_integer_value (json_object_get (doc, "monitor_pid"));
+      /* Both wait for us now (the init for `start`): their start times
+       * tell them from a later process with the same pid. */
+      c->pid_start = cri_proc_start (c->pid);
+      c->monitor_start = cri_proc_start (c->monitor_pid);
     }
   json_decref (doc);
   return ret;
@@ -575,6 +582,9 @@ start_container (struct cri_service *svc, const char *id, struct husk_error **er
       husk_error_free (&ignored);
     }
   note_started (svc, c->id, ret == 0);
+  /* From now on a monitor that dies without an exit file is noticed. */
+  if (ret == 0)
+    cri_watch_monitor (svc, c);
   pthread_mutex_lock (&svc->containers->lock);
   container_store_release (svc->containers, c->id);
   pthread_mutex_unlock (&svc->containers->lock);
@@ -710,6 +720,96 @@ recover_containers (struct cri_service *svc)
 }
 
 /* ------------------------------------------------------------------ */
+/* a damaged record, rebuilt (the store's hook)                         */
+
+/* The runtime whose root holds container ID, or NULL. */
+static const struct huskd_runtime *
+runtime_holding (struct cri_service *svc, const char *id)
+{
+  for (size_t i = 0; i < svc->cfg->n_runtimes; i++)
+    {
+      cleanup_free char *dir = xasprintf ("%s/%s", svc->cfg->runtimes[i].root, id);
+      if (access (dir, F_OK) == 0)
+        return &svc->cfg->runtimes[i];
+    }
+  return NULL;
+}
+
+/* The state: what the runtime says; without runtime state and exit file,
+ * a container whose monitor has logged was started and has ended (its
+ * runtime state went with a reboot), how is unknown. */
+static void
+rebuild_state (struct cri_service *svc, struct cri_container *c)
+{
+  const struct huskd_runtime *rt = runtime_holding (svc, c->id);
+  cleanup_free char *status = NULL, *dir = container_store_dir (svc->containers, c->id);
+  cleanup_free char *monitor_log = xasprintf ("%s/monitor.log", dir);
+  cleanup_free char *exit_path = container_store_exit_path (svc->containers, c->id);
+  struct husk_error *ignored = NULL;
+  struct stat st;
+  pid_t pid = 0;
+
+  if (rt)
+    {
+      free (c->runtime_handler);
+      c->runtime_handler = xstrdup (rt == huskd_config_runtime (svc->cfg, NULL) ? "" : rt->name);
+    }
+  if (rt && cri_runtime_state (rt, c->id, &status, &pid, &ignored) == 0)
+    {
+      /* A stopped one ends with its exit file: the monitor's, or the one
+       * huskd writes for a lost monitor. */
+      c->state = CRI_CONTAINER_RUNNING;
+      c->pid = pid;
+      c->pid_start = strcmp (status, "stopped") != 0 ? cri_proc_start (pid) : 0;
+      c->started_at = cri_proc_start_ns (c->pid_start) ?: c->created_at;
+    }
+  else if (access (exit_path, F_OK) < 0 && stat (monitor_log, &st) == 0)
+    {
+      c->state = CRI_CONTAINER_EXITED;
+      c->exit_code = 255;
+      c->started_at = c->created_at;
+      c->finished_at = (int64_t) st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+      c->reason = xstrdup ("Unknown");
+    }
+  husk_error_free (&ignored);
+}
+
+/* Fills in C (rebuilt from the bundle, state CREATED) from the runtime,
+ * the monitor's command line, the pod and the image store. */
+static void
+rebuild_hook (struct container_store *store, struct cri_container *c, void *user)
+{
+  struct cri_service *svc = user;
+  cleanup_free char *dir = container_store_dir (store, c->id);
+  cleanup_free char *internal_log = xasprintf ("%s/container.log", dir);
+  cleanup_free char *log_path = NULL;
+  struct husk_error *ignored = NULL;
+  struct sandbox *sb = NULL;
+  struct image *image = NULL;
+
+  rebuild_state (svc, c);
+  c->monitor_pid = cri_find_monitor (c->id, &log_path);
+  c->monitor_start = cri_proc_start (c->monitor_pid);
+  free (c->log_path);
+  if (log_path && strcmp (log_path, internal_log) != 0)
+    c->log_path = steal_pointer (&log_path);
+  else if (sandbox_lookup (svc->sandboxes, c->sandbox_id, &sb, &ignored) == 0)
+    c->log_path = log_path_of (sb, c->config);
+  else
+    c->log_path = xstrdup ("");
+  if (c->image[0] && images_lookup (svc->cfg->root, c->image, &image, &ignored) == 0)
+    {
+      free (c->image_id);
+      free (c->image_ref);
+      c->image_id = xstrdup (image->id);
+      c->image_ref = xstrdup (image->repo_digests[0] ?: image->id);
+    }
+  husk_error_free (&ignored);
+  sandbox_free (sb);
+  image_free (image);
+}
+
+/* ------------------------------------------------------------------ */
 /* StopContainer, RemoveContainer and the pod hooks                     */
 
 /* Woken by the exit watcher (cri/events.h) the moment the monitor renames
@@ -758,6 +858,10 @@ stop_container (struct cri_service *svc, const char *id, int64_t timeout, struct
       cri_container_free (c);
       return ret;
     }
+  /* Without its monitor no exit file would come: huskd watches the init
+   * itself (or records the exit now when the init is gone too). */
+  if (!cri_monitor_alive (c))
+    cri_monitor_lost (svc, c);
   snprintf (signal_arg, sizeof signal_arg, "%d", stop_signal_of (c));
   /* A kill that fails because the process is gone already is fine.  No
    * grace period (StopPodSandbox, RemoveContainer): SIGKILL at once, as
@@ -1501,6 +1605,25 @@ on_exit_file (const char *name, void *user)
     note_exit (user, name);
 }
 
+/* Every running container's monitor, as huskd starts: those that died
+ * while it was down are found now. */
+static void
+watch_monitors (struct cri_service *svc)
+{
+  struct cri_container **list = NULL;
+  struct husk_error *ignored = NULL;
+  size_t n = 0;
+
+  if (container_list (svc->containers, &list, &n, &ignored) < 0)
+    {
+      husk_warn ("watch the monitors: %s", ignored->msg);
+      husk_error_free (&ignored);
+    }
+  for (size_t i = 0; i < n; i++)
+    cri_watch_monitor (svc, list[i]);
+  cri_containers_free (list, n);
+}
+
 int
 cri_container_events_start (struct cri_service *svc, struct husk_error **err)
 {
@@ -1519,6 +1642,7 @@ cri_container_events_start (struct cri_service *svc, struct husk_error **err)
     if (is_container_id (de->d_name))
       cri_events_set_flags (svc->events, de->d_name, EV_STOPPED);
   cri_events_unlock (svc->events);
+  watch_monitors (svc);
   return 0;
 }
 

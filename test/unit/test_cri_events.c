@@ -1,5 +1,6 @@
 /* The event hub's parts that need no gRPC call: the per-container flags,
- * and the exit-file watcher that wakes waiters and reports names. */
+ * the exit-file watcher that wakes waiters and reports names, and its
+ * watches of processes by pidfd. */
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -8,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/pidfd.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -143,6 +146,80 @@ test_wait_without_watcher (void **state)
   husk_error_free (&err);
 }
 
+struct pid_seen
+{
+  pthread_mutex_t lock;
+  char key[32];
+  int calls, exit_status;
+};
+
+static void
+on_pid_exit (const char *key, int pidfd, void *user)
+{
+  struct pid_seen *seen = user;
+  siginfo_t info = { 0 };
+
+  pthread_mutex_lock (&seen->lock);
+  snprintf (seen->key, sizeof seen->key, "%s", key);
+  seen->calls++;
+  /* The pidfd is still open in the callback: the test's own child can be
+   * reaped through it. */
+  if (waitid (P_PIDFD, (id_t) pidfd, &info, WEXITED) == 0)
+    seen->exit_status = info.si_status;
+  pthread_mutex_unlock (&seen->lock);
+}
+
+static void
+test_watch_pid (void **state)
+{
+  char template[] = "/tmp/husk-events-test.XXXXXX";
+  char *dir = mkdtemp (template);
+  struct cri_events *hub = cri_events_new ();
+  struct seen seen = { .lock = PTHREAD_MUTEX_INITIALIZER };
+  struct pid_seen exits = { .lock = PTHREAD_MUTEX_INITIALIZER };
+  struct husk_error *err = NULL;
+  pid_t child;
+  int calls = 0;
+
+  assert_non_null (dir);
+  /* No watcher yet: refused, the pidfd closed. */
+  assert_int_equal (cri_events_watch_pid (hub, pidfd_open (getpid (), 0), "self", on_pid_exit, &exits, &err),
+                    -1);
+  assert_non_null (strstr (err->msg, "self"));
+  husk_error_free (&err);
+  assert_int_equal (cri_events_watch (hub, dir, on_file, &seen, &err), 0);
+  child = fork ();
+  if (child == 0)
+    {
+      usleep (100 * 1000);
+      _exit (7);
+    }
+  assert_int_equal (cri_events_watch_pid (hub, pidfd_open (child, 0), "init:c1", on_pid_exit, &exits, &err),
+                    1);
+  /* A second watch of one key: kept once. */
+  assert_int_equal (cri_events_watch_pid (hub, pidfd_open (child, 0), "init:c1", on_pid_exit, &exits, &err),
+                    0);
+  assert_true (cri_events_watching_pid (hub, "init:c1"));
+  for (int i = 0; i < 500 && calls == 0; i++)
+    {
+      usleep (10000);
+      pthread_mutex_lock (&exits.lock);
+      calls = exits.calls;
+      pthread_mutex_unlock (&exits.lock);
+    }
+  assert_int_equal (calls, 1);
+  assert_string_equal (exits.key, "init:c1");
+  assert_int_equal (exits.exit_status, 7);
+  assert_false (cri_events_watching_pid (hub, "init:c1"));
+  /* A process that never exits here is let go with the hub. */
+  assert_int_equal (cri_events_watch_pid (hub, pidfd_open (getpid (), 0), "self", on_pid_exit, &exits, &err),
+                    1);
+  cri_events_free (hub);
+  assert_int_equal (exits.calls, 1);
+  husk_rm_rf (dir, &err);
+  husk_error_free (&err);
+}
+
 int
 main (void)
 {
@@ -150,6 +227,7 @@ main (void)
     cmocka_unit_test (test_flags),
     cmocka_unit_test (test_watch_wakes_and_reports),
     cmocka_unit_test (test_wait_without_watcher),
+    cmocka_unit_test (test_watch_pid),
   };
 
   return cmocka_run_group_tests (tests, NULL, NULL);
