@@ -56,6 +56,18 @@ struct child_report
   int errnum;
 };
 
+/* The children here never exec, so O_CLOEXEC does not close what they
+ * inherit: huskd.lock above all, which a child still alive when huskd is
+ * killed would hold, and the restarted huskd would find "in use".  They
+ * keep only KEEP_FD (and stdio). */
+static void
+close_inherited_fds (int keep_fd)
+{
+  if (keep_fd > 3)
+    close_range (3, (unsigned) keep_fd - 1, 0);
+  close_range ((unsigned) keep_fd + 1, ~0U, 0);
+}
+
 static void
 child_fail (int fd, int step)
 {
@@ -102,6 +114,7 @@ pin_child (const struct sandbox_ns_setup *setup, int report_fd)
   int flags = (setup->net_pin ? CLONE_NEWNET : 0) | (setup->ipc_pin ? CLONE_NEWIPC : 0)
               | (setup->uts_pin ? CLONE_NEWUTS : 0);
 
+  close_inherited_fds (report_fd);
   if (unshare (flags) < 0)
     child_fail (report_fd, PIN_UNSHARE);
   if (setup->net_pin && mount ("/proc/self/ns/net", setup->net_pin, NULL, MS_BIND, NULL) < 0)
@@ -322,6 +335,7 @@ pause_launcher (const char *pause_path, const char *sandbox_id, const char *net_
   int exec_errno = 0;
   pid_t init_pid;
 
+  close_inherited_fds (report_fd);
   join (net_pin, CLONE_NEWNET, report_fd);
   join (ipc_pin, CLONE_NEWIPC, report_fd);
   join (uts_pin, CLONE_NEWUTS, report_fd);
