@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -174,6 +175,81 @@ int
 husk_write_file_replace (const char *path, const void *data, size_t len, mode_t mode, struct husk_error **err)
 {
   return write_and_rename (path, data, len, mode, false, err);
+}
+
+static bool
+all_digits (const char *s, size_t len)
+{
+  if (len == 0)
+    return false;
+  for (size_t i = 0; i < len; i++)
+    if (s[i] < '0' || s[i] > '9')
+      return false;
+  return true;
+}
+
+/* The writer's pid when NAME is one of write_and_rename's temp files
+ * (NAME.tmp.PID.TID), else 0. */
+static pid_t
+tmp_file_writer (const char *name)
+{
+  const char *tid_dot = strrchr (name, '.');
+  const char *pid_dot;
+  long long pid;
+
+  if (tid_dot == NULL || tid_dot == name || !all_digits (tid_dot + 1, strlen (tid_dot + 1)))
+    return 0;
+  for (pid_dot = tid_dot - 1; pid_dot > name && *pid_dot != '.'; pid_dot--)
+    ;
+  if (*pid_dot != '.' || !all_digits (pid_dot + 1, (size_t) (tid_dot - pid_dot - 1)) || pid_dot - name < 5
+      || strncmp (pid_dot - 4, ".tmp", 4) != 0)
+    return 0;
+  pid = strtoll (pid_dot + 1, NULL, 10);
+  return pid > 0 && pid <= INT_MAX ? (pid_t) pid : 0;
+}
+
+static bool
+process_exists (pid_t pid)
+{
+  return kill (pid, 0) == 0 || errno == EPERM;
+}
+
+static void
+remove_stale_in (const char *path, dev_t dev, int levels, char ***removed)
+{
+  cleanup_dir DIR *dir = opendir (path);
+  struct dirent *de;
+
+  while (dir != NULL && (de = readdir (dir)) != NULL)
+    {
+      cleanup_free char *child = NULL;
+      pid_t writer = tmp_file_writer (de->d_name);
+      bool maybe_dir = de->d_type == DT_DIR || de->d_type == DT_UNKNOWN;
+      struct stat st;
+
+      if (strcmp (de->d_name, ".") == 0 || strcmp (de->d_name, "..") == 0
+          || (writer == 0 && (levels == 0 || !maybe_dir)))
+        continue;
+      child = xasprintf ("%s/%s", path, de->d_name);
+      if (lstat (child, &st) < 0)
+        continue;
+      if (S_ISREG (st.st_mode) && writer > 0 && !process_exists (writer) && unlink (child) == 0)
+        *removed = husk_strv_append (*removed, child);
+      else if (S_ISDIR (st.st_mode) && levels > 0 && st.st_dev == dev)
+        remove_stale_in (child, dev, levels - 1, removed);
+    }
+}
+
+int
+husk_remove_stale_tmp (const char *dir, int levels, char ***removed, struct husk_error **err)
+{
+  struct stat st;
+
+  *removed = xcalloc (1, sizeof **removed);
+  if (stat (dir, &st) < 0)
+    return errno == ENOENT ? 0 : husk_error_make (err, errno, "stat `%s`", dir);
+  remove_stale_in (dir, st.st_dev, levels, removed);
+  return 0;
 }
 
 int

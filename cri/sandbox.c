@@ -1,12 +1,14 @@
 /* The sandbox store: every pod's record in memory, loaded from
  * ROOT/sandboxes/<id>/{config.pb,state.json} at start, and written back
  * atomically on each change.  A READY pod whose pins or pause process are
- * gone (a reboot, a killed pause) is loaded as NOTREADY. */
+ * gone (a reboot, a killed pause) is loaded as NOTREADY; one whose record
+ * is damaged is loaded NOTREADY from what the disk still says. */
 #include <dirent.h>
 #include <errno.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cri/sandbox_internal.h"
@@ -64,6 +66,7 @@ sandbox_copy (const struct sandbox *sb)
   copy->cgroup_parent = dup_or_null (sb->cgroup_parent);
   copy->ips = strv_copy (sb->ips);
   copy->config = sandbox_config_copy (sb->config);
+  copy->damaged = dup_or_null (sb->damaged);
   return copy;
 }
 
@@ -91,6 +94,7 @@ sandbox_free (struct sandbox *sb)
   husk_strvfreep (&sb->ips);
   if (sb->config)
     protobuf_c_message_free_unpacked (&sb->config->base, NULL);
+  free (sb->damaged);
   free (sb);
 }
 
@@ -142,12 +146,15 @@ sandbox_save (const struct sandbox *sb, bool with_config, struct husk_error **er
     }
   for (size_t i = 0; sb->ips[i]; i++)
     json_array_append_new (ips, json_string (sb->ips[i]));
-  doc = json_pack ("{s:s, s:s, s:I, s:s, s:s?, s:s?, s:s?, s:s?, s:i, s:I, s:b, s:b, s:o}", "id", sb->id,
-                   "state", sb->state == SANDBOX_READY ? "ready" : "notready", "created_at",
-                   (json_int_t) sb->created_at, "runtime_handler", sb->runtime_handler, "netns",
-                   sb->netns_path, "ipcns", sb->ipcns_path, "utsns", sb->utsns_path, "pidns", sb->pidns_path,
-                   "pause_pid", (int) sb->pause_pid, "pause_start_time", (json_int_t) sb->pause_start_time,
-                   "network_down", sb->network_down, "creating", sb->creating, "ips", ips);
+  /* The metadata again: what a damaged config.pb leaves to list it by. */
+  doc = json_pack (
+      "{s:s, s:s, s:s, s:s, s:i, s:s, s:I, s:s, s:s?, s:s?, s:s?, s:s?, s:i, s:I, s:b, s:b, s:o}", "id",
+      sb->id, "name", sb->name, "namespace", sb->namespace_, "uid", sb->uid, "attempt", (int) sb->attempt,
+      "state", sb->state == SANDBOX_READY ? "ready" : "notready", "created_at", (json_int_t) sb->created_at,
+      "runtime_handler", sb->runtime_handler, "netns", sb->netns_path, "ipcns", sb->ipcns_path, "utsns",
+      sb->utsns_path, "pidns", sb->pidns_path, "pause_pid", (int) sb->pause_pid, "pause_start_time",
+      (json_int_t) sb->pause_start_time, "network_down", sb->network_down, "creating", sb->creating, "ips",
+      ips);
   text = json_dumps (doc, JSON_COMPACT);
   json_decref (doc);
   return husk_write_file_atomic (state_path, text, strlen (text), 0600, err);
@@ -207,6 +214,13 @@ load_state (struct sandbox *sb, struct husk_error **err)
   sb->pause_start_time = (unsigned long long) json_integer_value (json_object_get (doc, "pause_start_time"));
   sb->network_down = json_is_true (json_object_get (doc, "network_down"));
   sb->creating = json_is_true (json_object_get (doc, "creating"));
+  if (sb->name == NULL)
+    {
+      sb->name = json_dup (doc, "name");
+      sb->namespace_ = json_dup (doc, "namespace");
+      sb->uid = json_dup (doc, "uid");
+      sb->attempt = (uint32_t) json_integer_value (json_object_get (doc, "attempt"));
+    }
   sb->ips = xcalloc (json_array_size (json_object_get (doc, "ips")) + 1, sizeof *sb->ips);
   json_array_foreach (json_object_get (doc, "ips"), i, ip) sb->ips[i]
       = xstrdup (json_string_value (ip) ?: "");
@@ -227,26 +241,143 @@ still_alive (const struct sandbox *sb)
   return sb->pause_pid <= 0 || sandbox_proc_start_time (sb->pause_pid) == sb->pause_start_time;
 }
 
+/* A config standing in for a damaged config.pb: the metadata state.json
+ * repeats, or none. */
+static Runtime__V1__PodSandboxConfig *
+placeholder_config (const struct sandbox *sb)
+{
+  Runtime__V1__PodSandboxMetadata metadata = RUNTIME__V1__POD_SANDBOX_METADATA__INIT;
+  Runtime__V1__PodSandboxConfig config = RUNTIME__V1__POD_SANDBOX_CONFIG__INIT;
+
+  metadata.name = sb->name;
+  metadata.namespace_ = sb->namespace_;
+  metadata.uid = sb->uid;
+  metadata.attempt = sb->attempt;
+  config.metadata = &metadata;
+  return sandbox_config_copy (&config);
+}
+
+static void
+pin_if_present (const struct sandbox *sb, const char *name, char **field)
+{
+  cleanup_free char *pin = xasprintf ("%s/%s", sb->state_dir, name);
+
+  if (*field == NULL && access (pin, F_OK) == 0)
+    *field = steal_pointer (&pin);
+}
+
+/* What a damaged state.json no longer says, from the disk: the pins there
+ * are, the pause process by its command line, the time of the record. */
+static void
+state_from_disk (struct sandbox *sb)
+{
+  struct stat st;
+
+  free (sb->runtime_handler);
+  sb->runtime_handler = xstrdup ("");
+  if (stat (sb->dir, &st) == 0)
+    sb->created_at = (int64_t) st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+  pin_if_present (sb, "net", &sb->netns_path);
+  pin_if_present (sb, "ipc", &sb->ipcns_path);
+  pin_if_present (sb, "uts", &sb->utsns_path);
+  sandbox_set_shm_path (sb);
+  sb->pause_pid = sandbox_pause_find (sb->id, &sb->pause_start_time);
+  if (sb->pause_pid > 0)
+    sb->pidns_path = xasprintf ("/proc/%d/ns/pid", sb->pause_pid);
+  husk_strvfreep (&sb->ips);
+  sb->ips = xcalloc (1, sizeof *sb->ips);
+}
+
+static void
+fill_damaged (struct sandbox *sb, bool have_config, bool have_state)
+{
+  char **fields[] = { &sb->name, &sb->namespace_, &sb->uid };
+
+  if (!have_state)
+    state_from_disk (sb);
+  if (!have_config)
+    {
+      for (size_t i = 0; i < 3; i++)
+        if (*fields[i] == NULL)
+          *fields[i] = xstrdup ("");
+      if (sb->config)
+        protobuf_c_message_free_unpacked (&sb->config->base, NULL);
+      sb->config = placeholder_config (sb);
+    }
+  sb->state = SANDBOX_NOTREADY;
+}
+
+/* Something of the pod still runs or is pinned. */
+static bool
+anything_alive (const struct sandbox *sb)
+{
+  const char *pins[] = { sb->netns_path, sb->ipcns_path, sb->utsns_path };
+
+  for (size_t i = 0; i < 3; i++)
+    if (sandbox_ns_pinned (pins[i]))
+      return true;
+  return sb->pause_pid > 0 && sandbox_proc_start_time (sb->pause_pid) == sb->pause_start_time;
+}
+
+static void
+add_unfinished (struct sandbox_store *store, struct sandbox *sb)
+{
+  store->unfinished = xrealloc (store->unfinished, (store->n_unfinished + 1) * sizeof *store->unfinished);
+  store->unfinished[store->n_unfinished++] = sb;
+}
+
+static void
+add_item (struct sandbox_store *store, struct sandbox *sb)
+{
+  store->items = xrealloc (store->items, (store->n + 1) * sizeof *store->items);
+  store->items[store->n++] = sb;
+}
+
+/* A record of which config.pb or state.json cannot be read: rolled back
+ * at recovery when nothing of the pod runs (or its run never finished);
+ * listed NOTREADY otherwise, with one warning here, not one per List. */
+static void
+load_damaged (struct sandbox_store *store, struct sandbox *sb, struct husk_error *config_err,
+              struct husk_error *state_err)
+{
+  bool have_config = config_err == NULL, have_state = state_err == NULL;
+
+  if (config_err && state_err)
+    sb->damaged = xasprintf ("%s; %s", config_err->msg, state_err->msg);
+  else
+    sb->damaged = xstrdup ((config_err ? config_err : state_err)->msg);
+  fill_damaged (sb, have_config, have_state);
+  if ((have_state && sb->creating) || !anything_alive (sb))
+    {
+      add_unfinished (store, sb);
+      return;
+    }
+  husk_warn ("pod sandbox %s: its record is damaged (%s): listed NOTREADY from what is on disk; "
+             "StopPodSandbox and RemovePodSandbox clean it up",
+             sb->id, sb->damaged);
+  add_item (store, sb);
+}
+
 static void
 load_one (struct sandbox_store *store, const char *id)
 {
-  struct husk_error *err = NULL;
+  struct husk_error *err = NULL, *config_err = NULL, *state_err = NULL;
   struct sandbox *sb = xcalloc (1, sizeof *sb);
 
   sb->id = xstrdup (id);
   sandbox_set_paths (store, sb);
-  if (load_config (sb, &err) < 0 || load_state (sb, &err) < 0)
+  load_config (sb, &config_err);
+  load_state (sb, &state_err);
+  if (config_err || state_err)
     {
-      husk_warn ("sandbox %s: %s: to be removed", id, err->msg);
-      husk_error_free (&err);
-      sandbox_free (sb);
-      store->unreadable = husk_strv_append (store->unreadable, id);
+      load_damaged (store, sb, config_err, state_err);
+      husk_error_free (&config_err);
+      husk_error_free (&state_err);
       return;
     }
   if (sb->creating)
     {
-      store->unfinished = xrealloc (store->unfinished, (store->n_unfinished + 1) * sizeof *store->unfinished);
-      store->unfinished[store->n_unfinished++] = sb;
+      add_unfinished (store, sb);
       return;
     }
   if (sb->state == SANDBOX_READY && !still_alive (sb))
@@ -258,8 +389,7 @@ load_one (struct sandbox_store *store, const char *id)
           husk_error_free (&err);
         }
     }
-  store->items = xrealloc (store->items, (store->n + 1) * sizeof *store->items);
-  store->items[store->n++] = sb;
+  add_item (store, sb);
 }
 
 static bool

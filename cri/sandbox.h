@@ -52,7 +52,11 @@ struct sandbox
   char *shm_path;
   char *cgroup_parent;                   /* from linux.cgroup_parent, or NULL */
   char **ips;                            /* pod IPs from CNI, IPv4 first; never NULL */
-  Runtime__V1__PodSandboxConfig *config; /* unpacked, owned */
+  Runtime__V1__PodSandboxConfig *config; /* unpacked, owned; never NULL */
+  /* Why its record could not be read, or NULL.  Such a pod is NOTREADY,
+   * known by what is on disk (pins, pause process, CNI cache), and Stop
+   * and Remove clean it up like any other. */
+  char *damaged;
 };
 
 void sandbox_free (struct sandbox *sb);
@@ -86,11 +90,13 @@ void sandbox_store_set_network (struct sandbox_store *store, const char *conf_di
 
 /* After a crash: rolls back every RunPodSandbox that did not finish (its
  * CNI network, the processes in its network namespace, the pins, the
- * directories) and removes the files of a pod without a readable record
- * whose namespaces are gone; one whose namespaces are still pinned is left
- * alone (ROOT not mounted yet, a record of another version).  A warning
- * for each.  Call once, after sandbox_store_set_network and
- * before serving. */
+ * directories), and so a pod whose record is damaged and of which nothing
+ * runs; one whose CNI DEL fails stays, NOTREADY, for RemovePodSandbox to
+ * retry.  A damaged record of a pod that runs is listed NOTREADY.  Pins
+ * without any record are removed when their namespaces are gone and left
+ * alone when not (ROOT not mounted yet).  Then every CNI cache entry no
+ * pod owns gets its DEL and goes.  A warning for each.  Call once, after
+ * sandbox_store_set_network and before serving. */
 void sandbox_store_recover (struct sandbox_store *store);
 
 /* Creates the pod: namespaces, pause process, CNI network, files and the

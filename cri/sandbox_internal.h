@@ -43,10 +43,15 @@ int sandbox_ns_kill_members (const char *pin);
 bool sandbox_ns_pinned (const char *pin);
 
 /* Starts the pause process, pid 1 of a new pid namespace, inside the
- * pinned namespaces (NULL: the host's).  It is reparented away from huskd
- * so it outlives huskd restarts.  *START_TIME guards against pid reuse. */
-int sandbox_pause_start (const char *net_pin, const char *ipc_pin, const char *uts_pin, pid_t *pid,
-                         unsigned long long *start_time, struct husk_error **err);
+ * pinned namespaces (NULL: the host's), named `husk-pause SANDBOX_ID`.
+ * It is reparented away from huskd so it outlives huskd restarts.
+ * *START_TIME guards against pid reuse. */
+int sandbox_pause_start (const char *sandbox_id, const char *net_pin, const char *ipc_pin,
+                         const char *uts_pin, pid_t *pid, unsigned long long *start_time,
+                         struct husk_error **err);
+/* The pause process of SANDBOX_ID by its command line (for a record that
+ * lost its pid), or 0. */
+pid_t sandbox_pause_find (const char *sandbox_id, unsigned long long *start_time);
 /* Kills it (and with it the whole pid namespace) and waits until gone. */
 void sandbox_pause_kill (pid_t pid, unsigned long long start_time);
 /* /proc/PID/stat starttime, 0 when PID is gone or a zombie. */

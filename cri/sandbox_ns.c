@@ -56,6 +56,18 @@ struct child_report
   int errnum;
 };
 
+/* The children here never exec, so O_CLOEXEC does not close what they
+ * inherit: huskd.lock above all, which a child still alive when huskd is
+ * killed would hold, and the restarted huskd would find "in use".  They
+ * keep only KEEP_FD (and stdio). */
+static void
+close_inherited_fds (int keep_fd)
+{
+  if (keep_fd > 3)
+    close_range (3, (unsigned) keep_fd - 1, 0);
+  close_range ((unsigned) keep_fd + 1, ~0U, 0);
+}
+
 static void
 child_fail (int fd, int step)
 {
@@ -102,6 +114,7 @@ pin_child (const struct sandbox_ns_setup *setup, int report_fd)
   int flags = (setup->net_pin ? CLONE_NEWNET : 0) | (setup->ipc_pin ? CLONE_NEWIPC : 0)
               | (setup->uts_pin ? CLONE_NEWUTS : 0);
 
+  close_inherited_fds (report_fd);
   if (unshare (flags) < 0)
     child_fail (report_fd, PIN_UNSHARE);
   if (setup->net_pin && mount ("/proc/self/ns/net", setup->net_pin, NULL, MS_BIND, NULL) < 0)
@@ -290,10 +303,12 @@ join (const char *pin, int nstype, int report_fd)
   close (fd);
 }
 
-/* pid 1 of the pod: husk-pause, with nothing of huskd's open. */
-static void __attribute__ ((noreturn)) pause_exec (const char *pause_path, int exec_error_fd)
+/* pid 1 of the pod: husk-pause, with nothing of huskd's open.  The id in
+ * its command line finds it when the pod's record is lost. */
+static void __attribute__ ((noreturn))
+pause_exec (const char *pause_path, const char *sandbox_id, int exec_error_fd)
 {
-  char *const argv[] = { "husk-pause", NULL };
+  char *const argv[] = { "husk-pause", (char *) sandbox_id, NULL };
   sigset_t none;
   int exec_errno;
 
@@ -312,14 +327,15 @@ static void __attribute__ ((noreturn)) pause_exec (const char *pause_path, int e
  * pid 1 into it, reports its pid once it has exec'd (or why it could not)
  * and exits so init adopts it. */
 static void
-pause_launcher (const char *pause_path, const char *net_pin, const char *ipc_pin, const char *uts_pin,
-                int report_fd)
+pause_launcher (const char *pause_path, const char *sandbox_id, const char *net_pin, const char *ipc_pin,
+                const char *uts_pin, int report_fd)
 {
   struct child_report report = { -1, 0 };
   int exec_error[2];
   int exec_errno = 0;
   pid_t init_pid;
 
+  close_inherited_fds (report_fd);
   join (net_pin, CLONE_NEWNET, report_fd);
   join (ipc_pin, CLONE_NEWIPC, report_fd);
   join (uts_pin, CLONE_NEWUTS, report_fd);
@@ -329,7 +345,7 @@ pause_launcher (const char *pause_path, const char *net_pin, const char *ipc_pin
   if (init_pid < 0)
     child_fail (report_fd, PAUSE_SETUP);
   if (init_pid == 0)
-    pause_exec (pause_path, exec_error[1]);
+    pause_exec (pause_path, sandbox_id, exec_error[1]);
   close (exec_error[1]);
   /* EOF: execv worked and closed its end. */
   if (read (exec_error[0], &exec_errno, sizeof exec_errno) == sizeof exec_errno)
@@ -343,8 +359,8 @@ pause_launcher (const char *pause_path, const char *net_pin, const char *ipc_pin
 }
 
 int
-sandbox_pause_start (const char *net_pin, const char *ipc_pin, const char *uts_pin, pid_t *pid,
-                     unsigned long long *start_time, struct husk_error **err)
+sandbox_pause_start (const char *sandbox_id, const char *net_pin, const char *ipc_pin, const char *uts_pin,
+                     pid_t *pid, unsigned long long *start_time, struct husk_error **err)
 {
   cleanup_free char *pause_path = cri_helper_path ("husk-pause");
   struct child_report report = { 0, 0 };
@@ -364,7 +380,7 @@ sandbox_pause_start (const char *net_pin, const char *ipc_pin, const char *uts_p
   if (launcher == 0)
     {
       close (pipe_fds[0]);
-      pause_launcher (pause_path, net_pin, ipc_pin, uts_pin, pipe_fds[1]);
+      pause_launcher (pause_path, sandbox_id, net_pin, ipc_pin, uts_pin, pipe_fds[1]);
     }
   close (pipe_fds[1]);
   do
@@ -383,6 +399,38 @@ sandbox_pause_start (const char *net_pin, const char *ipc_pin, const char *uts_p
   *start_time = sandbox_proc_start_time (*pid);
   if (*start_time == 0)
     return husk_error_make (err, 0, "the pause process (pid %d) died at once", *pid);
+  return 0;
+}
+
+pid_t
+sandbox_pause_find (const char *sandbox_id, unsigned long long *start_time)
+{
+  static const char name[] = "husk-pause"; /* argv[0] and its NUL, then the id */
+  cleanup_dir DIR *proc = opendir ("/proc");
+  struct dirent *de;
+
+  while (proc != NULL && (de = readdir (proc)) != NULL)
+    {
+      cleanup_free char *path = NULL;
+      cleanup_free char *cmdline = NULL;
+      struct husk_error *err = NULL;
+      int pid = atoi (de->d_name);
+      size_t len = 0;
+
+      if (pid <= 0)
+        continue;
+      path = xasprintf ("/proc/%d/cmdline", pid);
+      if (husk_read_file (path, &cmdline, &len, &err) < 0)
+        {
+          husk_error_free (&err);
+          continue;
+        }
+      if (len == sizeof name + strlen (sandbox_id) + 1 && memcmp (cmdline, name, sizeof name) == 0
+          && strcmp (cmdline + sizeof name, sandbox_id) == 0
+          && (*start_time = sandbox_proc_start_time (pid)) != 0)
+        return pid;
+    }
+  *start_time = 0;
   return 0;
 }
 

@@ -1,7 +1,9 @@
 /* A pod sandbox's lifecycle: RunPodSandbox's steps (each with its undo),
  * StopPodSandbox and RemovePodSandbox.  The record is written NOTREADY
  * before the first namespace exists, so a crash mid-way leaves a record
- * that Stop and Remove clean up, never an unlisted leak. */
+ * that Stop and Remove clean up, never an unlisted leak; and it goes only
+ * once CNI DEL worked, so the network is never left without a record
+ * that leads back to it. */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -178,19 +180,18 @@ network_del (struct sandbox_store *store, const struct sandbox *sb, struct husk_
 
 /* ---------------------------------------------------------------- run */
 
-/* Undoes whatever of RUN exists; each step is safe on what was never done. */
-static void
-teardown (struct sandbox_store *store, struct sandbox *sb, bool network_added)
+/* Undoes whatever of RUN exists; each step is safe on what was never done.
+ * A failed CNI DEL stops it before anything goes: the record, the pins
+ * (the netns a retried DEL needs) and the CNI cache entry stay. */
+static int
+teardown (struct sandbox_store *store, struct sandbox *sb, bool network_added, struct husk_error **err)
 {
-  struct husk_error *err = NULL;
+  struct husk_error *rm_err = NULL;
   const char *pins[] = { sb->netns_path, sb->ipcns_path, sb->utsns_path };
   cleanup_free char *shm = NULL;
 
-  if (network_added && network_del (store, sb, &err) < 0)
-    {
-      husk_warn ("%s", err->msg);
-      husk_error_free (&err);
-    }
+  if (network_added && network_del (store, sb, err) < 0)
+    return -1;
   sandbox_pause_kill (sb->pause_pid, sb->pause_start_time);
   for (size_t i = 0; i < 3; i++)
     if (pins[i])
@@ -198,11 +199,37 @@ teardown (struct sandbox_store *store, struct sandbox *sb, bool network_added)
   /* Whatever the record says: the tmpfs must not be emptied by rm_rf. */
   shm = xasprintf ("%s/shm", sb->state_dir);
   sandbox_shm_unmount (shm);
-  if (husk_rm_rf (sb->state_dir, &err) < 0 || husk_rm_rf (sb->dir, &err) < 0)
+  if (husk_rm_rf (sb->state_dir, &rm_err) < 0 || husk_rm_rf (sb->dir, &rm_err) < 0)
     {
-      husk_warn ("%s", err->msg);
+      husk_warn ("%s", rm_err->msg);
+      husk_error_free (&rm_err);
+    }
+  return 0;
+}
+
+/* A pod whose undo failed at CNI DEL: NOTREADY, listed, for
+ * StopPodSandbox/RemovePodSandbox (or kubelet's garbage collection) to
+ * retry the DEL and remove the rest. */
+static void
+keep_failed (struct sandbox_store *store, struct sandbox *sb, bool listed)
+{
+  struct husk_error *err = NULL;
+
+  sandbox_pause_kill (sb->pause_pid, sb->pause_start_time);
+  sb->creating = false;
+  sb->state = SANDBOX_NOTREADY;
+  sb->network_down = false;
+  if (sandbox_save (sb, false, &err) < 0)
+    {
+      husk_warn ("pod sandbox %s: %s", sb->id, err->msg);
       husk_error_free (&err);
     }
+  if (!listed)
+    return;
+  pthread_mutex_lock (&store->lock);
+  store->items = xrealloc (store->items, (store->n + 1) * sizeof *store->items);
+  store->items[store->n++] = sb;
+  pthread_mutex_unlock (&store->lock);
 }
 
 static struct sandbox *
@@ -281,7 +308,7 @@ create (struct sandbox_store *store, struct sandbox *sb, const struct sandbox_sy
     return -1;
   if (namespace_options (sb->config)->pid == RUNTIME__V1__NAMESPACE_MODE__POD)
     {
-      if (sandbox_pause_start (sb->netns_path, sb->ipcns_path, sb->utsns_path, &sb->pause_pid,
+      if (sandbox_pause_start (sb->id, sb->netns_path, sb->ipcns_path, sb->utsns_path, &sb->pause_pid,
                                &sb->pause_start_time, err)
           < 0)
         return -1;
@@ -292,9 +319,11 @@ create (struct sandbox_store *store, struct sandbox *sb, const struct sandbox_sy
     }
   if (sb->netns_path)
     {
+      /* From here a failure is undone with DEL: ADD may have got half-way
+       * (and then its own undo may have failed too). */
+      *network_added = true;
       if (network_add (store, sb, err) < 0)
         return -1;
-      *network_added = true;
     }
   if (sandbox_write_files (sb, host_name, err) < 0)
     return -1;
@@ -354,6 +383,32 @@ finish_run (struct sandbox_store *store, const struct sandbox *reserved_for, str
   pthread_mutex_unlock (&store->lock);
 }
 
+/* A run that failed: undone, or, when its CNI DEL fails too, kept NOTREADY
+ * and listed, as *ERR then says.  Returns SB when it is to be freed. */
+static struct sandbox *
+undo_run (struct sandbox_store *store, struct sandbox *sb, bool network_added, struct husk_error **err)
+{
+  struct husk_error *undo_err = NULL;
+  cleanup_free char *msg = NULL;
+  int errnum;
+
+  if (teardown (store, sb, network_added, &undo_err) == 0)
+    {
+      finish_run (store, sb, NULL);
+      return sb;
+    }
+  errnum = (*err)->errnum;
+  msg = xstrdup ((*err)->msg);
+  husk_error_make (err, 0,
+                   "%s; undoing it failed too (%s): pod sandbox %s stays NOTREADY for RemovePodSandbox", msg,
+                   undo_err->msg, sb->id);
+  (*err)->errnum = errnum;
+  husk_error_free (&undo_err);
+  keep_failed (store, sb, false);
+  finish_run (store, sb, sb);
+  return NULL;
+}
+
 int
 sandbox_run (struct sandbox_store *store, const Runtime__V1__PodSandboxConfig *config,
              const char *runtime_handler, char **id, struct husk_error **err)
@@ -380,10 +435,7 @@ sandbox_run (struct sandbox_store *store, const Runtime__V1__PodSandboxConfig *c
                              sb->name, sb->attempt);
     }
   else if ((ret = create (store, sb, sysctls, n_sysctls, &network_added, err)) < 0)
-    {
-      teardown (store, sb, network_added);
-      finish_run (store, sb, NULL);
-    }
+    sb = undo_run (store, sb, network_added, err);
   else
     {
       *id = xstrdup (sb->id);
@@ -399,15 +451,29 @@ sandbox_run (struct sandbox_store *store, const Runtime__V1__PodSandboxConfig *c
 
 /* What a crash left of one pod: its network (DEL runs from the cached
  * ADD result, and is harmless when ADD never ran), whatever runs in its
- * network namespace, pins and directories. */
+ * network namespace, pins and directories.  A pod whose DEL fails stays
+ * listed, NOTREADY.  Takes SB. */
 static void
-roll_back (struct sandbox_store *store, struct sandbox *sb, const char *why)
+roll_back (struct sandbox_store *store, struct sandbox *sb)
 {
   int killed = sb->netns_path ? sandbox_ns_kill_members (sb->netns_path) : 0;
+  cleanup_free char *why = sb->damaged
+                               ? xasprintf ("its record is damaged (%s) and nothing of it runs", sb->damaged)
+                               : xstrdup ("RunPodSandbox did not finish");
+  struct husk_error *err = NULL;
 
+  if (teardown (store, sb, sb->netns_path != NULL || sb->damaged != NULL, &err) < 0)
+    {
+      husk_warn (
+          "pod sandbox %s: %s: rolling it back failed (%s): listed NOTREADY for RemovePodSandbox to retry",
+          sb->id, why, err->msg);
+      husk_error_free (&err);
+      keep_failed (store, sb, true);
+      return;
+    }
   husk_warn ("pod sandbox %s: %s: rolled back (CNI DEL, %d process(es) killed, pins and files removed)",
              sb->id, why, killed);
-  teardown (store, sb, sb->netns_path != NULL);
+  sandbox_free (sb);
 }
 
 static struct sandbox *
@@ -432,39 +498,98 @@ unreadable_record (struct sandbox_store *store, const char *id)
   return sb;
 }
 
+/* Pins whose ROOT record is gone altogether: removed when their
+ * namespaces are gone; a pod that may be running (ROOT not mounted yet)
+ * is not torn down on a guess.  Appends the ids left alone to *KEPT. */
+static void
+recover_lost_pins (struct sandbox_store *store, const char *id, char ***kept)
+{
+  struct sandbox *sb = unreadable_record (store, id);
+  const char *pins[] = { sb->netns_path, sb->ipcns_path, sb->utsns_path };
+  struct husk_error *err = NULL;
+  bool live = false;
+
+  for (size_t p = 0; p < 3; p++)
+    live = live || sandbox_ns_pinned (pins[p]);
+  if (live)
+    {
+      husk_warn ("pod sandbox %s: no record under %s but its namespaces are pinned: left alone", sb->id,
+                 store->sandboxes_dir);
+      *kept = husk_strv_append (*kept, id);
+    }
+  /* CNI DEL from the cache frees what the plugins hold (a lease, portmap
+   * and masquerade rules) without a namespace. */
+  else if (teardown (store, sb, true, &err) < 0)
+    {
+      husk_warn ("pod sandbox %s: no record and no namespaces, but its CNI DEL failed (%s): its pins dir and "
+                 "CNI cache entry stay until the next start",
+                 sb->id, err->msg);
+      husk_error_free (&err);
+      *kept = husk_strv_append (*kept, id);
+    }
+  else
+    husk_warn ("pod sandbox %s: no record and no namespaces: CNI DEL, files removed", sb->id);
+  sandbox_free (sb);
+}
+
+static bool
+owned (struct sandbox_store *store, char *const *kept, const char *id)
+{
+  for (size_t i = 0; i < store->n; i++)
+    if (strcmp (store->items[i]->id, id) == 0)
+      return true;
+  for (size_t i = 0; kept[i]; i++)
+    if (strcmp (kept[i], id) == 0)
+      return true;
+  return false;
+}
+
+/* CNI cache entries no pod owns (a record removed while its DEL failed,
+ * by an older huskd or by hand): their DEL runs now, from the cache, and
+ * each goes once it worked. */
+static void
+sweep_cni_cache (struct sandbox_store *store, char *const *kept)
+{
+  struct cni_ctx ctx = cni_ctx_of (store);
+  cleanup_strv char **ids = NULL;
+  struct husk_error *err = NULL;
+
+  if (cni_cached_ids (&ctx, &ids, &err) < 0)
+    {
+      husk_warn ("%s", err->msg);
+      husk_error_free (&err);
+      return;
+    }
+  for (size_t i = 0; ids[i]; i++)
+    {
+      struct cni_pod pod = { .container_id = ids[i] };
+
+      if (owned (store, kept, ids[i]))
+        continue;
+      if (cni_del (&ctx, NULL, &pod, &err) < 0)
+        {
+          husk_warn ("CNI cache of %s, which no pod sandbox owns: DEL failed (%s): kept for the next start",
+                     ids[i], err->msg);
+          husk_error_free (&err);
+        }
+      else
+        husk_warn ("CNI cache of %s, which no pod sandbox owns: DEL done, entry removed", ids[i]);
+    }
+}
+
 void
 sandbox_store_recover (struct sandbox_store *store)
 {
+  cleanup_strv char **kept = xcalloc (1, sizeof *kept);
+
   for (size_t i = 0; i < store->n_unfinished; i++)
-    {
-      roll_back (store, store->unfinished[i], "RunPodSandbox did not finish");
-      sandbox_free (store->unfinished[i]);
-    }
+    roll_back (store, store->unfinished[i]);
   store->n_unfinished = 0;
   for (size_t i = 0; store->unreadable[i]; i++)
-    {
-      struct sandbox *sb = unreadable_record (store, store->unreadable[i]);
-      const char *pins[] = { sb->netns_path, sb->ipcns_path, sb->utsns_path };
-      bool live = false;
-
-      for (size_t p = 0; p < 3; p++)
-        live = live || sandbox_ns_pinned (pins[p]);
-      /* A pod that may be running (ROOT not mounted yet, a record this
-       * version cannot read) is not torn down on a guess. */
-      if (live)
-        husk_warn ("pod sandbox %s: no readable record under %s but its namespaces are pinned: left alone",
-                   sb->id, store->sandboxes_dir);
-      else
-        {
-          /* CNI DEL from the cache frees what the plugins hold (a lease,
-           * portmap rules) without a namespace. */
-          husk_warn ("pod sandbox %s: no readable record and no namespaces: CNI DEL, files removed", sb->id);
-          teardown (store, sb, true);
-        }
-      sandbox_free (sb);
-    }
+    recover_lost_pins (store, store->unreadable[i], &kept);
   husk_strvfreep (&store->unreadable);
   store->unreadable = xcalloc (1, sizeof *store->unreadable);
+  sweep_cni_cache (store, kept);
 }
 
 /* ---------------------------------------------------------------- stop, remove */
@@ -508,14 +633,25 @@ release (struct sandbox_store *store, struct sandbox *sb, bool removed)
     sandbox_free (sb);
 }
 
+/* A damaged record may not know its pause process (one of an older huskd,
+ * not named by id): what runs in the pod's netns goes. */
+static void
+kill_pod_processes (struct sandbox *sb)
+{
+  sandbox_pause_kill (sb->pause_pid, sb->pause_start_time);
+  if (sb->damaged && sb->pause_pid <= 0 && sb->netns_path)
+    sandbox_ns_kill_members (sb->netns_path);
+}
+
 static int
 stop_locked (struct sandbox_store *store, struct sandbox *sb, struct husk_error **err)
 {
   if (sb->network_down)
     return 0;
-  if (sb->netns_path && network_del (store, sb, err) < 0)
+  /* A damaged record's CNI cache entry says where it was attached. */
+  if ((sb->netns_path || sb->damaged) && network_del (store, sb, err) < 0)
     return -1;
-  sandbox_pause_kill (sb->pause_pid, sb->pause_start_time);
+  kill_pod_processes (sb);
   /* The pod's tmpfs pages go now, not when kubelet gets to removing it:
    * containers that still hold it keep their own mount of it. */
   if (sb->ipcns_path)
@@ -554,7 +690,7 @@ sandbox_remove (struct sandbox_store *store, const char *id, struct husk_error *
       release (store, sb, false);
       return -1;
     }
-  teardown (store, sb, false);
+  teardown (store, sb, false, NULL);
   release (store, sb, true);
   return 0;
 }

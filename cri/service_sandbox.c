@@ -317,14 +317,16 @@ cri_pod_status_free (Runtime__V1__PodSandboxStatus *status)
   free (view);
 }
 
-/* verbose: where the pod's namespaces and files are, as JSON "info". */
+/* verbose: where the pod's namespaces and files are, as JSON "info"
+ * (and why its record could not be read, when it could not). */
 static char *
 status_info_json (const struct sandbox *sb)
 {
-  json_t *doc = json_pack ("{s:i, s:s?, s:s?, s:s?, s:s?, s:s, s:s, s:s, s:s?}", "pid", (int) sb->pause_pid,
-                           "netns", sb->netns_path, "ipcns", sb->ipcns_path, "utsns", sb->utsns_path, "pidns",
-                           sb->pidns_path, "hostname", sb->hostname_path, "hosts", sb->hosts_path,
-                           "resolv_conf", sb->resolv_conf_path, "cgroup_parent", sb->cgroup_parent);
+  json_t *doc
+      = json_pack ("{s:i, s:s?, s:s?, s:s?, s:s?, s:s, s:s, s:s, s:s?, s:s?}", "pid", (int) sb->pause_pid,
+                   "netns", sb->netns_path, "ipcns", sb->ipcns_path, "utsns", sb->utsns_path, "pidns",
+                   sb->pidns_path, "hostname", sb->hostname_path, "hosts", sb->hosts_path, "resolv_conf",
+                   sb->resolv_conf_path, "cgroup_parent", sb->cgroup_parent, "record_damaged", sb->damaged);
   char *text = json_dumps (doc, JSON_COMPACT);
 
   json_decref (doc);

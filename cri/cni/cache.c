@@ -38,7 +38,8 @@ cni_cache_path (const char *cache_dir, const char *network, const char *containe
 }
 
 int
-cni_cache_write (const char *cache_dir, const struct cni_cache_entry *entry, struct husk_error **err)
+cni_cache_write (const char *cache_dir, const struct cni_cache_entry *entry, bool durable,
+                 struct husk_error **err)
 {
   cleanup_free char *path = cni_cache_path (cache_dir, entry->network, entry->container_id);
   cleanup_free char *text = NULL;
@@ -52,11 +53,15 @@ cni_cache_write (const char *cache_dir, const struct cni_cache_entry *entry, str
                     "config", entry->config, "runtimeConfig", entry->runtime_config, "result", entry->result);
   if (json == NULL)
     return husk_error_make (err, EINVAL, "encode the CNI cache entry `%s`", path);
+  if (entry->del_started)
+    json_object_set_new (json, "delStarted", json_true ());
   text = json_dumps (json, JSON_COMPACT);
   json_decref (json);
   if (text == NULL)
     return husk_error_make (err, ENOMEM, "encode the CNI cache entry `%s`", path);
-  return husk_write_file_atomic (path, text, strlen (text), 0600, err);
+  if (durable)
+    return husk_write_file_atomic (path, text, strlen (text), 0600, err);
+  return husk_write_file_replace (path, text, strlen (text), 0600, err);
 }
 
 static char *
@@ -89,6 +94,7 @@ entry_from_json (json_t *json, const char *path, struct cni_cache_entry **out, s
   entry->config = object_field (json, "config");
   entry->runtime_config = object_field (json, "runtimeConfig");
   entry->result = object_field (json, "result");
+  entry->del_started = json_is_true (json_object_get (json, "delStarted"));
   if (!entry->network || !entry->container_id || !entry->ifname || !entry->netns || !entry->cni_args
       || !entry->config)
     {
@@ -188,5 +194,53 @@ cni_cache_find (const char *cache_dir, const char *container_id, struct cni_cach
   *entries = found.entries;
   *paths = found.paths;
   *n = found.n;
+  return 0;
+}
+
+static bool
+is_entry_name (const char *name)
+{
+  return husk_str_has_suffix (name, ".json") && name[0] != '.';
+}
+
+int
+cni_cached_ids (const struct cni_ctx *ctx, char ***ids, struct husk_error **err)
+{
+  const char *cache_dir = ctx && ctx->cache_dir ? ctx->cache_dir : CNI_DEFAULT_CACHE_DIR;
+  cleanup_dir DIR *dir = opendir (cache_dir);
+  char **found = xcalloc (1, sizeof *found);
+  struct dirent *de;
+
+  if (dir == NULL && errno != ENOENT)
+    {
+      free (found);
+      return husk_error_make (err, errno, "open the CNI cache dir `%s`", cache_dir);
+    }
+  while (dir != NULL && (de = readdir (dir)) != NULL)
+    {
+      cleanup_free char *path = NULL;
+      struct cni_cache_entry *entry = NULL;
+      struct husk_error *entry_err = NULL;
+
+      if (!is_entry_name (de->d_name))
+        continue;
+      path = xasprintf ("%s/%s", cache_dir, de->d_name);
+      if (cni_cache_read (path, &entry, &entry_err) < 0)
+        {
+          husk_warn ("skip CNI cache entry: %s", entry_err->msg);
+          husk_error_free (&entry_err);
+          continue;
+        }
+      if (entry != NULL)
+        {
+          bool seen = false;
+          for (size_t i = 0; found[i] && !seen; i++)
+            seen = strcmp (found[i], entry->container_id) == 0;
+          if (!seen)
+            found = husk_strv_append (found, entry->container_id);
+        }
+      cni_cache_entry_free (entry);
+    }
+  *ids = found;
   return 0;
 }

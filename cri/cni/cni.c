@@ -463,6 +463,25 @@ netns_for_del (const char *netns)
   return netns;
 }
 
+/* DEL for the whole list.  SWEEP (or no netns to give the plugins): then
+ * the rules the plugins tagged for the pod and left go too; a failure
+ * there is only a warning, since it must not keep the pod forever. */
+static int
+del_list (const struct cni_ctx *ctx, const struct attachment *att, bool sweep, struct husk_error **err)
+{
+  struct husk_error *sweep_err = NULL;
+
+  if (run_list (ctx, att, CNI_DEL, NULL, err) < 0)
+    return -1;
+  if ((sweep || att->netns[0] == '\0')
+      && cni_rules_sweep (ctx, att->net->name, att->container_id, &sweep_err) < 0)
+    {
+      husk_warn ("%s", sweep_err->msg);
+      husk_error_free (&sweep_err);
+    }
+  return 0;
+}
+
 /* After a failed ADD: DEL for the whole list, as the spec asks, and the
  * cache entry goes once that worked. */
 static int
@@ -474,7 +493,7 @@ undo_add (const struct cni_ctx *ctx, const struct attachment *att, json_t *parti
 
   undo.cached_result = partial_result;
   undo.netns = netns_for_del (att->netns);
-  if (run_list (ctx, &undo, CNI_DEL, NULL, &del_err) < 0)
+  if (del_list (ctx, &undo, false, &del_err) < 0)
     {
       if (err && *err)
         {
@@ -499,7 +518,7 @@ add_and_cache (const struct cni_ctx *ctx, const struct attachment *att, struct c
   if (cni_result_from_json (*final, result, err) < 0)
     return husk_error_wrap (err, "network `%s`", att->net->name);
   entry->result = *final;
-  if (cni_cache_write (ctx_cache_dir (ctx), entry, err) < 0)
+  if (cni_cache_write (ctx_cache_dir (ctx), entry, true, err) < 0)
     {
       cni_result_free (*result);
       *result = NULL;
@@ -539,7 +558,7 @@ cni_add (const struct cni_ctx *ctx, const struct cni_network *net, const struct 
                                    .runtime_config = runtime_config };
   cache_path = cni_cache_path (ctx_cache_dir (ctx), net->name, pod->container_id);
   /* Written first, so a DEL after a crash mid-ADD still knows the ports. */
-  ret = cni_cache_write (ctx_cache_dir (ctx), &entry, err);
+  ret = cni_cache_write (ctx_cache_dir (ctx), &entry, true, err);
   if (ret == 0 && add_and_cache (ctx, &att, &entry, &final, result, err) < 0)
     ret = undo_add (ctx, &att, final, cache_path, err);
   json_decref (final);
@@ -580,13 +599,31 @@ cni_check (const struct cni_ctx *ctx, const struct cni_network *net, const struc
   return ret;
 }
 
+/* A DEL cut short (huskd killed, a plugin failing) may have deleted the
+ * pod's interface already, and the bridge plugin's retry then leaves its
+ * masquerade rules: the entry says a DEL began, so the retry sweeps them.
+ * Not fsync'd: a power loss clears iptables too. */
+static void
+mark_del_started (const struct cni_ctx *ctx, struct cni_cache_entry *entry)
+{
+  struct husk_error *err = NULL;
+
+  entry->del_started = true;
+  if (cni_cache_write (ctx_cache_dir (ctx), entry, false, &err) < 0)
+    {
+      husk_warn ("%s", err->msg);
+      husk_error_free (&err);
+    }
+}
+
 /* DEL with what ADD cached: its config, interface, args, port mappings and
  * result.  The entry goes only once DEL worked, so a retry has it too. */
 static int
-del_cached (const struct cni_ctx *ctx, const struct cni_pod *pod, const struct cni_cache_entry *entry,
+del_cached (const struct cni_ctx *ctx, const struct cni_pod *pod, struct cni_cache_entry *entry,
             const char *path, struct husk_error **err)
 {
   struct cni_network *cached_net = NULL;
+  bool retry = entry->del_started;
   int ret;
 
   if (cni_network_from_json (entry->config, path, &cached_net, err) < 0)
@@ -598,7 +635,9 @@ del_cached (const struct cni_ctx *ctx, const struct cni_pod *pod, const struct c
                             .cni_args = entry->cni_args,
                             .runtime_config = entry->runtime_config,
                             .cached_result = entry->result };
-  ret = run_list (ctx, &att, CNI_DEL, NULL, err);
+  if (!retry)
+    mark_del_started (ctx, entry);
+  ret = del_list (ctx, &att, retry, err);
   cni_network_free (cached_net);
   if (ret < 0)
     return -1;
@@ -624,7 +663,7 @@ del_uncached (const struct cni_ctx *ctx, const struct cni_network *net, const st
                             .ifname = pod->ifname ? pod->ifname : CNI_DEFAULT_IFNAME,
                             .cni_args = cni_args,
                             .runtime_config = runtime_config };
-  ret = run_list (ctx, &att, CNI_DEL, NULL, err);
+  ret = del_list (ctx, &att, false, err);
   json_decref (runtime_config);
   return ret;
 }

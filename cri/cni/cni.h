@@ -117,6 +117,9 @@ struct cni_ctx
   const char *bin_dirs;  /* colon list; NULL: CNI_DEFAULT_BIN_DIRS */
   const char *cache_dir; /* NULL: CNI_DEFAULT_CACHE_DIR */
   int timeout_s;         /* per plugin exec; 0: CNI_DEFAULT_TIMEOUT_S */
+  /* Where iptables-save and iptables-restore (and ip6tables-*) are looked
+   * up for removing the rules a DEL left; NULL: the usual sbin and bin. */
+  const char *tools_path;
 };
 
 /* A CRI PortMapping.  Those with host_port <= 0 are not passed on. */
@@ -160,9 +163,18 @@ int cni_check (const struct cni_ctx *ctx, const struct cni_network *net, const s
  * the config, port mappings and result cached at ADD, then removes the
  * cache entry.  NET (may be NULL) is also torn down, without a prevResult,
  * when nothing was cached for it.  Idempotent: deleting what was never
- * added, or twice, succeeds. */
+ * added, or twice, succeeds.  A DEL without the netns (gone) or a retry of
+ * one that did not finish is followed by the removal of the iptables
+ * rules the plugins tagged for the pod and left (see rules.c); that one
+ * only warns when it fails.  The cache entry goes once DEL worked, so a
+ * failed DEL is retried with all ADD cached. */
 int cni_del (const struct cni_ctx *ctx, const struct cni_network *net, const struct cni_pod *pod,
              struct husk_error **err);
+
+/* The container ids with a readable cache entry (each once; a NULL-
+ * terminated list the caller frees), for a sweep of those no pod owns any
+ * more.  Unreadable entries are named in a warning. */
+int cni_cached_ids (const struct cni_ctx *ctx, char ***ids, struct husk_error **err);
 
 /* The cached ADD result of CONTAINER_ID on NETWORK, or *RESULT = NULL when
  * none is cached (for PodSandboxStatus after a restart). */

@@ -117,7 +117,8 @@ static __attribute__ ((noreturn)) void
 plugin_child (const struct cni_exec *exec, const struct plugin_pipes *pipes, const sigset_t *empty_mask,
               pid_t parent)
 {
-  char *const argv[] = { (char *) exec->path, NULL };
+  char *const default_argv[] = { (char *) exec->path, NULL };
+  char *const *argv = exec->argv ? exec->argv : default_argv;
   int exec_errno;
 
   /* Its own process group, so a timeout also kills what it started; and

@@ -40,12 +40,14 @@ struct cni_cache_entry
   json_t *config;         /* the conflist ADD used */
   json_t *runtime_config; /* the pod's capability values */
   json_t *result;
+  bool del_started; /* a DEL began: a retry must not trust the plugins alone */
 };
 
 void cni_cache_entry_free (struct cni_cache_entry *entry);
 char *cni_cache_path (const char *cache_dir, const char *network, const char *container_id);
-/* Writes it atomically (creating CACHE_DIR). */
-int cni_cache_write (const char *cache_dir, const struct cni_cache_entry *entry, struct husk_error **err);
+/* Writes it atomically (creating CACHE_DIR); DURABLE: fsync'd too. */
+int cni_cache_write (const char *cache_dir, const struct cni_cache_entry *entry, bool durable,
+                     struct husk_error **err);
 /* *OUT = NULL when PATH does not exist. */
 int cni_cache_read (const char *path, struct cni_cache_entry **out, struct husk_error **err);
 /* Every entry of CONTAINER_ID, with the path each was read from. */
@@ -53,11 +55,26 @@ int cni_cache_find (const char *cache_dir, const char *container_id, struct cni_
                     char ***paths, size_t *n, struct husk_error **err);
 int cni_cache_remove (const char *path, struct husk_error **err);
 
+/* ---------------------------------------------------------------- rules */
+
+/* The iptables-restore script (`--noflush`) that deletes what DUMP (an
+ * iptables-save output) holds of one attachment: the rules tagged
+ * `name: "NETWORK" id: "CONTAINER_ID"`, then the per-pod chains they jump
+ * to (or, left empty, named from the hash the plugins use) that nothing
+ * else reaches; NULL when there is nothing.  The counts are for the log. */
+char *cni_rules_plan (const char *dump, const char *network, const char *container_id, size_t *n_rules,
+                      size_t *n_chains);
+/* Runs that for IPv4 and IPv6 (a family whose tools are missing is
+ * skipped), logging what went. */
+int cni_rules_sweep (const struct cni_ctx *ctx, const char *network, const char *container_id,
+                     struct husk_error **err);
+
 /* ---------------------------------------------------------------- exec */
 
 struct cni_exec
 {
   const char *path;
+  char *const *argv; /* NULL: { path } (plugins get no arguments) */
   char *const *envp;
   const char *input;
   size_t input_len;

@@ -14,6 +14,7 @@
 #include "cri/config.h"
 #include "cri/rpc/server.h"
 #include "cri/service.h"
+#include "husk/cleanup.h"
 #include "husk/util.h"
 
 struct huskd_args
@@ -137,6 +138,31 @@ lock_dir (const char *dir, const char *what, struct husk_error **err)
   return 0; /* the fd stays open: the lock lives as long as huskd */
 }
 
+/* What writes cut short by a crash left: the temp files of atomic writes
+ * whose writer is gone, where huskd, its monitors and the runtime write
+ * (records of pods, containers and images, the CNI cache, runtime state
+ * and exit files), two levels below --root and --state: never inside a
+ * container's or a layer's files. */
+static void
+sweep_stale_tmp (const struct huskd_config *cfg)
+{
+  const char *dirs[] = { cfg->root, cfg->state };
+
+  for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++)
+    {
+      cleanup_strv char **removed = NULL;
+      struct husk_error *err = NULL;
+
+      if (husk_remove_stale_tmp (dirs[i], 2, &removed, &err) < 0)
+        {
+          husk_warn ("sweep temp files under %s: %s", dirs[i], err->msg);
+          husk_error_free (&err);
+        }
+      for (size_t j = 0; removed && removed[j]; j++)
+        husk_log (HUSK_LOG_INFO, "removed `%s`: a write cut short (its writer is gone)", removed[j]);
+    }
+}
+
 static int
 serve (struct huskd_config *cfg, struct husk_error **err)
 {
@@ -161,6 +187,7 @@ serve (struct huskd_config *cfg, struct husk_error **err)
   pthread_sigmask (SIG_BLOCK, &stop_signals, NULL);
   if (lock_dir (cfg->root, "--root", err) < 0 || lock_dir (cfg->state, "--state", err) < 0)
     return -1;
+  sweep_stale_tmp (cfg);
   if (cri_service_init (&svc, cfg, err) < 0)
     return -1;
   methods = cri_service_methods (&svc, &n);

@@ -34,6 +34,11 @@ int husk_write_file_atomic (const char *path, const void *data, size_t len, mode
  * may lose it.  For volatile state under /run. */
 int husk_write_file_replace (const char *path, const void *data, size_t len, mode_t mode,
                              struct husk_error **err);
+/* Removes the temp files those two leave when their writer dies before the
+ * rename (PATH.tmp.PID.TID whose PID is gone), in DIR and LEVELS levels of
+ * directories below it, on DIR's filesystem only.  *REMOVED: their paths
+ * (NULL-terminated; the caller frees). */
+int husk_remove_stale_tmp (const char *dir, int levels, char ***removed, struct husk_error **err);
 /* Writes an existing file in place (for /proc and cgroup files). */
 int husk_write_file (const char *path, const char *data, size_t len, struct husk_error **err);
 

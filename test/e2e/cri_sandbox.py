@@ -388,15 +388,19 @@ def test_recovery(h, state):
 
     pod, info = crashed_pod(h, "unfinished", unfinished)
     check_rolled_back(h, pod, info, "a RunPodSandbox that did not finish", before)
-    # A record huskd cannot read, or ROOT not there (not mounted yet), while
-    # the pod's namespaces are pinned: the pod may be running, so it is left
-    # alone; with the record back it is whole again.
+    # A record huskd cannot read while the pod's namespaces are pinned: the
+    # pod may be running, so it is listed NOTREADY and left running until
+    # Stop or Remove.  ROOT not there (not mounted yet): not listed, left
+    # alone.  With the record back the pod is whole again.
     hidden = os.path.join(WORK, "hidden")
-    for name, path_of in (("a record that cannot be read", lambda p: os.path.join(ROOT, "sandboxes", p, "state.json")),
-                          ("pins without a record", lambda p: os.path.join(ROOT, "sandboxes", p))):
+    for name, path_of, listed in (
+            ("a record that cannot be read", lambda p: os.path.join(ROOT, "sandboxes", p, "state.json"), True),
+            ("pins without a record", lambda p: os.path.join(ROOT, "sandboxes", p), False)):
         pod, info = crashed_pod(h, "hidden-" + name.split()[0], lambda p, i: os.rename(path_of(p), hidden))
-        ok(pod not in h.list() and alive(info["pid"]) and in_mounts(info["netns"]),
-           f"{name}, namespaces pinned: not listed, left alone (pause alive, pins mounted)")
+        shown = pod in h.list() and h.status(pod).status.state == pb.SANDBOX_NOTREADY
+        ok(shown == listed and alive(info["pid"]) and in_mounts(info["netns"]),
+           f"{name}, namespaces pinned: {'listed NOTREADY' if listed else 'not listed'}, "
+           "left running (pause alive, pins mounted)")
         h.kill9()
         os.rename(hidden, path_of(pod))
         h.start()
@@ -404,17 +408,16 @@ def test_recovery(h, state):
         h.remove(pod)
         left = leftovers([pod], before)
         ok(left == [] and wait_gone(info["pid"]), f"{name}: then removed, nothing is left", left)
-    # Without live namespaces the files of an unreadable record go.
+    # Without anything of it running the files of an unreadable record go,
+    # its network too: the masquerade rules the bridge plugin cannot find
+    # without the pod's interface are removed by their CNI comment.
     pod, info = crashed_pod(h, "gone", lambda p, i: (os.unlink(os.path.join(ROOT, "sandboxes", p, "state.json")),
                                                       [subprocess.run(["umount", "-l", i[k]]) for k in
                                                        ("netns", "ipcns", "utsns")],
                                                       os.kill(i["pid"], 9)))
-    # Debian's bridge plugin finds the addresses of its ipMasq rules on the
-    # pod's interface, so without the namespace it cannot remove them (a
-    # reboot, the usual way namespaces go, clears iptables anyway).
-    left = [x for x in leftovers([pod], before) if '--comment "name: ' not in x]
+    left = leftovers([pod], before)
     ok(pod not in h.list() and left == [],
-       "an unreadable record whose namespaces are gone: CNI DEL from the cache (lease, port mapping), files removed",
+       "an unreadable record of which nothing runs: rolled back (lease, port mapping, masquerade rules, files)",
        left)
 
 

@@ -295,7 +295,8 @@ main (int argc, char **argv)
 EOF
 	local jansson_cflags jansson_libs
 	read -ra jansson_cflags <<<"$(pkg-config --cflags jansson)"
-	read -ra jansson_libs <<<"$(pkg-config --libs jansson)"
+	# libcrypto: the CNI client hashes chain names (cri/cni/rules.c).
+	read -ra jansson_libs <<<"$(pkg-config --libs jansson libcrypto)"
 	gcc -std=gnu11 -O1 -Wall -Werror -D_GNU_SOURCE -I"$REPO_DIR/include" -I"$REPO_DIR" \
 		"${jansson_cflags[@]}" -o "$DRIVER" "$DRIVER.c" \
 		"$BUILD_DIR/libhusk-cri.a" "$BUILD_DIR/libhusk-common.a" "${jansson_libs[@]}" -lpthread
