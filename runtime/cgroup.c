@@ -339,28 +339,57 @@ cgroup_exists (const char *path)
   return false;
 }
 
+/* Appends the pids of PROCS (one per line) that LIST does not hold yet. */
+static void
+add_pids (char *procs, pid_t **list, size_t *count, size_t *cap)
+{
+  char *line, *save = NULL;
+
+  for (line = strtok_r (procs, "\n", &save); line; line = strtok_r (NULL, "\n", &save))
+    {
+      pid_t pid = (pid_t) atoi (line);
+      bool seen = false;
+
+      for (size_t i = 0; i < *count && !seen; i++)
+        seen = (*list)[i] == pid;
+      if (seen)
+        continue;
+      if (*count == *cap)
+        *list = xrealloc (*list, (*cap *= 2) * sizeof **list);
+      (*list)[(*count)++] = pid;
+    }
+}
+
 int
 cgroup_pids (const char *path, pid_t **pids, size_t *n, struct husk_error **err)
 {
   cleanup_strv char **dirs = cgroup_dirs (path);
-  cleanup_free char *procs = NULL;
-  cleanup_free char *content = NULL;
-  size_t count = 0, cap = 16;
-  pid_t *list;
-  char *line, *save = NULL;
+  size_t count = 0, cap = 16, found = 0;
+  pid_t *list = xmalloc (cap * sizeof *list);
 
-  /* Every hierarchy holds the same processes: the first one there. */
-  for (size_t i = 0; dirs[i] && procs == NULL; i++)
-    if (access (dirs[i], F_OK) == 0 || dirs[i + 1] == NULL)
-      procs = xasprintf ("%s/cgroup.procs", dirs[i]);
-  if (husk_read_file (procs, &content, NULL, err) < 0)
-    return -1;
-  list = xmalloc (cap * sizeof *list);
-  for (line = strtok_r (content, "\n", &save); line; line = strtok_r (NULL, "\n", &save))
+  /* The union over every hierarchy: they hold the same processes, except
+   * while a process joins them one by one — a create killed then leaves its
+   * init in some only (on a hybrid host, often the unified one alone). */
+  for (size_t i = 0; dirs[i]; i++)
     {
-      if (count == cap)
-        list = xrealloc (list, (cap *= 2) * sizeof *list);
-      list[count++] = (pid_t) atoi (line);
+      cleanup_free char *procs = xasprintf ("%s/cgroup.procs", dirs[i]);
+      cleanup_free char *content = NULL;
+      struct husk_error *ignored = NULL;
+
+      if (access (dirs[i], F_OK) < 0 && (found > 0 || dirs[i + 1] != NULL))
+        continue;
+      if (husk_read_file (procs, &content, NULL, found > 0 ? &ignored : err) < 0)
+        {
+          if (found > 0)
+            {
+              husk_error_free (&ignored);
+              continue;
+            }
+          free (list);
+          return -1;
+        }
+      found++;
+      add_pids (content, &list, &count, &cap);
     }
   *pids = list;
   *n = count;
@@ -406,8 +435,17 @@ cgroup_kill_all (const char *path, int sig, struct husk_error **err)
   bool thaw = false;
   int ret;
 
+  /* On a hybrid host cgroup.kill reaches only the unified hierarchy's
+   * members; one that joined only v1 ones (a create killed midway) gets
+   * the signal from the union of their cgroup.procs. */
   if (kill_path)
-    return husk_write_file (kill_path, "1", 1, err);
+    {
+      cleanup_strv char **dirs = cgroup_dirs (path);
+
+      if (husk_write_file (kill_path, "1", 1, err) < 0)
+        return -1;
+      return dirs[0] && dirs[1] ? signal_pids (path, sig, err) : 0;
+    }
   /* Without cgroup.kill a forking process could escape the signal: freeze
    * it first where the v1 freezer can. */
   if (cgroup_locate (path, "freezer", &freezer) == CGROUP_V1 && !cgroup_v1_frozen (freezer))

@@ -1111,6 +1111,49 @@ test_freeze_and_kill (void **state)
   assert_null (err);
 }
 
+/* A create killed while its init joined the hierarchies one by one leaves
+ * the init in some of them only (on this hybrid host: the unified one, the
+ * last of cgroup_dirs).  It is still found, killed, and the cgroup goes. */
+static void
+test_kill_half_joined (void **state)
+{
+  struct fixture *fx = *state;
+  const char *cgroup = real_cgroup (fx);
+  cleanup_strv char **dirs = cgroup_dirs (cgroup);
+  struct husk_error *err = NULL;
+  size_t last = husk_strv_len (dirs) - 1;
+  cleanup_free char *procs = xasprintf ("%s/cgroup.procs", dirs[last]);
+  cleanup_free char *pid_text = NULL;
+  pid_t *pids = NULL;
+  size_t n = 0;
+  int status;
+
+  fx->child = fork ();
+  assert_true (fx->child >= 0);
+  if (fx->child == 0)
+    {
+      alarm (20); /* a kill that missed it fails the test, not hangs it */
+      pause ();
+      _exit (0);
+    }
+  pid_text = xasprintf ("%d", (int) fx->child);
+  assert_int_equal (husk_write_file (procs, pid_text, strlen (pid_text), &err), 0);
+  assert_int_equal (cgroup_pids (cgroup, &pids, &n, &err), 0);
+  assert_int_equal (n, 1);
+  assert_int_equal (pids[0], fx->child);
+  free (pids);
+
+  assert_int_equal (cgroup_kill_all (cgroup, SIGKILL, &err), 0);
+  assert_int_equal (waitpid (fx->child, &status, 0), fx->child);
+  assert_true (WIFSIGNALED (status) && WTERMSIG (status) == SIGKILL);
+  fx->child = 0;
+  assert_int_equal (cgroup_destroy (cgroup, &err), 0);
+  assert_false (cgroup_exists (cgroup));
+  free (fx->real);
+  fx->real = NULL;
+  assert_null (err);
+}
+
 /* --------------------------------------------------------------- stats */
 
 static void
@@ -1193,6 +1236,7 @@ main (void)
     cmocka_unit_test_setup_teardown (test_v1_stats, setup, teardown),
     cmocka_unit_test_setup_teardown (test_every_hierarchy, setup, teardown),
     cmocka_unit_test_setup_teardown (test_freeze_and_kill, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_kill_half_joined, setup, teardown),
     cmocka_unit_test_setup_teardown (test_stats, setup, teardown),
   };
 

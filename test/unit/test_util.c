@@ -63,8 +63,8 @@ test_remove_stale_tmp (void **state)
   cleanup_free char *stale_deeper = xasprintf ("a/b/config.pb.tmp.%d.7", dead);
   cleanup_free char *too_deep = xasprintf ("a/b/c/x.tmp.%d.7", dead);
   cleanup_free char *live = xasprintf ("index.json.tmp.%d.%d", (int) getpid (), (int) gettid ());
-  cleanup_free char *not_ours[] = { xasprintf ("notes.tmp.%d", dead), xasprintf ("x.tmp.%d.y", dead),
-                                    xasprintf (".tmp.%d.1", dead), xasprintf ("x.tmp.-%d.1", dead) };
+  char *not_ours[] = { xasprintf ("notes.tmp.%d", dead), xasprintf ("x.tmp.%d.y", dead),
+                       xasprintf (".tmp.%d.1", dead), xasprintf ("x.tmp.-%d.1", dead) };
   cleanup_strv char **removed = NULL;
   struct husk_error *err = NULL;
 
@@ -96,6 +96,8 @@ test_remove_stale_tmp (void **state)
   assert_int_equal (husk_remove_stale_tmp ("/nonexistent/husk", 2, &removed, &err), 0);
   assert_null (removed[0]);
   assert_int_equal (husk_rm_rf (dir, &err), 0);
+  for (size_t i = 0; i < 4; i++)
+    free (not_ours[i]);
 }
 
 int
