@@ -15,6 +15,8 @@ set -uo pipefail
 REPO_DIR=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=hack/cni-rules.sh
 . "$REPO_DIR/hack/cni-rules.sh"
+# shellcheck source=hack/free-subnet.sh
+. "$REPO_DIR/hack/free-subnet.sh"
 BUILD_DIR=${BUILD_DIR:-$REPO_DIR/build}
 HUSKD=${HUSKD:-$BUILD_DIR/huskd}
 CONTAINERD=${CONTAINERD:-/usr/bin/containerd}
@@ -24,9 +26,9 @@ PODS=${1:-20}
 IPAM_DIR=/var/lib/cni/networks
 FORWARD_BEFORE=$(cat /proc/sys/net/ipv4/ip_forward)
 VAR_LIB_CNI_BEFORE=$([ -d /var/lib/cni ] && echo yes)
-# name bridge subnet, per runtime
-NET_HUSK=(husk-bench-husk-$$ hkbh$(($$ % 100000)) 10.88.90)
-NET_CTRD=(husk-bench-ctrd-$$ hkbc$(($$ % 100000)) 10.88.91)
+# name bridge subnet, per runtime (the subnets: free ones, held for the run)
+NET_HUSK=(husk-bench-husk-$$ hkbh$(($$ % 100000)) "")
+NET_CTRD=(husk-bench-ctrd-$$ hkbc$(($$ % 100000)) "")
 
 die() {
 	echo "bench-cri: $*" >&2
@@ -81,11 +83,14 @@ cleanup() {
 	remove_net "${NET_HUSK[@]}"
 	remove_net "${NET_CTRD[@]}"
 	[ -z "$VAR_LIB_CNI_BEFORE" ] && rmdir "$IPAM_DIR" /var/lib/cni 2>/dev/null
-	[ "$FORWARD_BEFORE" = 0 ] && echo 0 >/proc/sys/net/ipv4/ip_forward
+	[ "$(cat /proc/sys/net/ipv4/ip_forward)" != "$FORWARD_BEFORE" ] &&
+		echo "$FORWARD_BEFORE" >/proc/sys/net/ipv4/ip_forward
+	release_subnets
 	rm -rf --one-file-system "$W"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
+NET_HUSK[2]=$(free_subnet) && NET_CTRD[2]=$(free_subnet) || die "no free 10.x.y.0/24 subnet for the bridges"
 
 write_conflist() { # DIR NAME BRIDGE SUBNET_PREFIX
 	mkdir -p "$1"

@@ -134,6 +134,8 @@ def leftovers(ids, pids=()):
     left += [f"runtime state {i}" for i in ids if os.path.exists(os.path.join(STATE, "runtime", i))]
     left += [f"monitor {p} of {i}" for i in ids for p in monitors_of(i)]
     left += [f"process {p}" for p in pids if proc_alive(p)]
+    exits = os.path.join(STATE, "exits")
+    left += [f"exit file {f}" for f in os.listdir(exits) if any(f.startswith(i) for i in ids)]
     return left
 
 
@@ -192,6 +194,8 @@ def test_monitor_killed(c, s):
     """kill -9 the monitor of a running container: it goes on RUNNING (its
     init lives); StopContainer kills it and Stop+Remove finish promptly."""
     cid, pid, mon = run(c, s["pod"], s["pod_config"], "lost-run")
+    # The monitor's answer to it (exits/ID.reopen) must go with the container.
+    c.call("ReopenContainerLog", pb.ReopenContainerLogRequest(container_id=cid), pb.ReopenContainerLogResponse)
     kill9(mon)
     time.sleep(0.3)
     st = c.status(cid)
