@@ -22,6 +22,7 @@
 #include "cri/service.h"
 #include "husk/cleanup.h"
 #include "husk/util.h"
+#include "runtime/state.h"
 
 #define MONITOR_KEY "monitor:"
 #define INIT_KEY "init:"
@@ -192,19 +193,6 @@ init_exit_status (const struct cri_container *c, int pidfd, int *wait_status)
   return false;
 }
 
-static char *
-timestamp_now (void)
-{
-  struct timespec now;
-  struct tm tm;
-  char date[32];
-
-  clock_gettime (CLOCK_REALTIME, &now);
-  gmtime_r (&now.tv_sec, &tm);
-  strftime (date, sizeof date, "%Y-%m-%dT%H:%M:%S", &tm);
-  return xasprintf ("%s.%09ldZ", date, now.tv_nsec);
-}
-
 /* The exit file of C as its monitor would have written it, plus a reason
  * and a message; never over one that is there (RENAME_NOREPLACE: the
  * monitor's own, or another thread's stand-in). */
@@ -215,7 +203,7 @@ write_lost_exit (struct cri_service *svc, const struct cri_container *c, bool kn
   int code = !known ? 255 : sig ? 128 + sig : WEXITSTATUS (wait_status);
   cleanup_free char *path = container_store_exit_path (svc->containers, c->id);
   cleanup_free char *tmp = xasprintf ("%s/.lost-%s.%d", svc->containers->exit_dir, c->id, (int) gettid ());
-  cleanup_free char *finished_at = timestamp_now ();
+  cleanup_free char *finished_at = state_now_rfc3339 ();
   cleanup_free char *message
       = known ? xasprintf ("husk-monitor (pid %d) was lost; huskd saw the container's init (pid %d) exit",
                            (int) c->monitor_pid, (int) c->pid)
