@@ -61,16 +61,20 @@ umount_under() { # DIR: deepest first
 	done
 }
 
-# The cgroups of the containers a failed run left (named by their ids, in
-# every hierarchy), and what still runs in them: a container's processes
-# (after pivot_root) do not show their root as inside $W to kill_procs_of.
-# A killed process may take a moment to leave its cgroup.
+# The cgroups of the containers a run left (named by their ids, in every
+# hierarchy; the ids: on disk, or in $W/ids that crash_cri.py writes), and
+# what still runs in them: a container's processes (after pivot_root) do
+# not show their root as inside $W to kill_procs_of.  A killed process may
+# take a moment to leave its cgroup.
 remove_cgroups() {
 	local pattern=() dirs path id _try
 	for path in "$W"/root/containers/* "$W"/state/runtime/*; do
 		id=${path##*/}
 		[[ $id =~ ^[0-9a-f]{64}$ ]] && pattern+=(-e "$id")
 	done
+	while read -r id; do
+		[[ $id =~ ^[0-9a-f]{64}$ ]] && pattern+=(-e "$id")
+	done < <(sort -u "$W/ids" 2>/dev/null)
 	[ ${#pattern[@]} -gt 0 ] || return 0
 	for _try in $(seq 30); do
 		dirs=$(find /sys/fs/cgroup -depth -type d 2>/dev/null | grep -F "${pattern[@]}")

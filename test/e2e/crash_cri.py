@@ -409,6 +409,8 @@ def check_round(n, c, results, base, log_offset):
     ids = acked | set(listed)
     ids |= {os.path.basename(d).split(".")[0] for d in container_dirs() - base["dirs"]}
     ids |= set(HEX64.findall(log_since(log_offset))) - {POD_ID}
+    with open(os.path.join(WORK, "ids"), "a") as f:  # for the shell's trap: the cgroups it removes
+        f.write("".join(i + "\n" for i in sorted(ids)))
     for cid in listed:
         try:
             c.stop(cid, timeout=0)
