@@ -196,8 +196,11 @@ container_save (struct container_store *store, const struct cri_container *c, bo
   cleanup_free char *text = json_dumps (doc, JSON_COMPACT);
 
   json_decref (doc);
-  if (husk_mkdir_p (dir, 0700, err) < 0)
-    return -1;
+  /* Only a save with the config (the create's) makes the directory: an
+   * update racing RemoveContainer (an exit file read, a lost monitor's
+   * stand-in) must not bring a removed container's directory back. */
+  if (with_config ? husk_mkdir_p (dir, 0700, err) < 0 : access (dir, F_OK) < 0)
+    return with_config ? -1 : husk_error_kind (err, ENOENT, "container %s: removed", c->id);
   if (with_config)
     {
       size_t size = protobuf_c_message_get_packed_size (&c->config->base);
@@ -569,7 +572,7 @@ fold_exit_file (struct container_store *store, struct cri_container *c)
       c->message = member (doc, "message");
     }
   json_decref (doc);
-  if (container_save (store, c, false, &ignored) < 0)
+  if (container_save (store, c, false, &ignored) < 0 && ignored->errnum != ENOENT)
     husk_warn ("container %s: %s", c->id, ignored->msg);
   husk_error_free (&ignored);
 }

@@ -317,6 +317,10 @@ remove_crashed_cgroup (struct cri_service *svc, const char *id)
   cleanup_free char *cgroup = cri_bundle_cgroup (svc, id);
   struct husk_error *ignored = NULL;
 
+  /* A bundle without linux.cgroupsPath (a pod without cgroup_parent):
+   * husk's own default place, ROOT_CGROUP/husk/ID. */
+  if (cgroup == NULL && cgroup_resolve (NULL, id, false, &cgroup, &ignored) < 0)
+    husk_error_free (&ignored);
   if (cgroup == NULL || !cgroup_exists (cgroup))
     return;
   if (cgroup_kill_all (cgroup, SIGKILL, &ignored) < 0)
@@ -689,6 +693,17 @@ recover_container (struct cri_service *svc, const char *id)
   if (has_marker (svc, id, "creating"))
     {
       husk_warn ("container %s: CreateContainer did not finish: rolled back", id);
+      undo_create (svc, id);
+      return;
+    }
+  /* No marker and no record file at all: a CreateContainer killed between
+   * making the directory and writing its marker (the start-up sweep took
+   * the marker's temp file), or a RemoveContainer killed after it removed
+   * the records.  Nothing can list it: what there is goes. */
+  if (!has_marker (svc, id, "starting") && !has_marker (svc, id, "cri.json")
+      && !has_marker (svc, id, "config.pb"))
+    {
+      husk_warn ("container %s: a directory without records (a create or remove cut short): removed", id);
       undo_create (svc, id);
       return;
     }
