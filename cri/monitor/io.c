@@ -181,8 +181,14 @@ queue_stdin (struct run_state *run, const char *data, size_t len)
 
   if (!stdin_open (run) || len == 0)
     return;
-  if (in->off > 0 && in->off == in->len)
-    in->len = in->off = 0;
+  /* What was written goes once it is the larger part: the buffer stays
+   * near STDIN_QUEUE_MAX however long stdin keeps coming. */
+  if (in->off > 0 && in->off >= in->len - in->off)
+    {
+      memmove (in->buf, in->buf + in->off, in->len - in->off);
+      in->len -= in->off;
+      in->off = 0;
+    }
   in->buf = xrealloc (in->buf, in->len + len);
   memcpy (in->buf + in->len, data, len);
   in->len += len;

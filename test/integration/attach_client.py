@@ -9,7 +9,8 @@ or the end of the connection, and prints one JSON object: {"stdout",
 
 Steps: ready:FILE (create FILE: connected), send:TEXT (stdin; \\n is a
 newline), wait:TEXT (until stdout holds TEXT), close (close stdin),
-resize:ROWS:COLS, sleep:SECONDS, hold:FILE (read nothing until FILE
+resize:ROWS:COLS, bulk:BYTES (stdin in 32 KiB
+messages), sleep:SECONDS, hold:FILE (read nothing until FILE
 exists), raw:HEX (one message of these bytes).  Gives up after 30 s.
 """
 import json
@@ -70,6 +71,10 @@ def step(sock, action):
     elif kind == "hold":
         while not os.path.exists(arg) and time.monotonic() < DEADLINE:
             time.sleep(0.05)
+    elif kind == "bulk":
+        chunk = b"\0" + b"s" * 32768
+        for _ in range(int(arg) // 32768):
+            sock.send(chunk)
     elif kind == "raw":
         sock.send(bytes.fromhex(arg))
     else:

@@ -568,6 +568,18 @@ t_attach_stdin() {
 	assert_eq "stdin round trip through cat, then EOF" "$(printf 'hello\nagain\ncat done\n')" "$(attach_field one stdout)"
 	assert_eq "the exit message carries 0" 0 "$(attach_field one exit)"
 	assert_eq "the exit file says 0" 0 "$(exit_field exit_code)"
+
+	# More than the monitor queues (1 MiB) into a slow reader: the client
+	# waits, nothing is lost.
+	BUNDLE=$(new_bundle)
+	spec_args sh -c 'sleep 0.5; wc -c'
+	start_attached --stdin
+	assert_created "monitor for a lot of stdin" || return
+	attach_bg one bulk:$((8 * 1048576)) close
+	start_ctr "$CID"
+	wait_exit_file 30
+	attach_wait
+	assert_eq "8 MiB of stdin through the socket all arrive" $((8 * 1048576)) "$(attach_field one stdout | tr -d ' ')"
 }
 
 t_attach_terminal() {
