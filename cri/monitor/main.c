@@ -389,6 +389,8 @@ run_monitor (struct monitor_options *opts)
       report (&opts->sync_fd, json_pack ("{s:s}", "error", err->msg));
       husk_error_report (&err, "husk-monitor");
       attach_close (&monitor->attach);
+      if (monitor->log.path)
+        log_file_close (&monitor->log);
       if (opts->monitor_pid_file)
         unlink (opts->monitor_pid_file);
       return 1;

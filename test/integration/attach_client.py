@@ -2,8 +2,9 @@
 """A client of husk-monitor's attach socket (protocol in cri/attach.h), for
 the tests: connects, does STEPS in order, then reads until the exit message
 or the end of the connection, and prints one JSON object: {"stdout",
-"stderr" (the bytes, as latin-1 text), "exit" (its text, or null),
-"messages", "max_message", "bad" (messages of an unknown type)}.
+"stderr" (the bytes, as latin-1 text), "stdout_bytes", "stderr_bytes",
+"exit" (its text, or null), "messages", "max_message", "bad" (messages of
+an unknown type)}.
 
   attach_client.py SOCKET [STEP...]
 
@@ -97,6 +98,7 @@ def main():
     except socket.timeout:
         out["timeout"] = True
     for key in ("stdout", "stderr"):
+        out[key + "_bytes"] = len(out[key])
         out[key] = out[key].decode("latin-1")
     print(json.dumps(out))
 
