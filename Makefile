@@ -160,6 +160,12 @@ $(BUILD)/test/unit/test_monitor_log: $(BUILD)/test/unit/test_monitor_log.o \
 	@echo "  LD      $@"
 	@$(CC) $(LDFLAGS) -o $@ $^ $(shell pkg-config --libs jansson) -lcmocka
 
+# The attach socket's both ends: the monitor's objects and huskd's client.
+$(BUILD)/test/unit/test_monitor_attach: $(BUILD)/test/unit/test_monitor_attach.o \
+		$(call objs,cri/monitor/attach.c cri/attach.c) $(COMMON_LIB)
+	@echo "  LD      $@"
+	@$(CC) $(LDFLAGS) -o $@ $^ -lcmocka
+
 $(BUILD)/test/unit/%: $(BUILD)/test/unit/%.o $(LIBS_ALL)
 	@echo "  LD      $@"
 	@$(CC) $(LDFLAGS) -o $@ $^ $(LIBS) -lcmocka

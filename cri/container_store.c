@@ -649,16 +649,19 @@ container_forget (struct container_store *store, const char *id, struct husk_err
   const char *files[] = { RECORD_FILE, CONFIG_FILE };
   cleanup_free char *exit_path = container_store_exit_path (store, id);
   cleanup_free char *reopen_path = xasprintf ("%s.reopen", exit_path);
+  cleanup_free char *attach_path = xasprintf ("%s.attach", exit_path);
 
   /* The exit file first: while the record is there a retry finds the
    * container.  Then cri.json before config.pb: a lookup meanwhile must
    * not find a record without its config and take it for a damaged one.
-   * The monitor's ReopenContainerLog answer goes too: a killed monitor
-   * leaves it. */
+   * The monitor's ReopenContainerLog answer and attach socket go too: a
+   * killed monitor leaves them. */
   if (unlink (exit_path) < 0 && errno != ENOENT)
     return husk_error_make (err, errno, "remove `%s`", exit_path);
   if (unlink (reopen_path) < 0 && errno != ENOENT)
     return husk_error_make (err, errno, "remove `%s`", reopen_path);
+  if (unlink (attach_path) < 0 && errno != ENOENT)
+    return husk_error_make (err, errno, "remove `%s`", attach_path);
   for (size_t i = 0; i < 2; i++)
     {
       cleanup_free char *path = xasprintf ("%s/%s", dir, files[i]);

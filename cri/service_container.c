@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cri/attach.h"
 #include "cri/container_lost.h"
 #include "cri/container_store.h"
 #include "cri/containers.h"
@@ -475,15 +476,40 @@ start_monitor (struct cri_service *svc, struct cri_container *c, const struct hu
   cleanup_free char *monitor_log = xasprintf ("%s/monitor.log", dir);
   const char *log_path = cri_nonempty (c->log_path) ? c->log_path : internal_log;
   cleanup_free char *log_dir = xstrdup (log_path);
-  const char *argv[] = { monitor,     "--id",          c->id,
-                         "--bundle",  bundle,          "--log-path",
-                         log_path,    "--exit-dir",    svc->containers->exit_dir,
-                         "--runtime", rt->path,        "--runtime-root",
-                         rt->root,    "--monitor-log", monitor_log,
+  /* STATE/exits/<id>.attach: CRI Attach connects there (cri/attach.h). */
+  cleanup_free char *attach_socket = cri_attach_socket_path (svc->cfg->state, c->id);
+  const char *argv[] = { monitor,
+                         "--id",
+                         c->id,
+                         "--bundle",
+                         bundle,
+                         "--log-path",
+                         log_path,
+                         "--exit-dir",
+                         svc->containers->exit_dir,
+                         "--runtime",
+                         rt->path,
+                         "--runtime-root",
+                         rt->root,
+                         "--monitor-log",
+                         monitor_log,
+                         "--attach-socket",
+                         attach_socket,
+                         NULL, /* --terminal */
+                         NULL, /* --stdin */
                          NULL };
+  size_t n_argv = 17;
   struct cri_child_run run
       = { .argv = (char *const *) argv, .timeout_ms = MONITOR_REPORT_TIMEOUT_MS, .output_max = 65536 };
   int ret;
+
+  /* The spec's process.terminal is config.tty (cri_spec.c); a stdin is a
+   * pipe (or the terminal) the monitor holds, written through the attach
+   * socket. */
+  if (c->config && c->config->tty)
+    argv[n_argv++] = "--terminal";
+  if (c->config && c->config->stdin)
+    argv[n_argv++] = "--stdin";
 
   if (husk_mkdir_p (dirname (log_dir), 0755, err) < 0)
     return -1;

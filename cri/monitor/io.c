@@ -1,11 +1,13 @@
 /* The run phase: one poll loop, no threads.  Container output goes to the
- * CRI log as it comes, --stdin-fd is copied into the container's stdin,
+ * CRI log as it comes, and a copy to each attach client; --stdin-fd and
+ * what attach clients send are copied into the container's stdin,
  * signals arrive on a signalfd (SIGCHLD: reap; SIGUSR1: reopen the log;
  * SIGTERM/SIGINT: passed on to the container's init). */
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -15,23 +17,29 @@
 #include "husk/util.h"
 #include "cri/monitor/monitor.h"
 
-#define READ_CHUNK 32768
+#define READ_CHUNK ATTACH_DATA_MAX
 /* After init exited: what is left in a pipe is at most its capacity, but a
  * process outside a PID namespace may still be writing.  Bounded. */
 #define DRAIN_READS_MAX 64
+/* Stdin waiting for the container to read it: past this, the monitor
+ * stops reading its sources (--stdin-fd, attach clients) until it drains. */
+#define STDIN_QUEUE_MAX (1024 * 1024)
 
-struct stdin_copy
+/* What goes to the container's stdin, from --stdin-fd and attach clients,
+ * in the order it came. */
+struct stdin_queue
 {
-  int source_fd;
-  char buf[4096];
+  int source_fd; /* --stdin-fd */
+  char *buf;
   size_t len, off;
+  bool close_when_empty; /* EOF: close the stdin once the rest is in */
 };
 
 struct run_state
 {
   struct monitor *monitor;
-  struct stdin_copy in;
-  char read_buf[READ_CHUNK];
+  struct stdin_queue in;
+  char read_buf[1 + READ_CHUNK]; /* + 1: room for an attach message's type */
   bool exited;
   int wait_status;
   struct timespec finished_at;
@@ -132,6 +140,8 @@ read_output (struct run_state *run, enum monitor_stream stream)
     {
       clock_gettime (CLOCK_REALTIME, &now);
       log_stream_feed (&monitor->streams[stream], &monitor->log.sink, &now, run->read_buf, (size_t) n);
+      attach_broadcast (&monitor->attach, stream == MONITOR_STDOUT ? ATTACH_OUT_STDOUT : ATTACH_OUT_STDERR,
+                        run->read_buf, (size_t) n);
       return true;
     }
   if (n < 0 && (errno == EAGAIN || errno == EINTR))
@@ -146,28 +156,80 @@ stop_stdin (struct run_state *run)
 {
   husk_closep (&run->in.source_fd);
   husk_closep (&run->monitor->stdin_target_fd);
+  free (run->in.buf);
+  run->in.buf = NULL;
   run->in.len = run->in.off = 0;
+  run->in.close_when_empty = false;
+}
+
+static bool
+stdin_open (const struct run_state *run)
+{
+  return run->monitor->stdin_target_fd >= 0 && !run->in.close_when_empty;
+}
+
+static bool
+stdin_has_room (const struct run_state *run)
+{
+  return run->in.len - run->in.off < STDIN_QUEUE_MAX;
+}
+
+static void
+queue_stdin (struct run_state *run, const char *data, size_t len)
+{
+  struct stdin_queue *in = &run->in;
+
+  if (!stdin_open (run) || len == 0)
+    return;
+  /* What was written goes once it is the larger part: the buffer stays
+   * near STDIN_QUEUE_MAX however long stdin keeps coming. */
+  if (in->off > 0 && in->off >= in->len - in->off)
+    {
+      memmove (in->buf, in->buf + in->off, in->len - in->off);
+      in->len -= in->off;
+      in->off = 0;
+    }
+  in->buf = xrealloc (in->buf, in->len + len);
+  memcpy (in->buf + in->len, data, len);
+  in->len += len;
+}
+
+/* EOF for the container: a pipe closes once the queue is written; a
+ * terminal gets ^D, the way a person at it ends input. */
+static void
+end_stdin (struct run_state *run)
+{
+  if (run->monitor->opts->terminal)
+    queue_stdin (run, "\x04", 1);
+  else if (run->monitor->stdin_target_fd >= 0)
+    run->in.close_when_empty = true;
+  if (run->in.close_when_empty && run->in.off == run->in.len)
+    stop_stdin (run);
 }
 
 static void
 read_stdin (struct run_state *run)
 {
-  ssize_t n = read (run->in.source_fd, run->in.buf, sizeof run->in.buf);
+  ssize_t n = read (run->in.source_fd, run->read_buf, sizeof run->read_buf);
 
   if (n > 0)
-    {
-      run->in.len = (size_t) n;
-      run->in.off = 0;
-    }
+    queue_stdin (run, run->read_buf, (size_t) n);
   else if (n == 0 || (errno != EAGAIN && errno != EINTR))
-    /* StdinOnce: the container sees EOF when its one writer is done. */
-    stop_stdin (run);
+    {
+      /* StdinOnce: the container sees EOF when its one writer is done. */
+      husk_closep (&run->in.source_fd);
+      if (run->monitor->stdin_target_fd >= 0)
+        run->in.close_when_empty = true;
+      if (run->in.off == run->in.len)
+        stop_stdin (run);
+    }
 }
 
 static void
 write_stdin (struct run_state *run)
 {
-  ssize_t n = write (run->monitor->stdin_target_fd, run->in.buf + run->in.off, run->in.len - run->in.off);
+  struct stdin_queue *in = &run->in;
+  ssize_t n = write (run->monitor->stdin_target_fd, in->buf + in->off, in->len - in->off);
 
   if (n < 0 && (errno == EAGAIN || errno == EINTR))
     return;
@@ -177,9 +239,50 @@ write_stdin (struct run_state *run)
       stop_stdin (run);
       return;
     }
-  run->in.off += (size_t) n;
-  if (run->in.off == run->in.len)
-    run->in.len = run->in.off = 0;
+  in->off += (size_t) n;
+  if (in->off == in->len)
+    {
+      in->len = in->off = 0;
+      if (in->close_when_empty)
+        stop_stdin (run);
+    }
+}
+
+/* The terminal's size: on the pty master, which we hold as stdout (and as
+ * stdin's target once stdout hit EOF, if stdin is still open). */
+static void
+resize_terminal (struct run_state *run, unsigned rows, unsigned cols)
+{
+  struct monitor *monitor = run->monitor;
+  int master = monitor->output_fd[MONITOR_STDOUT] >= 0 ? monitor->output_fd[MONITOR_STDOUT]
+                                                       : monitor->stdin_target_fd;
+  struct winsize size = { .ws_row = (unsigned short) rows, .ws_col = (unsigned short) cols };
+
+  if (monitor->opts->terminal && master >= 0 && ioctl (master, TIOCSWINSZ, &size) < 0)
+    husk_warn ("resize the terminal to %ux%u: %s", rows, cols, strerror (errno));
+}
+
+static void
+serve_attach_client (struct run_state *run, size_t index)
+{
+  struct attach_server *server = &run->monitor->attach;
+  ssize_t n = attach_receive (server, index, run->read_buf, sizeof run->read_buf);
+  struct attach_request req;
+
+  if (n <= 0)
+    return;
+  if (attach_decode_request (run->read_buf, (size_t) n, &req) < 0)
+    {
+      husk_warn ("attach client sent a message of type %d, length %zd: dropped", run->read_buf[0], n);
+      attach_drop_client (server, index);
+      return;
+    }
+  if (req.type == ATTACH_IN_STDIN)
+    queue_stdin (run, req.data, req.len);
+  else if (req.type == ATTACH_IN_CLOSE_STDIN)
+    end_stdin (run);
+  else
+    resize_terminal (run, req.rows, req.cols);
 }
 
 enum
@@ -189,31 +292,54 @@ enum
   POLL_STDERR,
   POLL_STDIN_SOURCE,
   POLL_STDIN_TARGET,
-  POLL_N,
+  POLL_ATTACH_LISTEN,
+  POLL_CLIENTS, /* then one per attach client */
 };
+
+static void
+handle_clients (struct run_state *run, const struct pollfd *fds, size_t n_clients)
+{
+  struct attach_server *server = &run->monitor->attach;
+
+  /* From the end: serving one may drop it, moving the last into its place. */
+  for (size_t i = n_clients; i-- > 0;)
+    if (fds[i].revents && i < server->n_clients && server->clients[i] == fds[i].fd)
+      serve_attach_client (run, i);
+}
 
 static int
 poll_once (struct run_state *run, struct husk_error **err)
 {
   struct monitor *monitor = run->monitor;
-  bool stdin_pending = run->in.len > 0;
-  struct pollfd fds[POLL_N] = {
-    [POLL_SIGNALS] = { .fd = monitor->signal_fd, .events = POLLIN },
-    [POLL_STDOUT] = { .fd = monitor->output_fd[MONITOR_STDOUT], .events = POLLIN },
-    [POLL_STDERR] = { .fd = monitor->output_fd[MONITOR_STDERR], .events = POLLIN },
-    [POLL_STDIN_SOURCE] = { .fd = stdin_pending ? -1 : run->in.source_fd, .events = POLLIN },
-    [POLL_STDIN_TARGET] = { .fd = stdin_pending ? monitor->stdin_target_fd : -1, .events = POLLOUT },
-  };
+  struct attach_server *server = &monitor->attach;
+  bool stdin_pending = run->in.off < run->in.len;
+  bool stdin_room = stdin_has_room (run);
+  size_t n_clients = server->n_clients;
+  cleanup_free struct pollfd *fds = xcalloc (POLL_CLIENTS + n_clients, sizeof *fds);
 
-  if (poll (fds, POLL_N, -1) < 0)
+  fds[POLL_SIGNALS] = (struct pollfd){ .fd = monitor->signal_fd, .events = POLLIN };
+  fds[POLL_STDOUT] = (struct pollfd){ .fd = monitor->output_fd[MONITOR_STDOUT], .events = POLLIN };
+  fds[POLL_STDERR] = (struct pollfd){ .fd = monitor->output_fd[MONITOR_STDERR], .events = POLLIN };
+  fds[POLL_STDIN_SOURCE] = (struct pollfd){ .fd = stdin_room ? run->in.source_fd : -1, .events = POLLIN };
+  fds[POLL_STDIN_TARGET]
+      = (struct pollfd){ .fd = stdin_pending ? monitor->stdin_target_fd : -1, .events = POLLOUT };
+  fds[POLL_ATTACH_LISTEN] = (struct pollfd){ .fd = server->listen_fd, .events = POLLIN };
+  /* A full queue holds clients back (their sends wait), never the rest. */
+  for (size_t i = 0; i < n_clients; i++)
+    fds[POLL_CLIENTS + i] = (struct pollfd){ .fd = stdin_room ? server->clients[i] : -1, .events = POLLIN };
+
+  if (poll (fds, POLL_CLIENTS + n_clients, -1) < 0)
     return errno == EINTR ? 0 : husk_error_make (err, errno, "poll the container's stdio");
   for (int i = 0; i < MONITOR_N_STREAMS; i++)
     if (fds[POLL_STDOUT + i].revents)
       read_output (run, (enum monitor_stream) i);
+  handle_clients (run, fds + POLL_CLIENTS, n_clients);
   if (fds[POLL_STDIN_SOURCE].revents)
     read_stdin (run);
   if (fds[POLL_STDIN_TARGET].revents)
     write_stdin (run);
+  if (fds[POLL_ATTACH_LISTEN].revents)
+    attach_accept (server);
   if (fds[POLL_SIGNALS].revents)
     handle_signals (run);
   return 0;
@@ -250,6 +376,7 @@ monitor_run (struct monitor *monitor, struct monitor_exit *exit, struct husk_err
   drain_outputs (run);
   stop_stdin (run);
   monitor_exit_from_wait_status (run->wait_status, &run->finished_at, exit);
+  attach_finish (&monitor->attach, exit->exit_code);
   if (monitor->oom_events_path)
     exit->oom_killed = monitor_oom_kills (monitor->oom_events_path) > monitor->oom_kills_at_start;
   return 0;

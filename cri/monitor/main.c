@@ -49,6 +49,12 @@ static const char usage_text[]
       "  --sync-fd N               report on fd N (default: stdout)\n"
       "  --monitor-pid-file FILE   write the monitor's own pid here (removed at exit)\n"
       "  --monitor-log FILE        append the monitor's warnings here\n"
+      "  --attach-socket PATH      listen for attach clients at PATH (SOCK_SEQPACKET, 0600,\n"
+      "                            removed at exit): each gets [1|2]+output (stdout, stderr)\n"
+      "                            and at the end 3+\"exit code\"; each may send 0+stdin,\n"
+      "                            1 (close stdin; ^D on a terminal), 2+rows+cols (uint16\n"
+      "                            LE: the terminal's size).  A client that cannot take\n"
+      "                            output at once is dropped\n"
       "  --help, --version\n";
 
 enum
@@ -62,6 +68,7 @@ enum
   OPT_PID_FILE,
   OPT_MONITOR_PID_FILE,
   OPT_MONITOR_LOG,
+  OPT_ATTACH_SOCKET,
   OPT_LOG_MAX_SIZE,
   OPT_STDIN,
   OPT_STDIN_FD,
@@ -81,6 +88,7 @@ static const struct option long_options[] = {
   { "pid-file", required_argument, NULL, OPT_PID_FILE },
   { "monitor-pid-file", required_argument, NULL, OPT_MONITOR_PID_FILE },
   { "monitor-log", required_argument, NULL, OPT_MONITOR_LOG },
+  { "attach-socket", required_argument, NULL, OPT_ATTACH_SOCKET },
   { "log-max-size", required_argument, NULL, OPT_LOG_MAX_SIZE },
   { "stdin", no_argument, NULL, OPT_STDIN },
   { "stdin-fd", required_argument, NULL, OPT_STDIN_FD },
@@ -115,9 +123,10 @@ set_option (struct monitor_options *opts, int c, const char *value, struct husk_
     [OPT_PID_FILE - OPT_ID] = &opts->pid_file,
     [OPT_MONITOR_PID_FILE - OPT_ID] = &opts->monitor_pid_file,
     [OPT_MONITOR_LOG - OPT_ID] = &opts->monitor_log,
+    [OPT_ATTACH_SOCKET - OPT_ID] = &opts->attach_socket,
   };
 
-  if (c >= OPT_ID && c <= OPT_MONITOR_LOG)
+  if (c >= OPT_ID && c <= OPT_ATTACH_SOCKET)
     *strings[c - OPT_ID] = value;
   else if (c == OPT_LOG_MAX_SIZE)
     {
@@ -160,6 +169,9 @@ check_options (struct monitor_options *opts, struct husk_error **err)
       return husk_error_make (err, 0, "%s is required (see --help)", names[i]);
   if (strchr (opts->id, '/') || strcmp (opts->id, ".") == 0 || strcmp (opts->id, "..") == 0)
     return husk_error_make (err, 0, "--id `%s`: not a container id", opts->id);
+  /* We chdir to / before making it. */
+  if (opts->attach_socket && opts->attach_socket[0] != '/')
+    return husk_error_make (err, 0, "--attach-socket `%s`: not an absolute path", opts->attach_socket);
   if (opts->stdin_fd >= 0 && !opts->stdin_pipe)
     return husk_error_make (err, 0, "--stdin-fd needs --stdin");
   if (access (opts->runtime, X_OK) < 0)
@@ -334,6 +346,9 @@ start_container (struct monitor *monitor, struct husk_error **err)
     return -1;
   if (husk_mkdir_p (opts->exit_dir, 0755, err) < 0)
     return husk_error_wrap (err, "create the exit dir");
+  /* Before the report: huskd may attach as soon as it has it. */
+  if (opts->attach_socket && attach_listen (&monitor->attach, opts->attach_socket, err) < 0)
+    return -1;
   if (log_file_open (&monitor->log, opts->log_path, opts->log_max_size, err) < 0
       || write_monitor_pid (opts->monitor_pid_file, err) < 0)
     return -1;
@@ -368,10 +383,12 @@ run_monitor (struct monitor_options *opts)
   monitor->signal_fd = monitor->stdin_target_fd = -1;
   monitor->output_fd[MONITOR_STDOUT] = monitor->output_fd[MONITOR_STDERR] = -1;
   monitor->log.fd = -1;
+  monitor->attach.listen_fd = -1;
   if (start_container (monitor, &err) < 0)
     {
       report (&opts->sync_fd, json_pack ("{s:s}", "error", err->msg));
       husk_error_report (&err, "husk-monitor");
+      attach_close (&monitor->attach);
       if (opts->monitor_pid_file)
         unlink (opts->monitor_pid_file);
       return 1;
@@ -379,6 +396,7 @@ run_monitor (struct monitor_options *opts)
   report (&opts->sync_fd,
           json_pack ("{s:i, s:i}", "pid", (int) monitor->container_pid, "monitor_pid", (int) getpid ()));
   rc = monitor_run (monitor, &exit_status, &err);
+  attach_close (&monitor->attach);
   remove_reopen_answer (opts);
   if (rc < 0 || monitor_exit_write (opts->exit_dir, opts->id, &exit_status, &err) < 0)
     {

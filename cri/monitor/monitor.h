@@ -9,6 +9,7 @@
 #include <sys/types.h>
 
 #include "husk/error.h"
+#include "cri/monitor/attach.h"
 #include "cri/monitor/exit.h"
 #include "cri/monitor/log.h"
 
@@ -23,6 +24,7 @@ struct monitor_options
   const char *pid_file;         /* the container's, passed to create; default a private one */
   const char *monitor_pid_file; /* our own, for huskd to signal us after a restart */
   const char *monitor_log;      /* our own warnings; default /dev/null */
+  const char *attach_socket;    /* where attach clients connect; none if NULL */
   long long log_max_size;
   bool stdin_pipe;
   bool terminal;
@@ -50,6 +52,7 @@ struct monitor
   unsigned long long oom_kills_at_start;
   struct log_file log;
   struct log_stream streams[MONITOR_N_STREAMS];
+  struct attach_server attach;
 };
 
 /* ------------------------------------------------------------ create.c */

@@ -56,8 +56,8 @@ assert_created() { # NAME
 	fi
 }
 
-wait_exit_file() {
-	wait_file "$EXIT_FILE" 15
+wait_exit_file() { # [SECONDS]
+	wait_file "$EXIT_FILE" "${1:-15}"
 }
 
 fd_targets() { # PID: what each of its fds points at
@@ -494,8 +494,170 @@ t_oom() {
 	assert_eq "OOM kill: signal 9" 9 "$(exit_field signal)"
 }
 
+# ---------------------------------------------------------------- attach
+
+ATTACH_CLIENT=$(dirname "$0")/attach_client.py
+ATTACH_PIDS=()
+
+# Starts an attach client of $SOCK in the background, its JSON going to
+# $WORK/$CID.NAME.json; waits until it is connected.
+attach_bg() { # NAME STEPS...
+	local name=$1
+	shift
+	rm -f "$WORK/$CID.$name.ready"
+	"$PY" "$ATTACH_CLIENT" "$SOCK" "ready:$WORK/$CID.$name.ready" "$@" >"$WORK/$CID.$name.json" 2>"$WORK/$CID.$name.err" &
+	ATTACH_PIDS+=($!)
+	wait_file "$WORK/$CID.$name.ready" 10 || not_ok "attach client $name connects" "$(cat "$WORK/$CID.$name.err")"
+}
+
+attach_field() { # NAME FIELD
+	json_get "$2" <"$WORK/$CID.$1.json" 2>/dev/null
+}
+
+# Waits for the clients attach_bg started.
+attach_wait() {
+	[ ${#ATTACH_PIDS[@]} -gt 0 ] && wait "${ATTACH_PIDS[@]}"
+	ATTACH_PIDS=()
+}
+
+# Starts a monitor with an attach socket (and EXTRA ARGS), as start_monitor.
+start_attached() { # [EXTRA MONITOR ARGS...]
+	SOCK=$WORK/$$.$RANDOM.attach
+	start_monitor --attach-socket "$SOCK" "$@"
+}
+
+t_attach_streams() {
+	local name
+	BUNDLE=$(new_bundle)
+	spec_args sh -c 'echo out1; echo err1 >&2; sleep 0.2; echo out2; exit 5'
+	start_attached
+	assert_created "monitor with --attach-socket" || return
+	assert_eq "the attach socket is a socket of mode 0600" "socket 600" "$(stat -c '%F %a' "$SOCK" 2>&1 | sed 's/^socket.* /socket /')"
+	attach_bg one
+	attach_bg two
+	start_ctr "$CID"
+	wait_exit_file || {
+		not_ok "the attached container exits" "$(cat "$WORK/$CID.mlog" 2>/dev/null)"
+		return
+	}
+	attach_wait
+	for name in one two; do
+		assert_eq "client $name: stdout arrives as stream 1" "$(printf 'out1\nout2\n')" "$(attach_field $name stdout)"
+		assert_eq "client $name: stderr arrives as stream 2" "err1" "$(attach_field $name stderr)"
+		assert_eq "client $name: the exit message carries exit code 5" 5 "$(attach_field $name exit)"
+		assert_eq "client $name: no message of an unknown type" 0 "$(attach_field $name bad)"
+	done
+	assert_eq "the log still has every record" "stdout F out1|stderr F err1|stdout F out2" \
+		"$(log_records "$LOG" | tr '\n' '|' | sed 's/|$//')"
+	assert_true "the monitor exits" wait_gone "$MPID" 10
+	assert_true "the attach socket is gone after the monitor exits" [ ! -e "$SOCK" ]
+}
+
+t_attach_stdin() {
+	BUNDLE=$(new_bundle)
+	spec_args sh -c 'cat; echo "cat done"'
+	start_attached --stdin
+	assert_created "monitor with --stdin --attach-socket" || return
+	attach_bg one 'send:hello\n' 'wait:hello\n' 'send:again\n' 'wait:again\n' close
+	start_ctr "$CID"
+	wait_exit_file || {
+		not_ok "closing stdin through the socket ends cat" "$(cat "$WORK/$CID.mlog" 2>/dev/null)"
+		return
+	}
+	attach_wait
+	assert_eq "stdin round trip through cat, then EOF" "$(printf 'hello\nagain\ncat done\n')" "$(attach_field one stdout)"
+	assert_eq "the exit message carries 0" 0 "$(attach_field one exit)"
+	assert_eq "the exit file says 0" 0 "$(exit_field exit_code)"
+
+	# More than the monitor queues (1 MiB) into a slow reader: the client
+	# waits, nothing is lost.
+	BUNDLE=$(new_bundle)
+	spec_args sh -c 'sleep 0.5; wc -c'
+	start_attached --stdin
+	assert_created "monitor for a lot of stdin" || return
+	attach_bg one bulk:$((8 * 1048576)) close
+	start_ctr "$CID"
+	wait_exit_file 30
+	attach_wait
+	assert_eq "8 MiB of stdin through the socket all arrive" $((8 * 1048576)) "$(attach_field one stdout | tr -d ' ')"
+}
+
+t_attach_terminal() {
+	BUNDLE=$(new_bundle)
+	spec_set 'c["process"]["terminal"] = True'
+	spec_args sh -c 'read x; stty size; cat; echo "cat done $x"'
+	start_attached --terminal --stdin
+	assert_created "monitor with --terminal --stdin --attach-socket" || return
+	attach_bg one resize:33:91 'send:go\n' 'wait:33 91' close
+	start_ctr "$CID"
+	wait_exit_file || {
+		not_ok "^D through the socket ends cat on the terminal" "$(cat "$WORK/$CID.mlog" 2>/dev/null)"
+		return
+	}
+	attach_wait
+	assert_match "resize: stty size shows 33 91 (on stdout, stream 1)" "$(attach_field one stdout)" '33 91'
+	assert_match "close stdin on a terminal is ^D: cat ends" "$(attach_field one stdout)" 'cat done go'
+	assert_eq "terminal: nothing on stream 2" "" "$(attach_field one stderr)"
+	assert_eq "terminal: the exit message carries 0" 0 "$(attach_field one exit)"
+}
+
+t_attach_no_stdin() {
+	BUNDLE=$(new_bundle)
+	spec_args sh -c 'sleep 0.5; readlink /proc/self/fd/0'
+	start_attached
+	assert_created "monitor without --stdin, with --attach-socket" || return
+	attach_bg one 'send:ignored\n' close resize:10:10
+	start_ctr "$CID"
+	wait_exit_file
+	attach_wait
+	assert_eq "stdin, close and resize without stdin are ignored: output still comes" /dev/null "$(attach_field one stdout)"
+	assert_eq "... and the exit message" 0 "$(attach_field one exit)"
+
+	BUNDLE=$(new_bundle)
+	spec_args sh -c 'sleep 1; echo still here'
+	mkdir -p "$WORK/$(printf 'd%.0s' {1..100})"
+	SOCK=$WORK/$(printf 'd%.0s' {1..100})/attach.sock
+	start_monitor --attach-socket "$SOCK"
+	assert_created "monitor for a client that breaks the protocol, socket path of ${#SOCK} bytes" || return
+	attach_bg bad raw:09ff
+	attach_bg good
+	start_ctr "$CID"
+	wait_exit_file
+	attach_wait
+	assert_eq "a message of an unknown type drops that client" "" "$(attach_field bad exit)"
+	assert_eq "... and no other" 0 "$(attach_field good exit)"
+}
+
+# A client that never reads is dropped when its socket is full: the
+# container, the log and the other clients go on.
+t_attach_slow_client() {
+	local size=$((24 * 1024 * 1024)) started took
+	BUNDLE=$(new_bundle)
+	spec_args sh -c "head -c $size /dev/zero | tr '\\0' x; echo; echo end"
+	start_attached
+	assert_created "monitor with a lot of output" || return
+	attach_bg stuck "hold:$WORK/$CID.release"
+	attach_bg reader
+	started=$(date +%s%N)
+	start_ctr "$CID"
+	wait_exit_file 30 || {
+		not_ok "a client that never reads does not block the container" "$(cat "$WORK/$CID.mlog" 2>/dev/null)"
+		return
+	}
+	took=$((($(date +%s%N) - started) / 1000000))
+	diag "$((size / 1048576)) MiB through the monitor with a stuck and a reading client: ${took} ms"
+	touch "$WORK/$CID.release"
+	attach_wait
+	assert_eq "the log has every byte" "$((size + 5)) [10, 100, 101, 110, 120]" "$(log_joined_summary "$LOG")"
+	assert_eq "the stuck client was dropped: no exit message" "" "$(attach_field stuck exit)"
+	assert_true "the stuck client got less than all of it" [ "$(attach_field stuck messages)" -lt $((size / 32768)) ]
+	diag "reading client: $(attach_field reader messages) messages, exit $(attach_field reader exit)"
+	assert_eq "messages are at most 1 + 32 KiB" yes "$([ "$(attach_field reader max_message)" -le 32769 ] && echo yes)"
+}
+
 for t in t_stdout_stderr_exit_code t_sigkill t_starter_killed t_signal_state t_log_reopen t_log_disk_full t_long_lines t_stdin \
-	t_terminal t_fds t_create_error t_oom; do
+	t_terminal t_fds t_create_error t_oom t_attach_streams t_attach_stdin t_attach_terminal t_attach_no_stdin \
+	t_attach_slow_client; do
 	run_test "$t"
 done
 finish

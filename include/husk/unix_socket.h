@@ -1,0 +1,19 @@
+/* Unix sockets at any path length: sun_path holds 107 bytes, and a path
+ * under a long state dir (a test's temp dir, a 64-digit container id) can
+ * be longer.  Such a path is reached as /proc/self/fd/N/NAME through an
+ * O_PATH fd of its folder, which is short whatever the folder. */
+#ifndef HUSK_UNIX_SOCKET_H
+#define HUSK_UNIX_SOCKET_H
+
+#include "husk/error.h"
+
+/* A socket of TYPE (SOCK_STREAM, SOCK_SEQPACKET; CLOEXEC and NONBLOCK
+ * added) bound at PATH with MODE and listening.  A socket file already at
+ * PATH (left by a killed owner) is replaced; any other file is an error.
+ * Sets the umask around bind: for single-threaded callers (the monitor). */
+int husk_unix_listen (const char *path, int type, unsigned mode, struct husk_error **err);
+
+/* A socket of TYPE (CLOEXEC added, blocking) connected to PATH. */
+int husk_unix_connect (const char *path, int type, struct husk_error **err);
+
+#endif

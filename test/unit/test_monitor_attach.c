@@ -1,0 +1,219 @@
+/* Unit tests for the attach socket's messages: what huskd's client sends
+ * (cri/attach.c) decoded by the monitor (cri/monitor/attach.c) over a
+ * SOCK_SEQPACKET pair, messages that break the protocol, the output copies
+ * and exit message, a client that cannot take more being dropped, and
+ * sockets at paths longer than sun_path (common/unix_socket.c). */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "husk/cleanup.h"
+#include "husk/unix_socket.h"
+#include "husk/util.h"
+#include "cri/attach.h"
+#include "cri/monitor/attach.h"
+
+static void
+seqpacket_pair (int fds[2])
+{
+  assert_int_equal (socketpair (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fds), 0);
+}
+
+/* One message from FD, decoded. */
+static void
+receive_request (int fd, char *buf, size_t size, struct attach_request *req)
+{
+  ssize_t n = recv (fd, buf, size, 0);
+
+  assert_true (n > 0);
+  assert_int_equal (attach_decode_request (buf, (size_t) n, req), 0);
+}
+
+static void
+test_client_messages_round_trip (void **state)
+{
+  static char buf[2 * ATTACH_DATA_MAX];
+  cleanup_free char *big = xmalloc (ATTACH_DATA_MAX + 10);
+  struct attach_request req;
+  int fds[2];
+
+  (void) state;
+  seqpacket_pair (fds);
+  assert_int_equal (cri_attach_send_stdin (fds[0], "hello\n", 6), 0);
+  receive_request (fds[1], buf, sizeof buf, &req);
+  assert_int_equal (req.type, ATTACH_IN_STDIN);
+  assert_int_equal (req.len, 6);
+  assert_memory_equal (req.data, "hello\n", 6);
+
+  assert_int_equal (cri_attach_resize (fds[0], 0x1234, 80), 0);
+  receive_request (fds[1], buf, sizeof buf, &req);
+  assert_int_equal (req.type, ATTACH_IN_RESIZE);
+  assert_int_equal (req.rows, 0x1234);
+  assert_int_equal (req.cols, 80);
+  assert_int_equal ((unsigned char) buf[1], 0x34); /* little endian */
+
+  assert_int_equal (cri_attach_close_stdin (fds[0]), 0);
+  receive_request (fds[1], buf, sizeof buf, &req);
+  assert_int_equal (req.type, ATTACH_IN_CLOSE_STDIN);
+
+  /* Longer than one message: split, nothing lost. */
+  memset (big, 'b', ATTACH_DATA_MAX + 10);
+  assert_int_equal (cri_attach_send_stdin (fds[0], big, ATTACH_DATA_MAX + 10), 0);
+  receive_request (fds[1], buf, sizeof buf, &req);
+  assert_int_equal (req.len, ATTACH_DATA_MAX);
+  receive_request (fds[1], buf, sizeof buf, &req);
+  assert_int_equal (req.len, 10);
+
+  errno = 0;
+  assert_int_equal (cri_attach_resize (fds[0], 70000, 80), -1);
+  assert_int_equal (errno, EINVAL);
+  close (fds[0]);
+  close (fds[1]);
+}
+
+static void
+test_bad_requests (void **state)
+{
+  struct attach_request req;
+
+  (void) state;
+  assert_int_equal (attach_decode_request ("", 0, &req), -1);
+  assert_int_equal (attach_decode_request ("\x09", 1, &req), -1);
+  assert_int_equal (attach_decode_request ("\x01x", 2, &req), -1);
+  assert_int_equal (attach_decode_request ("\x02\x01\x00\x02", 4, &req), -1);
+  assert_int_equal (attach_decode_request ("\x02\x01\x00\x02\x00\x00", 6, &req), -1);
+  assert_int_equal (attach_decode_request ("\x00", 1, &req), 0); /* empty stdin data */
+  assert_int_equal (req.len, 0);
+}
+
+static void
+test_broadcast_and_exit (void **state)
+{
+  struct attach_server server = { .listen_fd = -1 };
+  char buf[64];
+  int a[2], b[2];
+
+  (void) state;
+  seqpacket_pair (a);
+  seqpacket_pair (b);
+  server.clients = xcalloc (2, sizeof *server.clients);
+  server.clients[0] = a[0];
+  server.clients[1] = b[0];
+  server.n_clients = 2;
+  attach_broadcast (&server, ATTACH_OUT_STDERR, "err", 3);
+  for (int i = 0; i < 2; i++)
+    {
+      assert_int_equal (recv (i ? b[1] : a[1], buf, sizeof buf, 0), 4);
+      assert_memory_equal (buf,
+                           "\x02"
+                           "err",
+                           4);
+    }
+  attach_finish (&server, 137);
+  assert_int_equal (server.n_clients, 0);
+  for (int i = 0; i < 2; i++)
+    {
+      int fd = i ? b[1] : a[1];
+      assert_int_equal (recv (fd, buf, sizeof buf, 0), 4);
+      assert_memory_equal (buf,
+                           "\x03"
+                           "137",
+                           4);
+      assert_int_equal (recv (fd, buf, sizeof buf, 0), 0); /* then closed */
+      close (fd);
+    }
+}
+
+static void
+test_full_client_dropped (void **state)
+{
+  struct attach_server server = { .listen_fd = -1 };
+  static char chunk[ATTACH_DATA_MAX];
+  int stuck[2], reader[2];
+  char buf[1 + ATTACH_DATA_MAX];
+  int sent = 0;
+
+  (void) state;
+  seqpacket_pair (stuck);
+  seqpacket_pair (reader);
+  server.clients = xcalloc (2, sizeof *server.clients);
+  server.clients[0] = stuck[0];
+  server.clients[1] = reader[0];
+  server.n_clients = 2;
+  /* The reader keeps up, the other never reads: it alone is dropped. */
+  while (server.n_clients == 2 && sent < 100000)
+    {
+      attach_broadcast (&server, ATTACH_OUT_STDOUT, chunk, sizeof chunk);
+      assert_int_equal (recv (reader[1], buf, sizeof buf, 0), (ssize_t) sizeof buf);
+      sent++;
+    }
+  assert_int_equal (server.n_clients, 1);
+  assert_int_equal (server.clients[0], reader[0]);
+  attach_finish (&server, 0);
+  close (stuck[1]);
+  close (reader[1]);
+}
+
+static void
+test_long_socket_path (void **state)
+{
+  char dir[] = "/tmp/husk-attach-test.XXXXXX";
+  cleanup_free char *deep = NULL;
+  cleanup_free char *path = NULL;
+  struct husk_error *err = NULL;
+  struct attach_server server = { .listen_fd = -1 };
+  struct stat st;
+  int client;
+
+  (void) state;
+  assert_non_null (mkdtemp (dir));
+  deep = xasprintf ("%s/%0100d", dir, 0);
+  assert_int_equal (mkdir (deep, 0700), 0);
+  path = xasprintf ("%s/%s.attach", deep, "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef");
+  assert_true (strlen (path) > 108);
+  assert_int_equal (attach_listen (&server, path, &err), 0);
+  assert_int_equal (stat (path, &st), 0);
+  assert_true (S_ISSOCK (st.st_mode));
+  assert_int_equal (st.st_mode & 0777, 0600);
+  client = husk_unix_connect (path, SOCK_SEQPACKET, &err);
+  assert_true (client >= 0);
+  attach_accept (&server);
+  assert_int_equal (server.n_clients, 1);
+  attach_finish (&server, 0);
+  attach_close (&server);
+  assert_int_equal (stat (path, &st), -1);
+  close (client);
+
+  /* Gone: a clear error naming the container. */
+  assert_int_equal (cri_attach_connect (dir, "abc", &err), -1);
+  assert_string_equal (err->msg, "container abc has no attach socket (monitor gone?)");
+  husk_error_free (&err);
+  /* Not a socket there: left alone, an error. */
+  assert_int_equal (mkdir (path, 0700), 0);
+  assert_int_equal (attach_listen (&server, path, &err), -1);
+  assert_non_null (strstr (err->msg, "not a socket"));
+  husk_error_free (&err);
+  rmdir (path);
+  rmdir (deep);
+  rmdir (dir);
+}
+
+int
+main (void)
+{
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test (test_client_messages_round_trip), cmocka_unit_test (test_bad_requests),
+    cmocka_unit_test (test_broadcast_and_exit),         cmocka_unit_test (test_full_client_dropped),
+    cmocka_unit_test (test_long_socket_path),
+  };
+
+  return cmocka_run_group_tests (tests, NULL, NULL);
+}
