@@ -21,6 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cri/attach.h"
 #include "cri/container_store.h"
 #include "cri/runtime_exec.h"
 #include "cri/sandbox.h"
@@ -208,8 +209,9 @@ receive_master (struct exec_child *x, const struct streaming_io *io, struct husk
     struct cmsghdr align;
   } control;
   struct iovec iov = { .iov_base = name, .iov_len = sizeof name };
-  struct msghdr msg
-      = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf, .msg_controllen = sizeof control.buf };
+  struct msghdr msg = {
+    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf, .msg_controllen = sizeof control.buf
+  };
   struct cmsghdr *cmsg;
   cleanup_close int conn = -1;
   int master;
@@ -266,8 +268,10 @@ pump_tty (struct exec_child *x, const struct streaming_io *io, int master)
   for (;;)
     {
       struct pollfd p[5] = {
-        { .fd = master, .events = POLLIN },       { .fd = in_fd, .events = POLLIN },
-        { .fd = io->resize_fd, .events = POLLIN }, { .fd = io->cancel_fd, .events = POLLIN },
+        { .fd = master, .events = POLLIN },
+        { .fd = in_fd, .events = POLLIN },
+        { .fd = io->resize_fd, .events = POLLIN },
+        { .fd = io->cancel_fd, .events = POLLIN },
         { .fd = exit_code < 0 ? x->pidfd : -1, .events = POLLIN },
       };
       if (poll (p, 5, exit_code >= 0 ? 500 : -1) == 0)
@@ -331,6 +335,111 @@ run_exec (struct cri_service *svc, const struct stream_target *t, const struct s
 }
 
 /* ------------------------------------------------------------------ */
+/* Attach                                                               */
+
+/* One message of the monitor to the client's streams: false once the
+ * attach is over (*EXIT_CODE set when the container exited). */
+static bool
+attach_output (int fd, const struct streaming_io *io, int *exit_code)
+{
+  char buf[2 + ATTACH_DATA_MAX];
+  ssize_t n = cri_attach_receive (fd, buf, sizeof buf - 1);
+  int to;
+
+  if (n < 0 && errno == EINTR)
+    return true;
+  if (n <= 0)
+    return false;
+  if (buf[0] == ATTACH_OUT_EXIT)
+    {
+      buf[n] = '\0';
+      *exit_code = atoi (buf + 1);
+      return false;
+    }
+  to = buf[0] == ATTACH_OUT_STDERR && io->stderr_fd >= 0 ? io->stderr_fd : io->stdout_fd;
+  if (buf[0] == ATTACH_OUT_STDERR && io->stderr_fd < 0 && !io->tty)
+    to = -1;
+  if (to >= 0 && n > 1)
+    (void) husk_write_all (to, buf + 1, (size_t) n - 1);
+  return true;
+}
+
+/* The client's stdin to the monitor; false at its EOF. */
+static bool
+attach_input (int fd, int stdin_fd, bool stdin_once)
+{
+  char buf[ATTACH_DATA_MAX];
+  ssize_t n = read (stdin_fd, buf, sizeof buf);
+
+  if (n < 0 && errno == EINTR)
+    return true;
+  if (n <= 0)
+    {
+      /* The container's stdin closes with stdin_once (its output still
+       * comes until it exits); otherwise this is a detach. */
+      if (stdin_once)
+        cri_attach_close_stdin (fd);
+      return false;
+    }
+  cri_attach_send_stdin (fd, buf, (size_t) n);
+  return true;
+}
+
+/* Copies between the client and the monitor's attach socket until the
+ * container exits, the client closes stdin of a container without
+ * stdin_once (a detach) or goes; the container runs on, and an attach
+ * ends with exit code 0, as containerd's does. */
+static int
+run_attach (struct cri_service *svc, const struct stream_target *t, const struct streaming_io *io,
+            struct husk_error **err)
+{
+  struct cri_container *c = NULL;
+  cleanup_close int fd = -1;
+  int in_fd = io->stdin_fd, exit_code = 0;
+  bool stdin_once;
+
+  if (container_lookup (svc->containers, t->container_id, &c, err) < 0)
+    return -1;
+  stdin_once = c->config && c->config->stdin_once;
+  if (c->state != CRI_CONTAINER_RUNNING)
+    {
+      cri_container_free (c);
+      return husk_error_kind (err, EAGAIN, "container %s is not running", t->container_id);
+    }
+  cri_container_free (c);
+  fd = cri_attach_connect (svc->cfg->state, t->container_id, err);
+  if (fd < 0)
+    return -1;
+  for (;;)
+    {
+      struct pollfd p[4] = { { .fd = fd, .events = POLLIN },
+                             { .fd = in_fd, .events = POLLIN },
+                             { .fd = io->resize_fd, .events = POLLIN },
+                             { .fd = io->cancel_fd, .events = POLLIN } };
+      if (poll (p, 4, -1) < 0)
+        continue;
+      if (p[3].revents)
+        break;
+      if (p[2].revents)
+        {
+          struct streaming_resize size;
+          if (read (io->resize_fd, &size, sizeof size) == (ssize_t) sizeof size)
+            cri_attach_resize (fd, size.height, size.width);
+        }
+      if (p[1].revents && !attach_input (fd, in_fd, stdin_once))
+        {
+          if (!stdin_once)
+            break; /* the client detached */
+          in_fd = -1;
+        }
+      if (p[0].revents && !attach_output (fd, io, &exit_code))
+        break;
+    }
+  (void) exit_code; /* kubectl attach reports no exit code */
+  return 0;
+}
+
+/* ------------------------------------------------------------------ */
 /* Port forward                                                         */
 
 struct connect_job
@@ -345,9 +454,10 @@ struct connect_job
 static int
 connect_local (uint16_t port, int *errnum)
 {
-  struct sockaddr_in v4 = { .sin_family = AF_INET, .sin_port = htons (port),
-                            .sin_addr.s_addr = htonl (INADDR_LOOPBACK) };
-  struct sockaddr_in6 v6 = { .sin6_family = AF_INET6, .sin6_port = htons (port), .sin6_addr = IN6ADDR_LOOPBACK_INIT };
+  struct sockaddr_in v4
+      = { .sin_family = AF_INET, .sin_port = htons (port), .sin_addr.s_addr = htonl (INADDR_LOOPBACK) };
+  struct sockaddr_in6 v6
+      = { .sin6_family = AF_INET6, .sin6_port = htons (port), .sin6_addr = IN6ADDR_LOOPBACK_INIT };
   int fd = socket (AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
   if (fd >= 0 && connect (fd, (struct sockaddr *) &v4, sizeof v4) == 0)
@@ -427,7 +537,7 @@ session_run (void *user, enum streaming_kind kind, void *data, const struct stre
 
   if (kind == STREAMING_EXEC)
     return run_exec (user, t, io, err);
-  return husk_error_make (err, 0, "attach to %s: not served by this huskd yet", t->container_id);
+  return run_attach (user, t, io, err);
 }
 
 static int
@@ -440,8 +550,8 @@ int
 cri_streaming_start (struct cri_service *svc, struct husk_error **err)
 {
   struct streaming_options opts = { .address = svc->cfg->stream_address,
-                                     .port = svc->cfg->stream_port,
-                                     .token_ttl_ms = (int64_t) svc->cfg->stream_token_ttl_s * 1000 };
+                                    .port = svc->cfg->stream_port,
+                                    .token_ttl_ms = (int64_t) svc->cfg->stream_token_ttl_s * 1000 };
   struct streaming_callbacks cb = { .run = session_run, .connect_port = session_connect, .user = svc };
 
   if (streaming_server_start (&opts, &cb, &svc->streaming, err) < 0)
@@ -516,9 +626,12 @@ cri_exec (struct rpc_call *call, const void *req_bytes, size_t len, void *user)
            && check_running (svc, req->container_id, &err) == 0)
     {
       struct stream_target *t = xcalloc (1, sizeof *t);
-      struct streaming_request sreq = { .kind = STREAMING_EXEC, .want_stdin = req->stdin,
-                                        .want_stdout = req->stdout, .want_stderr = req->stderr,
-                                        .tty = req->tty, .data = t };
+      struct streaming_request sreq = { .kind = STREAMING_EXEC,
+                                        .want_stdin = req->stdin,
+                                        .want_stdout = req->stdout,
+                                        .want_stderr = req->stderr,
+                                        .tty = req->tty,
+                                        .data = t };
       t->svc = svc;
       t->container_id = xstrdup (req->container_id);
       for (size_t i = 0; i < req->n_cmd; i++)
@@ -539,7 +652,8 @@ void
 cri_attach (struct rpc_call *call, const void *req_bytes, size_t len, void *user)
 {
   struct cri_service *svc = user;
-  Runtime__V1__AttachRequest *req = cri_unpack (call, &runtime__v1__attach_request__descriptor, req_bytes, len);
+  Runtime__V1__AttachRequest *req
+      = cri_unpack (call, &runtime__v1__attach_request__descriptor, req_bytes, len);
   Runtime__V1__AttachResponse resp = RUNTIME__V1__ATTACH_RESPONSE__INIT;
   struct husk_error *err = NULL;
   cleanup_free char *url = NULL;
@@ -550,9 +664,12 @@ cri_attach (struct rpc_call *call, const void *req_bytes, size_t len, void *user
       && check_running (svc, req->container_id, &err) == 0)
     {
       struct stream_target *t = xcalloc (1, sizeof *t);
-      struct streaming_request sreq = { .kind = STREAMING_ATTACH, .want_stdin = req->stdin,
-                                        .want_stdout = req->stdout, .want_stderr = req->stderr,
-                                        .tty = req->tty, .data = t };
+      struct streaming_request sreq = { .kind = STREAMING_ATTACH,
+                                        .want_stdin = req->stdin,
+                                        .want_stdout = req->stdout,
+                                        .want_stderr = req->stderr,
+                                        .tty = req->tty,
+                                        .data = t };
       t->svc = svc;
       t->container_id = xstrdup (req->container_id);
       url = url_for (svc, &sreq, &err);

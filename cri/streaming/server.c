@@ -158,10 +158,8 @@ static const struct
   enum streaming_protocol protocol;
   bool portforward;
 } protocols[] = {
-  { "v4.channel.k8s.io", PROTO_V4, false },
-  { "v3.channel.k8s.io", PROTO_V3, false },
-  { "v2.channel.k8s.io", PROTO_V2, false },
-  { "channel.k8s.io", PROTO_V1, false },
+  { "v4.channel.k8s.io", PROTO_V4, false },          { "v3.channel.k8s.io", PROTO_V3, false },
+  { "v2.channel.k8s.io", PROTO_V2, false },          { "channel.k8s.io", PROTO_V1, false },
   { "portforward.k8s.io", PROTO_PORTFORWARD, true },
 };
 
@@ -198,7 +196,9 @@ accept_request (struct conn *c, struct http_request *r, enum streaming_protocol 
     if (husk_str_has_prefix (r->path, kind_paths[k]))
       kind = k, token = r->path + strlen (kind_paths[k]);
   if (kind < 0)
-    return send_error (c->fd, 404, "Not Found", "streaming: no such path (expected /exec/, /attach/ or /portforward/TOKEN)"), NULL;
+    return send_error (c->fd, 404, "Not Found",
+                       "streaming: no such path (expected /exec/, /attach/ or /portforward/TOKEN)"),
+           NULL;
   if (strcmp (r->method, "GET") != 0 && strcmp (r->method, "POST") != 0)
     return send_error (c->fd, 405, "Method Not Allowed", "streaming: only GET and POST"), NULL;
   if (r->upgrade == NULL || strcasecmp (r->upgrade, "SPDY/3.1") != 0)
@@ -213,7 +213,8 @@ accept_request (struct conn *c, struct http_request *r, enum streaming_protocol 
   if ((int) req->kind != kind)
     {
       free_request (req);
-      return send_error (c->fd, 400, "Bad Request", "streaming: the token is for another kind of session"), NULL;
+      return send_error (c->fd, 400, "Bad Request", "streaming: the token is for another kind of session"),
+             NULL;
     }
   *protocol = negotiate (r, req->kind, &name);
   if (*protocol == 0)
@@ -221,7 +222,8 @@ accept_request (struct conn *c, struct http_request *r, enum streaming_protocol 
       free_request (req);
       send_error (c->fd, 403, "Forbidden",
                   kind == STREAMING_PORTFORWARD
-                      ? "streaming: unable to negotiate a protocol: X-Stream-Protocol-Version must offer portforward.k8s.io"
+                      ? "streaming: unable to negotiate a protocol: X-Stream-Protocol-Version must offer "
+                        "portforward.k8s.io"
                       : "streaming: unable to negotiate a protocol: X-Stream-Protocol-Version must offer "
                         "v4.channel.k8s.io, v3.channel.k8s.io, v2.channel.k8s.io or channel.k8s.io");
       return NULL;
@@ -257,8 +259,12 @@ conn_main (void *arg)
   http_request_clear (&r);
   if (req)
     {
-      struct streaming_session_args args = { .fd = c->fd, .stop_fd = srv->stop_fd, .protocol = protocol,
-                                             .req = req, .cb = &srv->cb, .stream_wait_ms = srv->stream_wait_ms };
+      struct streaming_session_args args = { .fd = c->fd,
+                                             .stop_fd = srv->stop_fd,
+                                             .protocol = protocol,
+                                             .req = req,
+                                             .cb = &srv->cb,
+                                             .stream_wait_ms = srv->stream_wait_ms };
       streaming_session_run (&args); /* closes the fd */
       free_request (req);
     }
@@ -314,7 +320,8 @@ listener_main (void *arg)
 
   for (;;)
     {
-      struct pollfd p[2] = { { .fd = srv->listen_fd, .events = POLLIN }, { .fd = srv->stop_fd, .events = POLLIN } };
+      struct pollfd p[2]
+          = { { .fd = srv->listen_fd, .events = POLLIN }, { .fd = srv->stop_fd, .events = POLLIN } };
       if (poll (p, 2, -1) < 0)
         continue;
       if (p[1].revents)
@@ -332,7 +339,8 @@ listen_on (const struct streaming_options *opts, struct streaming_server *srv, s
 {
   const char *address = opts->address && *opts->address ? opts->address : "127.0.0.1";
   const char *port = opts->port && *opts->port ? opts->port : "0";
-  struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+  struct addrinfo hints = { .ai_family = AF_UNSPEC,
+                            .ai_socktype = SOCK_STREAM,
                             .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV | AI_PASSIVE };
   struct addrinfo *ai = NULL;
   struct sockaddr_storage bound;
@@ -371,9 +379,9 @@ streaming_server_start (const struct streaming_options *opts, const struct strea
   srv->stream_wait_ms = opts->stream_wait_ms > 0 ? opts->stream_wait_ms : 30000;
   pthread_mutex_init (&srv->lock, NULL);
   pthread_cond_init (&srv->idle, NULL);
-  srv->tokens = streaming_tokens_new (STREAMING_MAX_PENDING,
-                                      opts->token_ttl_ms > 0 ? opts->token_ttl_ms : STREAMING_DEFAULT_TOKEN_TTL_MS,
-                                      free_request);
+  srv->tokens = streaming_tokens_new (
+      STREAMING_MAX_PENDING, opts->token_ttl_ms > 0 ? opts->token_ttl_ms : STREAMING_DEFAULT_TOKEN_TTL_MS,
+      free_request);
   srv->stop_fd = eventfd (0, EFD_CLOEXEC);
   if (srv->stop_fd < 0)
     husk_error_make (err, errno, "streaming server: eventfd");
@@ -421,7 +429,8 @@ streaming_server_stop (struct streaming_server *srv)
 }
 
 char *
-streaming_server_url (struct streaming_server *srv, const struct streaming_request *req, struct husk_error **err)
+streaming_server_url (struct streaming_server *srv, const struct streaming_request *req,
+                      struct husk_error **err)
 {
   struct streaming_request *copy = xmalloc (sizeof *copy);
   char token[STREAMING_TOKEN_LEN + 1];

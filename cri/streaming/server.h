@@ -46,7 +46,7 @@ struct streaming_request
 {
   enum streaming_kind kind;
   bool want_stdin, want_stdout, want_stderr, tty;
-  void *data;                    /* the caller's: handed to its callbacks */
+  void *data;                     /* the caller's: handed to its callbacks */
   void (*free_data) (void *data); /* called once the session is over or the token is gone */
 };
 
@@ -82,9 +82,9 @@ struct streaming_callbacks
 
 struct streaming_options
 {
-  const char *address; /* numeric IPv4 or IPv6; NULL: 127.0.0.1 */
-  const char *port;    /* NULL or "0": a free one */
-  int64_t token_ttl_ms; /* 0: STREAMING_DEFAULT_TOKEN_TTL_MS */
+  const char *address;    /* numeric IPv4 or IPv6; NULL: 127.0.0.1 */
+  const char *port;       /* NULL or "0": a free one */
+  int64_t token_ttl_ms;   /* 0: STREAMING_DEFAULT_TOKEN_TTL_MS */
   int64_t stream_wait_ms; /* how long a client has to open its streams; 0: 30 s */
 };
 

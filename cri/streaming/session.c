@@ -46,7 +46,8 @@ enum stream_type
   ST_COUNT,
 };
 
-static const char *const stream_type_names[ST_COUNT] = { "error", "stdin", "stdout", "stderr", "resize", "data" };
+static const char *const stream_type_names[ST_COUNT]
+    = { "error", "stdin", "stdout", "stderr", "resize", "data" };
 
 struct stream
 {
@@ -225,12 +226,14 @@ streaming_exit_status (enum streaming_protocol protocol, int exit_code, const ch
   if (message == NULL && exit_code == 0)
     return xstrdup (protocol >= PROTO_V4 ? "{\"metadata\":{},\"status\":\"Success\"}" : "");
   if (protocol < PROTO_V4)
-    return message ? xstrdup (message) : xasprintf ("command terminated with non-zero exit code: %d", exit_code);
+    return message ? xstrdup (message)
+                   : xasprintf ("command terminated with non-zero exit code: %d", exit_code);
   if (message == NULL)
-    return xasprintf ("{\"metadata\":{},\"status\":\"Failure\",\"message\":\"command terminated with non-zero exit "
-                      "code: %d\",\"reason\":\"NonZeroExitCode\",\"details\":{\"causes\":[{\"reason\":"
-                      "\"ExitCode\",\"message\":\"%d\"}]}}",
-                      exit_code, exit_code);
+    return xasprintf (
+        "{\"metadata\":{},\"status\":\"Failure\",\"message\":\"command terminated with non-zero exit "
+        "code: %d\",\"reason\":\"NonZeroExitCode\",\"details\":{\"causes\":[{\"reason\":"
+        "\"ExitCode\",\"message\":\"%d\"}]}}",
+        exit_code, exit_code);
   spdy_buf_append (&json, "{\"metadata\":{},\"status\":\"Failure\",\"message\":\"", 45);
   for (const char *p = message; *p; p++)
     {
@@ -287,7 +290,8 @@ streams_ready (const struct session *s)
   const struct streaming_request *req = s->args->req;
 
   return s->by_type[ST_ERROR] && (!req->want_stdin || s->by_type[ST_STDIN])
-         && (!req->want_stdout || s->by_type[ST_STDOUT]) && (!req->want_stderr || req->tty || s->by_type[ST_STDERR])
+         && (!req->want_stdout || s->by_type[ST_STDOUT])
+         && (!req->want_stderr || req->tty || s->by_type[ST_STDERR])
          && (!req->tty || s->args->protocol < PROTO_V3 || s->by_type[ST_RESIZE]);
 }
 
@@ -311,7 +315,9 @@ start_runner (struct session *s)
   bool tty = s->args->req->tty;
 
   s->started = true;
-  s->io = (struct streaming_io){ .stdin_fd = -1, .stdout_fd = -1, .stderr_fd = -1, .resize_fd = -1, .tty = tty };
+  s->io = (struct streaming_io){
+    .stdin_fd = -1, .stdout_fd = -1, .stderr_fd = -1, .resize_fd = -1, .tty = tty
+  };
   if ((s->by_type[ST_STDIN] && make_pipe (&s->io.stdin_fd, &s->stdin_w, false, true) < 0)
       || (s->by_type[ST_STDOUT] && make_pipe (&s->stdout_r, &s->io.stdout_fd, true, false) < 0)
       || (s->by_type[ST_STDERR] && !tty && make_pipe (&s->stderr_r, &s->io.stderr_fd, true, false) < 0)
@@ -853,8 +859,10 @@ exec_loop (struct session *s)
       int64_t deadline = !s->started ? s->wait_deadline : s->running ? 0 : s->drain_deadline;
 
       fds[2] = (struct pollfd){ .fd = s->running ? s->done_fd : -1, .events = POLLIN };
-      fds[3] = (struct pollfd){ .fd = can_send (s, s->by_type[ST_STDOUT]) ? s->stdout_r : -1, .events = POLLIN };
-      fds[4] = (struct pollfd){ .fd = can_send (s, s->by_type[ST_STDERR]) ? s->stderr_r : -1, .events = POLLIN };
+      fds[3]
+          = (struct pollfd){ .fd = can_send (s, s->by_type[ST_STDOUT]) ? s->stdout_r : -1, .events = POLLIN };
+      fds[4]
+          = (struct pollfd){ .fd = can_send (s, s->by_type[ST_STDERR]) ? s->stderr_r : -1, .events = POLLIN };
       fds[5] = (struct pollfd){ .fd = s->stdin_pending.len ? s->stdin_w : -1, .events = POLLOUT };
       int rc = wait_events (s, fds, 6, deadline);
       if (rc > 0 && fds[3].revents)
@@ -892,7 +900,8 @@ pf_loop (struct session *s)
       for (size_t i = 0; i < s->n_pairs; i++)
         {
           struct pf_pair *p = s->pairs[i];
-          short events = (!p->target_eof && can_send (s, p->data) ? POLLIN : 0) | (p->to_target.len ? POLLOUT : 0);
+          short events
+              = (!p->target_eof && can_send (s, p->data) ? POLLIN : 0) | (p->to_target.len ? POLLOUT : 0);
           fds[n++] = (struct pollfd){ .fd = events ? p->fd : -1, .events = events };
         }
       size_t n_before = s->n_pairs;
@@ -956,7 +965,9 @@ streaming_session_run (const struct streaming_session_args *args)
   struct session s = { .args = args, .fd = args->fd, .initial_window = SPDY_INITIAL_WINDOW };
 
   s.stdin_w = s.stdout_r = s.stderr_r = s.resize_w = s.cancel_w = s.done_fd = -1;
-  s.io = (struct streaming_io){ .stdin_fd = -1, .stdout_fd = -1, .stderr_fd = -1, .resize_fd = -1, .cancel_fd = -1 };
+  s.io = (struct streaming_io){
+    .stdin_fd = -1, .stdout_fd = -1, .stderr_fd = -1, .resize_fd = -1, .cancel_fd = -1
+  };
   s.z = spdy_zlib_new ();
   if (args->protocol == PROTO_PORTFORWARD)
     pf_loop (&s);

@@ -17,7 +17,7 @@ enum streaming_protocol
 
 struct streaming_session_args
 {
-  int fd; /* the upgraded connection; closed by session_run */
+  int fd;      /* the upgraded connection; closed by session_run */
   int stop_fd; /* readable when the server stops */
   enum streaming_protocol protocol;
   const struct streaming_request *req;

@@ -165,8 +165,8 @@ parse_control (const uint8_t *buf, size_t len, struct spdy_frame *frame, struct 
       return 0;
     }
   if (len < (size_t) fixed)
-    return husk_error_make (err, 0, "SPDY control frame type %d: %zu bytes, expected at least %d", frame->type,
-                            len, fixed);
+    return husk_error_make (err, 0, "SPDY control frame type %d: %zu bytes, expected at least %d",
+                            frame->type, len, fixed);
   const uint8_t *p = buf + SPDY_HEADER_LEN;
   switch (frame->type)
     {
@@ -266,8 +266,8 @@ spdy_buf_clear (struct spdy_buf *buf)
 static void
 put_control_header (struct spdy_buf *out, enum spdy_type type, uint8_t flags, size_t len)
 {
-  uint8_t h[SPDY_HEADER_LEN] = { 0x80 | (SPDY_VERSION >> 8), SPDY_VERSION & 0xff, (uint8_t) (type >> 8),
-                                 (uint8_t) type };
+  uint8_t h[SPDY_HEADER_LEN]
+      = { 0x80 | (SPDY_VERSION >> 8), SPDY_VERSION & 0xff, (uint8_t) (type >> 8), (uint8_t) type };
 
   put32 (h + 4, (uint32_t) len);
   h[4] = flags;
@@ -447,7 +447,8 @@ inflate_block (struct spdy_zlib *z, const uint8_t *block, size_t len, struct spd
           continue;
         }
       if (rc != Z_OK && rc != Z_BUF_ERROR)
-        return husk_error_make (err, 0, "SPDY header block: zlib: %s", z->in.msg ? z->in.msg : "corrupt data");
+        return husk_error_make (err, 0, "SPDY header block: zlib: %s",
+                                z->in.msg ? z->in.msg : "corrupt data");
       spdy_buf_append (plain, chunk, sizeof chunk - z->in.avail_out);
       if (plain->len > SPDY_MAX_FRAME)
         return husk_error_make (err, 0, "SPDY header block: over %d bytes decompressed", SPDY_MAX_FRAME);

@@ -59,8 +59,8 @@ struct spdy_frame
 {
   enum spdy_type type;
   uint8_t flags;
-  uint32_t stream_id; /* data, SYN_*, RST, HEADERS, WINDOW_UPDATE; GOAWAY: last good */
-  uint32_t value;     /* RST/GOAWAY status, PING id, WINDOW_UPDATE delta */
+  uint32_t stream_id;     /* data, SYN_*, RST, HEADERS, WINDOW_UPDATE; GOAWAY: last good */
+  uint32_t value;         /* RST/GOAWAY status, PING id, WINDOW_UPDATE delta */
   const uint8_t *payload; /* the bytes after the fixed fields (data, header block, settings) */
   size_t payload_len;
 };
@@ -69,7 +69,8 @@ struct spdy_frame
  * is not complete yet, 0 and *USED = its size when it is, -1 when it is
  * malformed (a control frame of another version, a frame over
  * SPDY_MAX_FRAME, fixed fields cut short).  FRAME points into BUF. */
-int spdy_parse (const uint8_t *buf, size_t len, struct spdy_frame *frame, size_t *used, struct husk_error **err);
+int spdy_parse (const uint8_t *buf, size_t len, struct spdy_frame *frame, size_t *used,
+                struct husk_error **err);
 
 /* A growing byte buffer the encoders append to. */
 struct spdy_buf

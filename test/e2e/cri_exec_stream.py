@@ -131,6 +131,49 @@ def test_exec_tty(c, s):
     ok(b"got-hello" in out and exit_code_of(status) == 0, "... stdin typed into the pty", (out, status))
 
 
+def attach_url(c, cid, stdin=True, stdout=True, stderr=True, tty=False):
+    return c.call("Attach", pb.AttachRequest(container_id=cid, stdin=stdin, stdout=stdout, stderr=stderr, tty=tty),
+                  pb.AttachResponse).url
+
+
+def test_attach(c, s):
+    cfg = cri_client.container_config("attach-sh", IMAGE, [], command=("/bin/sh",), stdin=True, stdin_once=True)
+    sh = c.create(s["pod"], cfg, s["cfg"])
+    c.start(sh)
+    url = attach_url(c, sh)
+    ok("/attach/" in url, "Attach returns an /attach/ URL", url)
+    out, err, status = exec_session(url, stdin=b"echo hello; echo oops >&2\n")
+    ok(out == b"hello\n" and err == b"oops\n" and exit_code_of(status) == 0,
+       "attach to sh (stdin_once): a command in, its stdout and stderr out, stdin closed ends it", (out, err, status))
+    for _ in range(50):
+        if c.status(sh).state == pb.CONTAINER_EXITED:
+            break
+        time.sleep(0.1)
+    ok(c.status(sh).state == pb.CONTAINER_EXITED, "... and sh exited when its stdin closed")
+    cfg = cri_client.container_config("attach-cat", IMAGE, [], command=("/bin/cat",), stdin=True)
+    cat = c.create(s["pod"], cfg, s["cfg"])
+    c.start(cat)
+    watchers = [spdy_client.Conn(attach_url(c, cat, stdin=False, stderr=False), ("v4.channel.k8s.io",))
+                for _ in range(2)]
+    for w in watchers:
+        w.error = w.open_stream({"streamtype": "error"})
+        w.out = w.open_stream({"streamtype": "stdout"})
+    time.sleep(0.3)
+    out, _, status = exec_session(attach_url(c, cat, stderr=False), stdin=b"ping\n", stderr=False)
+    got = []
+    for w in watchers:
+        w.until(lambda: w.data.get(w.out, b"") == b"ping\n" or len(w.data.get(w.out, b"")) > 5)
+        got.append(w.data.get(w.out))
+        w.close()
+    ok(got == [b"ping\n", b"ping\n"] and c.status(cat).state == pb.CONTAINER_RUNNING,
+       "three attaches to cat at once: two watchers see what the third typed; the detach leaves cat running",
+       (got, out, status))
+    e = rpc_error(lambda: attach_url(c, sh))
+    ok(e is not None and e.code() == grpc.StatusCode.FAILED_PRECONDITION, "Attach to an exited container: refused",
+       e and e.details())
+    s["attach_cat"] = cat
+
+
 def test_port_forward(c, s):
     url = c.pf_url(s["pod"], [8080])
     ok("/portforward/" in url, "PortForward returns a /portforward/ URL", url)
@@ -296,7 +339,7 @@ def main():
     c = C(SOCK)
     try:
         setup(c, s)
-        for test in (test_exec_plain, test_exec_tty, test_port_forward, test_bad_input, test_disconnect,
+        for test in (test_exec_plain, test_exec_tty, test_attach, test_port_forward, test_bad_input, test_disconnect,
                      test_concurrent, test_crictl):
             try:
                 test(c, s)

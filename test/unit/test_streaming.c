@@ -292,8 +292,8 @@ test_server_session (void **state)
   struct streaming_callbacks cb = { .run = fake_run, .connect_port = fake_connect };
   struct streaming_options opts = { 0 };
   struct streaming_server *srv = NULL;
-  struct streaming_request req = { .kind = STREAMING_EXEC, .want_stdin = true, .want_stdout = true,
-                                   .want_stderr = true };
+  struct streaming_request req
+      = { .kind = STREAMING_EXEC, .want_stdin = true, .want_stdout = true, .want_stderr = true };
   struct husk_error *err = NULL;
   struct spdy_zlib *z = spdy_zlib_new ();
   struct spdy_buf in = { 0 }, out = { 0 };
