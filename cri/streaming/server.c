@@ -17,6 +17,7 @@
 #include "cri/streaming/server.h"
 #include "cri/streaming/session.h"
 #include "cri/streaming/tokens.h"
+#include "cri/streaming/ws.h"
 #include "husk/cleanup.h"
 #include "husk/util.h"
 
@@ -63,15 +64,19 @@ struct http_request
   char method[16];
   char path[512];
   char *upgrade;
-  char **protocols; /* every X-Stream-Protocol-Version value, in order */
-  bool websocket;
+  char **protocols;    /* every X-Stream-Protocol-Version value, in order */
+  char **ws_protocols; /* every Sec-WebSocket-Protocol value, in order */
+  char *ws_key, *ws_version;
 };
 
 static void
 http_request_clear (struct http_request *r)
 {
   free (r->upgrade);
+  free (r->ws_key);
+  free (r->ws_version);
   husk_strvfreep (&r->protocols);
+  husk_strvfreep (&r->ws_protocols);
 }
 
 static void
@@ -114,13 +119,20 @@ read_head (int fd, char *buf, size_t cap, size_t *len)
 }
 
 static void
-add_protocols (struct http_request *r, const char *value)
+add_protocols (char ***list, const char *value)
 {
   cleanup_free char *copy = xstrdup (value);
   char *save = NULL;
 
   for (char *tok = strtok_r (copy, ", \t", &save); tok; tok = strtok_r (NULL, ", \t", &save))
-    r->protocols = husk_strv_append (r->protocols, tok);
+    *list = husk_strv_append (*list, tok);
+}
+
+static void
+set_string (char **field, const char *value)
+{
+  free (*field);
+  *field = xstrdup (value);
 }
 
 static int
@@ -140,14 +152,15 @@ parse_head (char *head, struct http_request *r)
       *colon = '\0';
       char *value = colon + 1 + strspn (colon + 1, " \t");
       if (strcasecmp (line, "Upgrade") == 0)
-        {
-          free (r->upgrade);
-          r->upgrade = xstrdup (value);
-        }
+        set_string (&r->upgrade, value);
       else if (strcasecmp (line, "X-Stream-Protocol-Version") == 0)
-        add_protocols (r, value);
+        add_protocols (&r->protocols, value);
       else if (strcasecmp (line, "Sec-WebSocket-Protocol") == 0)
-        r->websocket = true;
+        add_protocols (&r->ws_protocols, value);
+      else if (strcasecmp (line, "Sec-WebSocket-Key") == 0)
+        set_string (&r->ws_key, value);
+      else if (strcasecmp (line, "Sec-WebSocket-Version") == 0)
+        set_string (&r->ws_version, value);
     }
   return 0;
 }
@@ -156,20 +169,31 @@ static const struct
 {
   const char *name;
   enum streaming_protocol protocol;
-  bool portforward;
+  bool portforward, websocket;
 } protocols[] = {
-  { "v4.channel.k8s.io", PROTO_V4, false },          { "v3.channel.k8s.io", PROTO_V3, false },
-  { "v2.channel.k8s.io", PROTO_V2, false },          { "channel.k8s.io", PROTO_V1, false },
-  { "portforward.k8s.io", PROTO_PORTFORWARD, true },
+  { "v4.channel.k8s.io", PROTO_V4, false, false },          { "v3.channel.k8s.io", PROTO_V3, false, false },
+  { "v2.channel.k8s.io", PROTO_V2, false, false },          { "channel.k8s.io", PROTO_V1, false, false },
+  { "portforward.k8s.io", PROTO_PORTFORWARD, true, false }, { "v5.channel.k8s.io", PROTO_V5, false, true },
+  { "v4.channel.k8s.io", PROTO_V4, false, true },
 };
 
-/* The first of the client's protocols we speak for this kind; 0: none. */
+static bool
+is_websocket (const struct http_request *r)
+{
+  return r->upgrade && strcasecmp (r->upgrade, "websocket") == 0;
+}
+
+/* The first of the client's protocols we speak for this kind and
+ * transport; 0: none. */
 static enum streaming_protocol
 negotiate (const struct http_request *r, enum streaming_kind kind, const char **name)
 {
-  for (size_t i = 0; r->protocols && r->protocols[i]; i++)
+  bool ws = is_websocket (r);
+  char **offered = ws ? r->ws_protocols : r->protocols;
+
+  for (size_t i = 0; offered && offered[i]; i++)
     for (size_t j = 0; j < sizeof protocols / sizeof protocols[0]; j++)
-      if (strcmp (r->protocols[i], protocols[j].name) == 0
+      if (strcmp (offered[i], protocols[j].name) == 0 && protocols[j].websocket == ws
           && protocols[j].portforward == (kind == STREAMING_PORTFORWARD))
         {
           *name = protocols[j].name;
@@ -178,12 +202,42 @@ negotiate (const struct http_request *r, enum streaming_kind kind, const char **
   return 0;
 }
 
+static const char *
+protocol_hint (const struct http_request *r, enum streaming_kind kind)
+{
+  if (is_websocket (r))
+    return "streaming: unable to negotiate a protocol: Sec-WebSocket-Protocol must offer v5.channel.k8s.io "
+           "or "
+           "v4.channel.k8s.io";
+  if (kind == STREAMING_PORTFORWARD)
+    return "streaming: unable to negotiate a protocol: X-Stream-Protocol-Version must offer "
+           "portforward.k8s.io";
+  return "streaming: unable to negotiate a protocol: X-Stream-Protocol-Version must offer v4.channel.k8s.io, "
+         "v3.channel.k8s.io, v2.channel.k8s.io or channel.k8s.io";
+}
+
+/* The 101 answer for the transport of R and protocol NAME (malloc'd). */
+static char *
+upgrade_response (const struct http_request *r, const char *name)
+{
+  char accept[29];
+
+  if (!is_websocket (r))
+    return xasprintf ("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: SPDY/3.1\r\n"
+                      "X-Stream-Protocol-Version: %s\r\n\r\n",
+                      name);
+  ws_accept_key (r->ws_key, accept);
+  return xasprintf ("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
+                    "Sec-WebSocket-Accept: %s\r\nSec-WebSocket-Protocol: %s\r\n\r\n",
+                    accept, name);
+}
+
 static const char *const kind_paths[] = { "/exec/", "/attach/", "/portforward/" };
 
 /* Checks the request and takes its token: the request, or NULL after an
  * error reply. */
 static struct streaming_request *
-accept_request (struct conn *c, struct http_request *r, enum streaming_protocol *protocol)
+accept_request (struct conn *c, struct http_request *r, enum streaming_protocol *protocol, bool *websocket)
 {
   struct streaming_request *req = NULL;
   const char *token = NULL, *name = NULL;
@@ -201,11 +255,17 @@ accept_request (struct conn *c, struct http_request *r, enum streaming_protocol 
            NULL;
   if (strcmp (r->method, "GET") != 0 && strcmp (r->method, "POST") != 0)
     return send_error (c->fd, 405, "Method Not Allowed", "streaming: only GET and POST"), NULL;
-  if (r->upgrade == NULL || strcasecmp (r->upgrade, "SPDY/3.1") != 0)
+  if (is_websocket (r) && (r->ws_key == NULL || r->ws_version == NULL || strcmp (r->ws_version, "13") != 0))
+    return send_error (
+               c->fd, 400, "Bad Request",
+               "streaming: a WebSocket upgrade needs Sec-WebSocket-Key and Sec-WebSocket-Version: 13"),
+           NULL;
+  if (is_websocket (r) && kind == STREAMING_PORTFORWARD)
+    return send_error (c->fd, 400, "Bad Request", "streaming: port forward is served over SPDY/3.1 only"),
+           NULL;
+  if (!is_websocket (r) && (r->upgrade == NULL || strcasecmp (r->upgrade, "SPDY/3.1") != 0))
     return send_error (c->fd, 400, "Bad Request",
-                       r->websocket || (r->upgrade && strcasecmp (r->upgrade, "websocket") == 0)
-                           ? "streaming: WebSocket is not served here yet; upgrade to SPDY/3.1"
-                           : "streaming: expected `Upgrade: SPDY/3.1`"),
+                       "streaming: expected `Upgrade: SPDY/3.1` or `Upgrade: websocket`"),
            NULL;
   req = streaming_tokens_take (c->srv->tokens, token);
   if (req == NULL)
@@ -220,22 +280,16 @@ accept_request (struct conn *c, struct http_request *r, enum streaming_protocol 
   if (*protocol == 0)
     {
       free_request (req);
-      send_error (c->fd, 403, "Forbidden",
-                  kind == STREAMING_PORTFORWARD
-                      ? "streaming: unable to negotiate a protocol: X-Stream-Protocol-Version must offer "
-                        "portforward.k8s.io"
-                      : "streaming: unable to negotiate a protocol: X-Stream-Protocol-Version must offer "
-                        "v4.channel.k8s.io, v3.channel.k8s.io, v2.channel.k8s.io or channel.k8s.io");
+      send_error (c->fd, 403, "Forbidden", protocol_hint (r, kind));
       return NULL;
     }
-  cleanup_free char *resp = xasprintf ("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\n"
-                                       "Upgrade: SPDY/3.1\r\nX-Stream-Protocol-Version: %s\r\n\r\n",
-                                       name);
+  cleanup_free char *resp = upgrade_response (r, name);
   if (husk_write_all (c->fd, resp, strlen (resp)) < 0)
     {
       free_request (req);
       return NULL;
     }
+  *websocket = is_websocket (r);
   return req;
 }
 
@@ -249,19 +303,21 @@ conn_main (void *arg)
   struct http_request r = { 0 };
   enum streaming_protocol protocol = 0;
   struct streaming_request *req = NULL;
+  bool websocket = false;
 
   if (read_head (c->fd, head, sizeof head, &len) < 0)
     send_error (c->fd, 400, "Bad Request", "streaming: no complete HTTP request head");
   else if (parse_head (head, &r) < 0)
     send_error (c->fd, 400, "Bad Request", "streaming: malformed HTTP request");
   else
-    req = accept_request (c, &r, &protocol);
+    req = accept_request (c, &r, &protocol, &websocket);
   http_request_clear (&r);
   if (req)
     {
       struct streaming_session_args args = { .fd = c->fd,
                                              .stop_fd = srv->stop_fd,
                                              .protocol = protocol,
+                                             .websocket = websocket,
                                              .req = req,
                                              .cb = &srv->cb,
                                              .stream_wait_ms = srv->stream_wait_ms };

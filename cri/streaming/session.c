@@ -24,6 +24,7 @@
 
 #include "cri/streaming/session.h"
 #include "cri/streaming/spdy.h"
+#include "cri/streaming/ws.h"
 #include "husk/cleanup.h"
 #include "husk/util.h"
 
@@ -48,6 +49,9 @@ enum stream_type
 
 static const char *const stream_type_names[ST_COUNT]
     = { "error", "stdin", "stdout", "stderr", "resize", "data" };
+/* The WebSocket channel of each, and the v5 close signal's. */
+static const uint8_t ws_channels[ST_COUNT] = { 3, 0, 1, 2, 4, 0xff };
+#define WS_CLOSE_CHANNEL 0xff
 
 struct stream
 {
@@ -80,6 +84,7 @@ struct session
   size_t n_streams;
   bool peer_flow;
   int64_t initial_window;
+  struct spdy_buf ws_message; /* a fragmented WebSocket message so far */
   bool broken, peer_gone;
 
   /* exec and attach */
@@ -151,7 +156,8 @@ send_fin (struct session *s, struct stream *st)
 {
   if (st == NULL || st->local_closed)
     return;
-  spdy_put_data (&s->out, st->id, SPDY_FLAG_FIN, NULL, 0);
+  if (!s->args->websocket) /* WebSocket: the end of the session says it */
+    spdy_put_data (&s->out, st->id, SPDY_FLAG_FIN, NULL, 0);
   st->local_closed = true;
 }
 
@@ -160,8 +166,19 @@ send_data (struct session *s, struct stream *st, const void *data, size_t len)
 {
   if (st == NULL || st->local_closed || (st->remote_closed && st->type != ST_ERROR && st->type != ST_DATA))
     return;
-  spdy_put_data (&s->out, st->id, 0, data, len);
+  if (s->args->websocket)
+    ws_put_channel (&s->out, ws_channels[st->type], data, len);
+  else
+    spdy_put_data (&s->out, st->id, 0, data, len);
   st->send_window -= (int64_t) len;
+}
+
+/* LEN bytes of stream ID consumed: the peer may send that much more. */
+static void
+ack (struct session *s, uint32_t id, size_t len)
+{
+  if (!s->args->websocket && len > 0)
+    spdy_put_window_update (&s->out, id, (uint32_t) len);
 }
 
 /* Whether ST may be sent more now. */
@@ -306,6 +323,8 @@ fail_session (struct session *s, const char *message)
       send_data (s, s->by_type[ST_ERROR], status, strlen (status));
       send_fin (s, s->by_type[ST_ERROR]);
     }
+  if (s->args->websocket)
+    ws_put_close (&s->out, 1000);
   s->finished = true;
 }
 
@@ -363,6 +382,8 @@ finish_exec (struct session *s)
   if (*status)
     send_data (s, s->by_type[ST_ERROR], status, strlen (status));
   send_fin (s, s->by_type[ST_ERROR]);
+  if (s->args->websocket)
+    ws_put_close (&s->out, 1000);
   s->finished = true;
 }
 
@@ -413,7 +434,7 @@ write_stdin (struct session *s)
         }
       spdy_buf_consume (&s->stdin_pending, (size_t) n);
       if (s->by_type[ST_STDIN])
-        spdy_put_window_update (&s->out, s->by_type[ST_STDIN]->id, (uint32_t) n);
+        ack (s, s->by_type[ST_STDIN]->id, (size_t) n);
     }
   if (s->stdin_pending.len == 0 && s->by_type[ST_STDIN] && s->by_type[ST_STDIN]->remote_closed)
     close_fd (&s->stdin_w);
@@ -427,17 +448,17 @@ exec_data (struct session *s, struct stream *st, const uint8_t *data, size_t len
       if (s->stdin_w >= 0 || !s->started)
         spdy_buf_append (&s->stdin_pending, data, len);
       else
-        spdy_put_window_update (&s->out, st->id, (uint32_t) len);
+        ack (s, st->id, len);
       write_stdin (s);
     }
   else if (st->type == ST_RESIZE)
     {
       spdy_buf_append (&s->resize_text, data, len);
       take_resizes (s);
-      spdy_put_window_update (&s->out, st->id, (uint32_t) len);
+      ack (s, st->id, len);
     }
-  else if (len)
-    spdy_put_window_update (&s->out, st->id, (uint32_t) len);
+  else
+    ack (s, st->id, len);
 }
 
 /* Reads a pipe of the process into ST; EOF closes it. */
@@ -549,7 +570,7 @@ pair_write_target (struct session *s, struct pf_pair *pair)
       if (n <= 0)
         return pair_error (s, pair, strerror (errno));
       spdy_buf_consume (&pair->to_target, (size_t) n);
-      spdy_put_window_update (&s->out, pair->data->id, (uint32_t) n);
+      ack (s, pair->data->id, (size_t) n);
     }
   if (pair->fd >= 0 && pair->to_target.len == 0 && pair->data->remote_closed && !pair->shut_wr)
     {
@@ -782,6 +803,8 @@ on_frame (struct session *s, const struct spdy_frame *f)
     }
 }
 
+static void ws_read_frames (struct session *s);
+
 /* Reads what the socket has and handles every complete frame. */
 static void
 read_socket (struct session *s)
@@ -800,6 +823,8 @@ read_socket (struct session *s)
       return;
     }
   spdy_buf_append (&s->in, buf, (size_t) n);
+  if (s->args->websocket)
+    return ws_read_frames (s);
   while (!s->broken && spdy_parse (s->in.data + off, s->in.len - off, &f, &used, &err) == 0 && used > 0)
     {
       on_frame (s, &f);
@@ -809,6 +834,107 @@ read_socket (struct session *s)
     {
       husk_log (HUSK_LOG_INFO, "streaming: a client sent a bad frame: %s", err->msg);
       spdy_put_goaway (&s->out, s->last_id, SPDY_PROTOCOL_ERROR);
+      husk_error_free (&err);
+      s->broken = true;
+    }
+  spdy_buf_consume (&s->in, off);
+}
+
+/* ------------------------------------------------------------------ */
+/* WebSocket                                                           */
+
+/* The streams a WebSocket session has from its start: every channel the
+ * request asked for. */
+static void
+ws_open_streams (struct session *s)
+{
+  const struct streaming_request *req = s->args->req;
+  const bool want[ST_COUNT]
+      = { true, req->want_stdin, req->want_stdout, req->want_stderr && !req->tty, req->tty };
+
+  for (int t = 0; t < ST_DATA; t++)
+    if (want[t])
+      {
+        struct stream *st = xcalloc (1, sizeof *st);
+        st->id = ws_channels[t];
+        st->type = (enum stream_type) t;
+        s->streams[s->n_streams++] = st;
+        s->by_type[t] = st;
+      }
+}
+
+/* One whole k8s message: its channel byte, then data. */
+static void
+ws_message (struct session *s, const uint8_t *msg, size_t len)
+{
+  struct stream *st;
+
+  if (len == 0)
+    return;
+  if (msg[0] == WS_CLOSE_CHANNEL && s->args->protocol >= PROTO_V5)
+    {
+      if (len >= 2 && (st = find_stream (s, msg[1])) != NULL && !st->remote_closed)
+        {
+          st->remote_closed = true;
+          if (st->type == ST_STDIN)
+            write_stdin (s);
+        }
+      return;
+    }
+  st = find_stream (s, msg[0]);
+  if (st && !st->remote_closed && (st->type == ST_STDIN || st->type == ST_RESIZE))
+    exec_data (s, st, msg + 1, len - 1);
+}
+
+static void
+ws_frame (struct session *s, const struct ws_frame *f)
+{
+  switch (f->opcode)
+    {
+    case WS_PING:
+      ws_put (&s->out, WS_PONG, f->payload, f->payload_len);
+      return;
+    case WS_CLOSE:
+      ws_put_close (&s->out, 1000);
+      s->peer_gone = s->broken = true;
+      return;
+    case WS_PONG:
+      return;
+    case WS_TEXT:
+    case WS_BINARY:
+      s->ws_message.len = 0;
+      /* fall through */
+    case WS_CONTINUATION:
+      spdy_buf_append (&s->ws_message, f->payload, f->payload_len);
+      if (s->ws_message.len > WS_MAX_MESSAGE)
+        s->broken = true;
+      else if (f->fin)
+        {
+          ws_message (s, s->ws_message.data, s->ws_message.len);
+          s->ws_message.len = 0;
+        }
+      return;
+    default:
+      s->broken = true;
+    }
+}
+
+static void
+ws_read_frames (struct session *s)
+{
+  struct ws_frame f;
+  struct husk_error *err = NULL;
+  size_t used = 0, off = 0;
+
+  while (!s->broken && ws_parse (s->in.data + off, s->in.len - off, &f, &used, &err) == 0 && used > 0)
+    {
+      ws_frame (s, &f);
+      off += used;
+    }
+  if (err)
+    {
+      husk_log (HUSK_LOG_INFO, "streaming: a client sent a bad frame: %s", err->msg);
+      ws_put_close (&s->out, 1002);
       husk_error_free (&err);
       s->broken = true;
     }
@@ -849,10 +975,25 @@ wait_events (struct session *s, struct pollfd *fds, size_t n, int64_t deadline)
   return rc;
 }
 
+/* Starts the session's process once every stream it needs is open. */
+static void
+maybe_start (struct session *s)
+{
+  if (s->started || s->broken || s->finished || !streams_ready (s))
+    return;
+  start_runner (s);
+  /* What came with the streams, and a FIN with them. */
+  write_stdin (s);
+  take_resizes (s);
+}
+
 static void
 exec_loop (struct session *s)
 {
   s->wait_deadline = now_ms () + s->args->stream_wait_ms;
+  if (s->args->websocket)
+    ws_open_streams (s);
+  maybe_start (s);
   while (!s->broken && !s->finished)
     {
       struct pollfd fds[6];
@@ -873,14 +1014,8 @@ exec_loop (struct session *s)
         write_stdin (s);
       if (rc > 0 && fds[2].revents)
         reap_runner (s);
-      if (!s->started && !s->broken && streams_ready (s))
-        {
-          start_runner (s);
-          /* What came with the streams, and a FIN with them. */
-          write_stdin (s);
-          take_resizes (s);
-        }
-      else if (!s->started && now_ms () >= s->wait_deadline)
+      maybe_start (s);
+      if (!s->started && !s->finished && now_ms () >= s->wait_deadline)
         fail_session (s, "the client did not open its streams in time");
       if (s->started && !s->running && !s->finished
           && ((s->stdout_r < 0 && s->stderr_r < 0) || now_ms () >= s->drain_deadline))
@@ -993,5 +1128,6 @@ streaming_session_run (const struct streaming_session_args *args)
   spdy_buf_clear (&s.out);
   spdy_buf_clear (&s.stdin_pending);
   spdy_buf_clear (&s.resize_text);
+  spdy_buf_clear (&s.ws_message);
   free (s.run_error);
 }

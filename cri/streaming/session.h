@@ -12,6 +12,7 @@ enum streaming_protocol
   PROTO_V2,
   PROTO_V3, /* + resize */
   PROTO_V4, /* + the error stream's JSON status */
+  PROTO_V5, /* WebSocket only: + closing a channel (stdin) */
   PROTO_PORTFORWARD,
 };
 
@@ -20,6 +21,7 @@ struct streaming_session_args
   int fd;      /* the upgraded connection; closed by session_run */
   int stop_fd; /* readable when the server stops */
   enum streaming_protocol protocol;
+  bool websocket; /* WebSocket channel frames instead of SPDY */
   const struct streaming_request *req;
   const struct streaming_callbacks *cb;
   int64_t stream_wait_ms;

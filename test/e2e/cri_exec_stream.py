@@ -29,7 +29,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from tap import exit_status, ok, rpc_error  # noqa: E402
 import cri_client  # noqa: E402
 import spdy_client  # noqa: E402
-from spdy_client import exec_session, exit_code_of, port_forward  # noqa: E402
+from spdy_client import exec_session, exit_code_of, port_forward, ws_exec  # noqa: E402
 
 ROOT, STATE = os.path.join(WORK, "root"), os.path.join(WORK, "state")
 SOCK = os.path.join(WORK, "husk.sock")
@@ -299,6 +299,48 @@ def test_concurrent(c, s):
        results.count(False))
 
 
+def test_websocket(c, s):
+    url = c.exec_url(s["cid"], ["sh", "-c", "echo out; echo err >&2; exit 4"])
+    conn = spdy_client.WSConn(url, ("v5.channel.k8s.io", "v4.channel.k8s.io"))
+    ch = conn.run_to_close()
+    conn.close()
+    ok(conn.protocol == "v5.channel.k8s.io" and ch.get(1) == b"out\n" and ch.get(2) == b"err\n"
+       and exit_code_of(ch.get(3, b"").decode()) == 4 and conn.close_code == 1000,
+       "WebSocket v5 exec: stdout on channel 1, stderr on 2, the status on 3, then a normal close",
+       (conn.protocol, ch, conn.close_code))
+    data = os.urandom(100000).hex().encode()
+    out, _, status = ws_exec(c.exec_url(s["cid"], ["cat"], stdin=True), stdin=data)
+    ok(out == data and exit_code_of(status) == 0, f"v5: stdin through cat ({len(data)} bytes), the close signal (255, 0) "
+       "is its EOF", f"{len(out)} bytes, {status}")
+    out, _, status = ws_exec(c.exec_url(s["cid"], ["sh", "-c", "echo v4"]), protocol="v4.channel.k8s.io")
+    ok(out == b"v4\n" and exit_code_of(status) == 0, "WebSocket v4 exec", (out, status))
+    url = c.exec_url(s["cid"], ["sh", "-c", "sleep 1; stty size"], stdin=True, stderr=False, tty=True)
+    out, _, status = ws_exec(url, stdin=b"", resize=(77, 22))
+    ok(b"22 77" in out and exit_code_of(status) == 0, "v5 with a tty: resize on channel 4 reaches the pty",
+       (out, status))
+    cfg = cri_client.container_config("ws-attach", IMAGE, [], command=("/bin/sh",), stdin=True, stdin_once=True)
+    sh = c.create(s["pod"], cfg, s["cfg"])
+    c.start(sh)
+    out, _, status = ws_exec(attach_url(c, sh), stdin=b"echo attached\n")
+    ok(out == b"attached\n" and exit_code_of(status) == 0, "v5 attach to sh: a command in, its output out",
+       (out, status))
+    for name, kw, code in (("no Sec-WebSocket-Key", dict(key=None), 400),
+                           ("only v9.channel.k8s.io", dict(protocols=("v9.channel.k8s.io",)), 403)):
+        try:
+            spdy_client.WSConn(c.exec_url(s["cid"], ["true"]), kw.pop("protocols", ("v5.channel.k8s.io",)),
+                               **kw).close()
+            e = None
+        except spdy_client.HTTPError as err:
+            e = err
+        ok(e is not None and e.status == code, f"a WebSocket upgrade with {name}: {code}", e)
+    try:
+        spdy_client.WSConn(c.pf_url(s["pod"], [8080]), ("portforward.k8s.io",)).close()
+        e = None
+    except spdy_client.HTTPError as err:
+        e = err
+    ok(e is not None and e.status == 400 and "SPDY" in e.body, "port forward over WebSocket: 400 naming SPDY/3.1", e)
+
+
 def crictl(*args, **kw):
     return subprocess.run([CRICTL, "--runtime-endpoint", "unix://" + SOCK, "--timeout", "30s", *args],
                           capture_output=True, timeout=60, **kw)
@@ -340,6 +382,7 @@ def main():
     try:
         setup(c, s)
         for test in (test_exec_plain, test_exec_tty, test_attach, test_port_forward, test_bad_input, test_disconnect,
+                     test_websocket,
                      test_concurrent, test_crictl):
             try:
                 test(c, s)

@@ -1,7 +1,10 @@
 """A small SPDY/3.1 client of the k8s streaming protocols (exec, attach,
 port-forward) for the e2e tests: the HTTP Upgrade, frames, zlib header
 blocks with the SPDY/3 dictionary.  Python stdlib only."""
+import base64
+import hashlib
 import json
+import os
 import socket
 import struct
 import urllib.parse
@@ -212,5 +215,136 @@ def port_forward(url, port, request, request_id="0", timeout=30):
         c.send(data, request, fin=True)
         c.until(lambda: data in c.fin and err in c.fin or data in c.reset)
         return c.data.get(data, b""), c.data.get(err, b"").decode()
+    finally:
+        c.close()
+
+
+class WSConn:
+    """A WebSocket connection with the k8s channel protocols (the first
+    byte of each binary message is the channel).  Raises HTTPError when the
+    server refuses."""
+
+    def __init__(self, url, protocols, timeout=30, key="dGhlIHNhbXBsZSBub25jZQ=="):
+        u = urllib.parse.urlsplit(url)
+        self.sock = socket.create_connection((u.hostname, u.port), timeout=timeout)
+        lines = [f"GET {u.path} HTTP/1.1", f"Host: {u.netloc}", "Connection: Upgrade", "Upgrade: websocket",
+                 "Sec-WebSocket-Version: 13", f"Sec-WebSocket-Protocol: {', '.join(protocols)}"]
+        if key:
+            lines.append(f"Sec-WebSocket-Key: {key}")
+        self.sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
+        head = b""
+        while b"\r\n\r\n" not in head:
+            chunk = self.sock.recv(1)
+            if not chunk:
+                break
+            head += chunk
+        status_line = head.split(b"\r\n", 1)[0].decode()
+        self.status = int(status_line.split()[1]) if len(status_line.split()) > 1 else 0
+        self.headers = {}
+        for line in head.split(b"\r\n")[1:]:
+            if b":" in line:
+                k, v = line.decode().split(":", 1)
+                self.headers[k.strip().lower()] = v.strip()
+        if self.status != 101:
+            body = b""
+            try:
+                while True:
+                    chunk = self.sock.recv(4096)
+                    if not chunk:
+                        break
+                    body += chunk
+            except OSError:
+                pass
+            self.sock.close()
+            raise HTTPError(self.status, body.decode(errors="replace"))
+        self.protocol = self.headers.get("sec-websocket-protocol")
+        expect = base64.b64encode(hashlib.sha1((key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").encode()).digest())
+        if self.headers.get("sec-websocket-accept", "").encode() != expect:
+            self.sock.close()
+            raise HTTPError(self.status, f"bad Sec-WebSocket-Accept {self.headers.get('sec-websocket-accept')}")
+        self.buf = b""
+        self.channels = {}
+        self.closed = False
+        self.close_code = None
+
+    def close(self):
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+    def send_frame(self, opcode, payload, fin=True):
+        mask = os.urandom(4)
+        n = len(payload)
+        head = bytes([(0x80 if fin else 0) | opcode])
+        if n < 126:
+            head += bytes([0x80 | n])
+        elif n < 65536:
+            head += bytes([0x80 | 126]) + struct.pack(">H", n)
+        else:
+            head += bytes([0x80 | 127]) + struct.pack(">Q", n)
+        masked = bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
+        self.sock.sendall(head + mask + masked)
+
+    def send(self, channel, data):
+        self.send_frame(2, bytes([channel]) + data)
+
+    def close_channel(self, channel):
+        self.send_frame(2, bytes([255, channel]))
+
+    def pump(self):
+        """Reads one frame; False at EOF or after the server's close."""
+        def need(n):
+            while len(self.buf) < n:
+                chunk = self.sock.recv(65536)
+                if not chunk:
+                    return False
+                self.buf += chunk
+            return True
+        if self.closed or not need(2):
+            return False
+        b0, b1 = self.buf[0], self.buf[1]
+        n, off = b1 & 0x7f, 2
+        if n == 126:
+            if not need(4):
+                return False
+            n, off = struct.unpack(">H", self.buf[2:4])[0], 4
+        elif n == 127:
+            if not need(10):
+                return False
+            n, off = struct.unpack(">Q", self.buf[2:10])[0], 10
+        if not need(off + n):
+            return False
+        payload, self.buf = self.buf[off:off + n], self.buf[off + n:]
+        opcode = b0 & 0x0f
+        if opcode == 2 and payload:
+            self.channels[payload[0]] = self.channels.get(payload[0], b"") + payload[1:]
+        elif opcode == 8:
+            self.closed = True
+            self.close_code = struct.unpack(">H", payload[:2])[0] if len(payload) >= 2 else None
+            try:
+                self.send_frame(8, payload[:2])
+            except OSError:
+                pass
+        return True
+
+    def run_to_close(self):
+        while self.pump():
+            pass
+        return self.channels
+
+
+def ws_exec(url, stdin=None, protocol="v5.channel.k8s.io", resize=None, timeout=30):
+    """An exec/attach session over WebSocket: (stdout, stderr, status)."""
+    c = WSConn(url, (protocol,), timeout=timeout)
+    try:
+        if resize:
+            c.send(4, json.dumps({"Width": resize[0], "Height": resize[1]}).encode())
+        if stdin is not None:
+            c.send(0, stdin)
+            if protocol == "v5.channel.k8s.io":
+                c.close_channel(0)
+        ch = c.run_to_close()
+        return ch.get(1, b""), ch.get(2, b""), ch.get(3, b"").decode()
     finally:
         c.close()

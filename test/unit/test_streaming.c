@@ -23,6 +23,7 @@
 #include "cri/streaming/session.h"
 #include "cri/streaming/spdy.h"
 #include "cri/streaming/tokens.h"
+#include "cri/streaming/ws.h"
 #include "husk/cleanup.h"
 #include "husk/util.h"
 
@@ -147,6 +148,64 @@ test_header_blocks (void **state)
   spdy_buf_clear (&frames);
   spdy_zlib_free (tx);
   spdy_zlib_free (rx);
+}
+
+/* WebSocket: the RFC 6455 example key, masked client frames of each
+ * length encoding, and what a server must refuse. */
+static void
+test_websocket_frames (void **state)
+{
+  char accept[29];
+  struct husk_error *err = NULL;
+  struct ws_frame f;
+  size_t used, sizes[] = { 0, 125, 126, 65535, 65536, 200000 };
+  const uint8_t mask[4] = { 0x11, 0x22, 0x33, 0x44 };
+
+  ws_accept_key ("dGhlIHNhbXBsZSBub25jZQ==", accept);
+  assert_string_equal (accept, "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=");
+  for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++)
+    {
+      struct spdy_buf server = { 0 }, client = { 0 };
+      uint8_t *payload = xmalloc (sizes[k] + 1);
+      size_t header;
+
+      for (size_t i = 0; i < sizes[k]; i++)
+        payload[i] = (uint8_t) (i * 7);
+      /* A server frame, turned into a client one: mask bit and key. */
+      ws_put (&server, WS_BINARY, payload, sizes[k]);
+      header = server.len - sizes[k];
+      spdy_buf_append (&client, server.data, header);
+      client.data[1] |= 0x80;
+      spdy_buf_append (&client, mask, 4);
+      for (size_t i = 0; i < sizes[k]; i++)
+        {
+          uint8_t b = payload[i] ^ mask[i % 4];
+          spdy_buf_append (&client, &b, 1);
+        }
+      assert_int_equal (ws_parse (client.data, client.len - 1, &f, &used, &err), 0);
+      assert_int_equal (used, 0); /* one byte short */
+      assert_int_equal (ws_parse (client.data, client.len, &f, &used, &err), 0);
+      assert_int_equal (used, client.len);
+      assert_true (f.fin);
+      assert_int_equal (f.opcode, WS_BINARY);
+      assert_int_equal (f.payload_len, sizes[k]);
+      if (sizes[k])
+        assert_memory_equal (f.payload, payload, sizes[k]);
+      /* The server's own frame is not masked: refused from a client. */
+      assert_int_equal (ws_parse (server.data, server.len, &f, &used, &err), -1);
+      assert_non_null (strstr (err->msg, "not masked"));
+      husk_error_free (&err);
+      free (payload);
+      spdy_buf_clear (&server);
+      spdy_buf_clear (&client);
+    }
+  {
+    uint8_t reserved[] = { 0xc2, 0x80, 0, 0, 0, 0 }, big_ping[] = { 0x89, 0xfe, 0x01, 0x00 };
+    assert_int_equal (ws_parse (reserved, sizeof reserved, &f, &used, &err), -1);
+    husk_error_free (&err);
+    assert_int_equal (ws_parse (big_ping, sizeof big_ping, &f, &used, &err), -1);
+    husk_error_free (&err);
+  }
 }
 
 static int freed;
@@ -395,10 +454,15 @@ int
 main (void)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test (test_dictionary),     cmocka_unit_test (test_frames),
-    cmocka_unit_test (test_bad_frames),     cmocka_unit_test (test_header_blocks),
-    cmocka_unit_test (test_tokens),         cmocka_unit_test (test_exit_status),
-    cmocka_unit_test (test_server_session), cmocka_unit_test (test_server_stop_with_client),
+    cmocka_unit_test (test_dictionary),
+    cmocka_unit_test (test_frames),
+    cmocka_unit_test (test_bad_frames),
+    cmocka_unit_test (test_header_blocks),
+    cmocka_unit_test (test_tokens),
+    cmocka_unit_test (test_exit_status),
+    cmocka_unit_test (test_websocket_frames),
+    cmocka_unit_test (test_server_session),
+    cmocka_unit_test (test_server_stop_with_client),
   };
 
   return cmocka_run_group_tests (tests, NULL, NULL);
