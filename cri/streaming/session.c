@@ -235,6 +235,12 @@ type_of (const char *name)
 /* ------------------------------------------------------------------ */
 /* Exec and attach                                                     */
 
+static void
+append_text (struct spdy_buf *buf, const char *text)
+{
+  spdy_buf_append (buf, text, strlen (text));
+}
+
 char *
 streaming_exit_status (enum streaming_protocol protocol, int exit_code, const char *message)
 {
@@ -251,7 +257,7 @@ streaming_exit_status (enum streaming_protocol protocol, int exit_code, const ch
         "code: %d\",\"reason\":\"NonZeroExitCode\",\"details\":{\"causes\":[{\"reason\":"
         "\"ExitCode\",\"message\":\"%d\"}]}}",
         exit_code, exit_code);
-  spdy_buf_append (&json, "{\"metadata\":{},\"status\":\"Failure\",\"message\":\"", 45);
+  append_text (&json, "{\"metadata\":{},\"status\":\"Failure\",\"message\":\"");
   for (const char *p = message; *p; p++)
     {
       char esc[8];
@@ -261,9 +267,9 @@ streaming_exit_status (enum streaming_protocol protocol, int exit_code, const ch
         snprintf (esc, sizeof esc, "\\u%04x", (unsigned char) *p);
       else
         snprintf (esc, sizeof esc, "%c", *p);
-      spdy_buf_append (&json, esc, strlen (esc));
+      append_text (&json, esc);
     }
-  spdy_buf_append (&json, "\",\"reason\":\"InternalError\",\"code\":500}", 38);
+  append_text (&json, "\",\"reason\":\"InternalError\",\"code\":500}");
   spdy_buf_append (&json, "", 1);
   return (char *) json.data;
 }

@@ -341,6 +341,39 @@ def test_websocket(c, s):
     ok(e is not None and e.status == 400 and "SPDY" in e.body, "port forward over WebSocket: 400 naming SPDY/3.1", e)
 
 
+def test_container_exits(c, s):
+    """A container stopped under an exec and an attach ends both sessions."""
+    pid = s["proc"].pid
+    before = huskd_usage(pid)
+    cfg = cri_client.container_config("dying", IMAGE, ["sleep 100000"], stdin=True)
+    dying = c.create(s["pod"], cfg, s["cfg"])
+    c.start(dying)
+    ex = spdy_client.Conn(c.exec_url(dying, ["sleep", "5000"]), ("v4.channel.k8s.io",))
+    ex_err, ex_out = ex.open_stream({"streamtype": "error"}), ex.open_stream({"streamtype": "stdout"})
+    ex_serr = ex.open_stream({"streamtype": "stderr"})
+    at = spdy_client.Conn(attach_url(c, dying, stderr=False), ("v4.channel.k8s.io",))
+    at_err = at.open_stream({"streamtype": "error"})
+    at.open_stream({"streamtype": "stdin"})
+    at.open_stream({"streamtype": "stdout"})
+    time.sleep(1)
+    t = time.monotonic()
+    c.stop(dying, timeout=1)
+    ended = ex.until(lambda: ex_err in ex.fin and ex_out in ex.fin and ex_serr in ex.fin)
+    status = ex.data.get(ex_err, b"").decode()
+    ok(ended and exit_code_of(status) not in (None, 0),
+       f"a container stopped under an exec ends the session with a non-zero exit code "
+       f"({time.monotonic() - t:.1f} s)", status)
+    ended = at.until(lambda: at_err in at.fin)
+    ok(ended and exit_code_of(at.data.get(at_err, b"").decode()) == 0, "... and ends an attach to it",
+       at.data.get(at_err))
+    ex.close()
+    at.close()
+    c.remove(dying)
+    after = settle(pid, before)
+    ok(after[0] <= before[0] and after[1] <= before[1], "... leaving no fds or threads in huskd",
+       f"before {before}, after {after}")
+
+
 def crictl(*args, **kw):
     return subprocess.run([CRICTL, "--runtime-endpoint", "unix://" + SOCK, "--timeout", "30s", *args],
                           capture_output=True, timeout=60, **kw)
@@ -359,6 +392,34 @@ def test_crictl(c, s):
                        input=b"")
     ok(b"/dev/pts/" in r.stdout and b"31 91" in r.stdout and b"tty-ok" in r.stdout and r.returncode == 0,
        "crictl exec -it under script: a pty in the container, sized 91x31 as the terminal", r)
+    cfg = cri_client.container_config("crictl-sh", IMAGE, [], command=("/bin/sh",), stdin=True, stdin_once=True)
+    sh = c.create(s["pod"], cfg, s["cfg"])
+    c.start(sh)
+    r = crictl("attach", "-i", sh, input=b"echo attached-by-crictl\n")
+    ok(r.returncode == 0 and r.stdout == b"attached-by-crictl\n", "crictl attach -i to sh (stdin_once)", r)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    pf = subprocess.Popen([CRICTL, "--runtime-endpoint", "unix://" + SOCK, "port-forward", s["pod"], f"{port}:8080"],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    body = b""
+    try:
+        for _ in range(100):
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
+                    conn.sendall(b"GET / HTTP/1.0\r\n\r\n")
+                    while True:
+                        chunk = conn.recv(4096)
+                        if not chunk:
+                            break
+                        body += chunk
+                break
+            except OSError:
+                time.sleep(0.1)
+    finally:
+        pf.terminate()
+        pf.wait()
+    ok(b"hello-from-pod" in body, "crictl port-forward POD LOCAL:8080 reaches httpd in the pod", body[:200])
     t0 = time.monotonic()
     for _ in range(20):
         crictl("exec", s["cid"], "true")
@@ -382,7 +443,7 @@ def main():
     try:
         setup(c, s)
         for test in (test_exec_plain, test_exec_tty, test_attach, test_port_forward, test_bad_input, test_disconnect,
-                     test_websocket,
+                     test_websocket, test_container_exits,
                      test_concurrent, test_crictl):
             try:
                 test(c, s)
