@@ -284,7 +284,11 @@ pump_tty (struct exec_child *x, const struct streaming_io *io, int master)
       if (p[2].revents)
         apply_resizes (io->resize_fd, master);
       if (p[1].revents && !copy_once (in_fd, master))
-        in_fd = -1;
+        {
+          /* The client closed stdin: the terminal's EOF, as the monitor does. */
+          (void) husk_write_all (master, "\x04", 1);
+          in_fd = -1;
+        }
       if (p[0].revents && !copy_once (master, io->stdout_fd))
         break;
       if (p[4].revents)

@@ -129,6 +129,10 @@ def test_exec_tty(c, s):
     url = c.exec_url(s["cid"], ["sh", "-c", "read line; echo got-$line"], stdin=True, stderr=False, tty=True)
     out, _, status = exec_session(url, stdin=b"hello\r", stderr=False, tty=True, close_stdin=False)
     ok(b"got-hello" in out and exit_code_of(status) == 0, "... stdin typed into the pty", (out, status))
+    url = c.exec_url(s["cid"], ["cat"], stdin=True, stderr=False, tty=True)
+    out, _, status = exec_session(url, stdin=b"typed\r", stderr=False, tty=True, close_stdin=True)
+    ok(out.count(b"typed") == 2 and exit_code_of(status) == 0,
+       "... closing stdin sends the terminal's EOF (^D): cat echoes the line and exits 0", (out, status))
 
 
 def attach_url(c, cid, stdin=True, stdout=True, stderr=True, tty=False):
