@@ -97,6 +97,9 @@ set_defaults (struct huskd_config *cfg)
   cfg->cni_conf_dir = xstrdup ("/etc/cni/net.d");
   cfg->cni_bin_dirs = xstrdup ("/usr/lib/cni:/opt/cni/bin");
   cfg->log_level = xstrdup ("info");
+  cfg->stream_address = xstrdup ("127.0.0.1");
+  cfg->stream_port = xstrdup ("0");
+  cfg->stream_token_ttl_s = 60;
   cfg->max_image_bytes = UINT64_C (32) << 30;
   cfg->pull_min_bytes_per_s = 1024;
   cfg->pull_stall_timeout_s = 60;
@@ -137,7 +140,8 @@ take_counts (json_t *doc, struct huskd_config *cfg, const char *path, struct hus
 {
   if (take_count (doc, "max_image_bytes", INT64_MAX, &cfg->max_image_bytes, path, err) < 0
       || take_count (doc, "pull_min_bytes_per_s", UINT_MAX, &cfg->pull_min_bytes_per_s, path, err) < 0
-      || take_count (doc, "pull_stall_timeout_s", UINT_MAX, &cfg->pull_stall_timeout_s, path, err) < 0)
+      || take_count (doc, "pull_stall_timeout_s", UINT_MAX, &cfg->pull_stall_timeout_s, path, err) < 0
+      || take_count (doc, "stream_token_ttl_s", 86400, &cfg->stream_token_ttl_s, path, err) < 0)
     return -1;
   return 0;
 }
@@ -188,6 +192,8 @@ static const struct
   { "registries", offsetof (struct huskd_config, registries_file) },
   { "seccomp_profile", offsetof (struct huskd_config, seccomp_profile) },
   { "log_level", offsetof (struct huskd_config, log_level) },
+  { "stream_address", offsetof (struct huskd_config, stream_address) },
+  { "stream_port", offsetof (struct huskd_config, stream_port) },
 };
 
 /* A misspelt key would otherwise be a setting silently not applied. */
@@ -196,7 +202,12 @@ check_known_keys (json_t *doc, const char *path, struct husk_error **err)
 {
   /* Besides string_keys: take_runtimes, take_counts, default_capabilities. */
   static const char *const other_keys[] = {
-    "runtimes", "default_capabilities", "max_image_bytes", "pull_min_bytes_per_s", "pull_stall_timeout_s",
+    "runtimes",
+    "default_capabilities",
+    "max_image_bytes",
+    "pull_min_bytes_per_s",
+    "pull_stall_timeout_s",
+    "stream_token_ttl_s",
   };
   const char *key;
   json_t *value;
@@ -302,5 +313,7 @@ huskd_config_clear (struct huskd_config *cfg)
   husk_strvfreep (&cfg->default_capabilities);
   free (cfg->seccomp_profile);
   free (cfg->log_level);
+  free (cfg->stream_address);
+  free (cfg->stream_port);
   memset (cfg, 0, sizeof *cfg);
 }

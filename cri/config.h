@@ -33,6 +33,11 @@ struct huskd_config
   char **default_capabilities;
   char *seccomp_profile; /* a file; NULL: the built-in default */
   char *log_level;
+  /* The streaming server of Exec, Attach and PortForward: a numeric
+   * address, a port ("0": a free one), the seconds its URLs live. */
+  char *stream_address;
+  char *stream_port;
+  unsigned long long stream_token_ttl_s;
   /* Image pulls: decompressed bytes per image (a manifest declaring more is
    * refused before any download); a blob transfer slower than
    * pull_min_bytes_per_s for pull_stall_timeout_s fails. */

@@ -49,9 +49,9 @@ static const struct rpc_method method_table[] = {
   M (RUNTIME_SVC, UpdateContainerResources, cri_update_container_resources, RPC_SLOW),
   M (RUNTIME_SVC, ReopenContainerLog, cri_reopen_container_log, 0),
   M (RUNTIME_SVC, ExecSync, cri_exec_sync, RPC_SLOW),
-  M (RUNTIME_SVC, Exec, not_yet, 0),
-  M (RUNTIME_SVC, Attach, not_yet, 0),
-  M (RUNTIME_SVC, PortForward, not_yet, 0),
+  M (RUNTIME_SVC, Exec, cri_exec, 0),
+  M (RUNTIME_SVC, Attach, cri_attach, 0),
+  M (RUNTIME_SVC, PortForward, cri_port_forward, 0),
   M (RUNTIME_SVC, ContainerStats, cri_container_stats, RPC_SLOW),
   M (RUNTIME_SVC, ListContainerStats, cri_list_container_stats, RPC_SLOW),
   M (RUNTIME_SVC, StreamContainerStats, cri_list_container_stats,
@@ -127,13 +127,16 @@ cri_service_init (struct cri_service *svc, const struct huskd_config *cfg, struc
    * must already find the pod's containers. */
   if (cri_containers_init (svc, err) < 0)
     return -1;
+  if (cri_streaming_start (svc, err) < 0)
+    return -1;
   return cri_container_events_start (svc, err);
 }
 
 void
 cri_service_clear (struct cri_service *svc)
 {
-  /* First: its watcher thread uses the container store. */
+  /* First: their threads use the container store. */
+  cri_streaming_stop (svc);
   cri_container_events_stop (svc);
   store_free (svc->store);
   hosts_config_free (svc->hosts);

@@ -34,6 +34,7 @@ struct cri_service
   cri_pod_hook remove_pod_containers; /* NULL: none */
   struct container_store *containers; /* opened by cri_containers_init */
   struct cri_events *events;          /* GetContainerEvents (cri/events.h) */
+  struct streaming_server *streaming; /* Exec, Attach, PortForward URLs (cri/streaming/server.h) */
 };
 
 int cri_service_init (struct cri_service *svc, const struct huskd_config *cfg, struct husk_error **err);
@@ -110,6 +111,12 @@ void cri_remove_container (struct rpc_call *call, const void *req, size_t len, v
 void cri_list_containers (struct rpc_call *call, const void *req, size_t len, void *user);
 void cri_container_status (struct rpc_call *call, const void *req, size_t len, void *user);
 void cri_exec_sync (struct rpc_call *call, const void *req, size_t len, void *user);
+/* service_stream.c: the streaming server and the RPCs handing out its URLs. */
+int cri_streaming_start (struct cri_service *svc, struct husk_error **err);
+void cri_streaming_stop (struct cri_service *svc);
+void cri_exec (struct rpc_call *call, const void *req, size_t len, void *user);
+void cri_attach (struct rpc_call *call, const void *req, size_t len, void *user);
+void cri_port_forward (struct rpc_call *call, const void *req, size_t len, void *user);
 void cri_reopen_container_log (struct rpc_call *call, const void *req, size_t len, void *user);
 
 /* Container events (service_container.c, over cri/events.h): start

@@ -7,6 +7,12 @@
 # then prints a markdown table.  Target: husk <= 0.5x containerd on each.
 #
 #   hack/bench-cri.sh [N]        (root; build huskd and husk-monitor first)
+#   hack/bench-cri.sh --stream [N]
+#
+# --stream measures the streaming server instead (test/e2e/bench_stream.py):
+# `crictl exec CID true` round trips (N, median) and `crictl port-forward`
+# throughput of 256 MiB from a pod, with the same crictl (CRICTL, default
+# ../shared/tools/bin/crictl) for both runtimes.
 #
 # A trap removes pods, daemons, shims, bridges, iptables rules, temp dirs
 # and the registry, even when it fails.
@@ -22,6 +28,12 @@ HUSKD=${HUSKD:-$BUILD_DIR/huskd}
 CONTAINERD=${CONTAINERD:-/usr/bin/containerd}
 CACHE_DIR=${HUSK_TEST_CACHE:-/tmp/husk-test-cache}
 PY=/usr/bin/python3
+BENCH=bench_cri.py
+if [ "${1:-}" = --stream ]; then
+	BENCH=bench_stream.py
+	shift
+fi
+export CRICTL=${CRICTL:-$REPO_DIR/../shared/tools/bin/crictl}
 PODS=${1:-20}
 IPAM_DIR=/var/lib/cni/networks
 FORWARD_BEFORE=$(cat /proc/sys/net/ipv4/ip_forward)
@@ -212,7 +224,7 @@ echo "{\"cni_conf_dir\": \"$W/husk-net.d\"}" >"$W/husk-config.json"
 	--config "$W/husk-config.json" >"$W/huskd.log" 2>&1 &
 HUSKD_PID=$!
 wait_socket "$W/husk.sock" "$HUSKD_PID" || die "huskd did not start: $(tail -3 "$W/huskd.log")"
-HUSK_JSON=$(timeout -k 5 600 "$PY" "$REPO_DIR/test/e2e/bench_cri.py" "$W/gen" "$W/husk.sock" "$IMAGE" \
+HUSK_JSON=$(timeout -k 5 600 "$PY" "$REPO_DIR/test/e2e/$BENCH" "$W/gen" "$W/husk.sock" "$IMAGE" \
 	"$HUSKD_PID" husk-monitor "$W" "$W/logs-husk" "$PODS") ||
 	die "the husk run failed: $(tail -5 "$W/huskd.log")"
 kill -TERM "$HUSKD_PID"
@@ -224,12 +236,30 @@ write_containerd_config "$W/containerd.toml" "$ADDR"
 "$CONTAINERD" --config "$W/containerd.toml" >"$W/containerd.log" 2>&1 &
 CTRD_PID=$!
 wait_socket "$W/ctrd.sock" "$CTRD_PID" || die "containerd did not start: $(tail -3 "$W/containerd.log")"
-CTRD_JSON=$(timeout -k 5 600 "$PY" "$REPO_DIR/test/e2e/bench_cri.py" "$W/gen" "$W/ctrd.sock" "$IMAGE" \
+CTRD_JSON=$(timeout -k 5 600 "$PY" "$REPO_DIR/test/e2e/$BENCH" "$W/gen" "$W/ctrd.sock" "$IMAGE" \
 	"$CTRD_PID" containerd-shim-runc-v2 "$W" "$W/logs-ctrd" "$PODS") ||
 	die "the containerd run failed: $(grep -i 'level=error' "$W/containerd.log" | tail -5)"
 kill -TERM "$CTRD_PID"
 wait "$CTRD_PID" 2>/dev/null
 
+if [ "$BENCH" = bench_stream.py ]; then
+	"$PY" - "$HUSK_JSON" "$CTRD_JSON" <<'EOS'
+import json, sys
+h, c = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+print(f"crictl exec CID true x {h['execs']}; crictl port-forward of 256 MiB from busybox nc, 3 runs\n")
+print("| measure | husk | containerd 1.6 | husk / containerd | target |")
+print("|---|---:|---:|---:|:---:|")
+for name, key, want in (("`crictl exec CID true`, median (ms)", "exec_median_ms", "<= 0.5"),
+                        ("`crictl exec CID true`, p90 (ms)", "exec_p90_ms", ""),
+                        ("`crictl exec --sync CID true` (ExecSync), median (ms)", "exec_sync_median_ms", ""),
+                        ("`crictl version` (crictl start + one RPC), median (ms)", "version_median_ms", ""),
+                        ("port-forward throughput, median (MiB/s)", "pf_mib_s_median", ">= 1")):
+    ratio = h[key] / c[key] if c[key] else float("nan")
+    met = "" if not want else ("yes" if (ratio <= 0.5 if want == "<= 0.5" else ratio >= 1) else "no")
+    print(f"| {name} | {h[key]:.1f} | {c[key]:.1f} | {ratio:.2f} | {want} {met} |")
+EOS
+	exit 0
+fi
 "$PY" - "$HUSK_JSON" "$CTRD_JSON" <<'EOR'
 import json, sys
 h, c = json.loads(sys.argv[1]), json.loads(sys.argv[2])
