@@ -584,8 +584,11 @@ check_stdio (bool in, bool out, bool errs, bool tty, struct husk_error **err)
   return 0;
 }
 
+/* The container exists and runs; an attach that wants stdin needs one
+ * created with stdin (its monitor holds no stdin otherwise, and what the
+ * client typed would vanish). */
 static int
-check_running (struct cri_service *svc, const char *id, struct husk_error **err)
+check_running (struct cri_service *svc, const char *id, bool attach_stdin, struct husk_error **err)
 {
   struct cri_container *c = NULL;
   int ret = 0;
@@ -596,6 +599,8 @@ check_running (struct cri_service *svc, const char *id, struct husk_error **err)
     return -1;
   if (c->state != CRI_CONTAINER_RUNNING)
     ret = husk_error_kind (err, EAGAIN, "container %s is not running", c->id);
+  else if (attach_stdin && !(c->config && c->config->stdin))
+    ret = husk_error_kind (err, EINVAL, "stdin: container %s was created without stdin", c->id);
   cri_container_free (c);
   return ret;
 }
@@ -627,7 +632,7 @@ cri_exec (struct rpc_call *call, const void *req_bytes, size_t len, void *user)
   if (req->n_cmd == 0)
     husk_error_kind (&err, EINVAL, "cmd: required");
   else if (check_stdio (req->stdin, req->stdout, req->stderr, req->tty, &err) == 0
-           && check_running (svc, req->container_id, &err) == 0)
+           && check_running (svc, req->container_id, false, &err) == 0)
     {
       struct stream_target *t = xcalloc (1, sizeof *t);
       struct streaming_request sreq = { .kind = STREAMING_EXEC,
@@ -665,7 +670,7 @@ cri_attach (struct rpc_call *call, const void *req_bytes, size_t len, void *user
   if (req == NULL)
     return;
   if (check_stdio (req->stdin, req->stdout, req->stderr, req->tty, &err) == 0
-      && check_running (svc, req->container_id, &err) == 0)
+      && check_running (svc, req->container_id, req->stdin, &err) == 0)
     {
       struct stream_target *t = xcalloc (1, sizeof *t);
       struct streaming_request sreq = { .kind = STREAMING_ATTACH,

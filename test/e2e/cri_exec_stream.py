@@ -256,6 +256,10 @@ def test_bad_input(c, s):
     e = rpc_error(lambda: c.pf_url("cd" * 32, [80]))
     ok(e is not None and e.code() == grpc.StatusCode.NOT_FOUND, "PortForward to an unknown pod: NOT_FOUND",
        e and e.details())
+    e = rpc_error(lambda: attach_url(c, s["cid"], stdin=True))
+    ok(e is not None and e.code() == grpc.StatusCode.INVALID_ARGUMENT and "without stdin" in e.details(),
+       "Attach with stdin to a container created without stdin: INVALID_ARGUMENT", e and e.details())
+    ok("/attach/" in attach_url(c, s["cid"], stdin=False), "... and without stdin it is allowed")
 
 
 def test_disconnect(c, s):
