@@ -83,6 +83,16 @@ class Client:
                          pb.ExecSyncResponse, timeout=timeout + 30 if timeout else 60)
 
 
+def open_channel(sock, ready_timeout=30):
+    """A channel to a (re)started huskd that is ready to use: its own
+    subchannel pool (the process-wide one keeps the dead huskd's connection
+    in reconnect backoff, failing calls with "Connection refused" for a
+    while, longer under ASan), waited for until connected."""
+    channel = grpc.insecure_channel("unix://" + sock, options=[("grpc.use_local_subchannel_pool", 1)])
+    grpc.channel_ready_future(channel).result(timeout=ready_timeout)
+    return channel
+
+
 def start_huskd(huskd, work, sock, root, state, config):
     """huskd on SOCK, logging to WORK/huskd.log, its pid in WORK/huskd.pid
     (for the shell's trap); returns once the socket exists (10 s at most)."""
