@@ -88,8 +88,8 @@ fill_node (json_t *n, char **type, long long *major, long long *minor, struct hu
   if (found == NULL)
     return husk_error_kind (err, EINVAL, "CDI device node %s: %s is not a device node", path, host);
   if (given && strcmp (given, found) && !(given[0] == 'u' && found[0] == 'c'))
-    return husk_error_kind (err, EINVAL, "CDI device node %s: type %s given, but %s is of type %s", path, given,
-                            host, found);
+    return husk_error_kind (err, EINVAL, "CDI device node %s: type %s given, but %s is of type %s", path,
+                            given, host, found);
   *type = strdup (given ? given : found);
   if (*major == 0)
     {
@@ -141,7 +141,8 @@ apply_node (json_t *config, json_t *n, struct husk_error **err)
   const char *access = json_string_value (json_object_get (n, "permissions"));
   access = access && *access ? access : "rwm";
   if (access[strspn (access, "rwm")] != '\0')
-    return husk_error_kind (err, EINVAL, "CDI device node %s: invalid permissions %s (r, w, m)", path, access);
+    return husk_error_kind (err, EINVAL, "CDI device node %s: invalid permissions %s (r, w, m)", path,
+                            access);
   json_t *rules = child (child (linux_, "resources", 0), "devices", 1);
   json_array_append_new (rules, json_pack ("{s:b, s:s, s:I, s:I, s:s}", "allow", 1, "type",
                                            type[0] == 'u' ? "c" : type, "major", (json_int_t) major, "minor",
@@ -170,7 +171,8 @@ sort_mounts (json_t *mounts)
       size_t d = path_depth (json_string_value (json_object_get (m, "destination")) ?: "");
       size_t j = i;
       while (j > 0
-             && path_depth (json_string_value (json_object_get (json_array_get (mounts, j - 1), "destination")) ?: "")
+             && path_depth (
+                    json_string_value (json_object_get (json_array_get (mounts, j - 1), "destination")) ?: "")
                     > d)
         j--;
       if (j != i)
@@ -209,8 +211,8 @@ apply_mounts (json_t *config, json_t *list, struct husk_error **err)
 static int
 apply_hooks (json_t *config, json_t *list, struct husk_error **err)
 {
-  static const char *const names[] = { "prestart",        "createRuntime", "createContainer",
-                                       "startContainer", "poststart",     "poststop" };
+  static const char *const names[]
+      = { "prestart", "createRuntime", "createContainer", "startContainer", "poststart", "poststop" };
   size_t i;
   json_t *h;
   json_array_foreach (list, i, h)
@@ -240,8 +242,7 @@ apply_gids (json_t *config, json_t *gids)
   json_array_foreach (gids, i, g)
   {
     int seen = json_integer_value (g) == 0; /* the CDI spec skips gid 0 */
-    json_array_foreach (list, j, old)
-      seen |= json_integer_value (old) == json_integer_value (g);
+    json_array_foreach (list, j, old) seen |= json_integer_value (old) == json_integer_value (g);
     if (!seen)
       json_array_append_new (list, json_integer (json_integer_value (g)));
   }
@@ -257,9 +258,8 @@ cdi_apply_edits (json_t *config, json_t *edits, struct husk_error **err)
     return -1;
   size_t i;
   json_t *n;
-  json_array_foreach (json_object_get (edits, "deviceNodes"), i, n)
-    if (apply_node (config, n, err) < 0)
-      return -1;
+  json_array_foreach (json_object_get (edits, "deviceNodes"), i,
+                      n) if (apply_node (config, n, err) < 0) return -1;
   if ((v = json_object_get (edits, "mounts")) && apply_mounts (config, v, err) < 0)
     return -1;
   if ((v = json_object_get (edits, "hooks")) && apply_hooks (config, v, err) < 0)

@@ -64,7 +64,8 @@ json_t *cdi_spec_parse (const char *text, size_t len, int is_yaml, const char *f
  * OCI_CONFIG the spec-level containerEdits of each involved spec once and
  * each device's containerEdits, in order.  On an error OCI_CONFIG is left
  * as it was.  Returns 0 or -1 with *err set. */
-int cdi_apply (struct cdi_registry *reg, json_t *oci_config, const char *const *names, struct husk_error **err);
+int cdi_apply (struct cdi_registry *reg, json_t *oci_config, const char *const *names,
+               struct husk_error **err);
 
 /* Applies one containerEdits object to OCI_CONFIG (used by cdi_apply;
  * exposed for tests).  Returns 0 or -1 with *err set. */

@@ -75,7 +75,7 @@ stamp_add (char **stamp, const char *path)
   struct stat st;
   char *next = NULL;
   if (stat (path, &st) < 0)
-    st = (struct stat) { 0 };
+    st = (struct stat){ 0 };
   if (asprintf (&next, "%s%s:%lld.%ld:%lld:%llu\n", *stamp ? *stamp : "", path, (long long) st.st_mtim.tv_sec,
                 st.st_mtim.tv_nsec, (long long) st.st_size, (unsigned long long) st.st_ino)
       < 0)
@@ -216,7 +216,7 @@ add_spec_devices (struct cdi_registry *reg, struct cdi_spec_file *s, char ***dup
     if (!grown)
       return;
     reg->devices = grown;
-    reg->devices[reg->n_devices++] = (struct cdi_dev) {
+    reg->devices[reg->n_devices++] = (struct cdi_dev){
       .info = { .name = steal_pointer (&name), .file = s->file },
       .edits = json_object_get (dev, "containerEdits"),
       .spec = s->spec,
@@ -256,8 +256,8 @@ load_all (struct cdi_registry *reg)
               continue;
             }
           reg->specs = grown;
-          reg->specs[reg->n_specs++] = (struct cdi_spec_file) { .file = strdup (files[j]), .spec = spec,
-                                                                .dir_index = (int) d };
+          reg->specs[reg->n_specs++]
+              = (struct cdi_spec_file){ .file = strdup (files[j]), .spec = spec, .dir_index = (int) d };
         }
       cleanup_strv char **dups = NULL;
       size_t n_dups = 0;

@@ -32,14 +32,14 @@ is_alnum (char c)
  * whether it must begin with a letter (else a letter or digit), EXTRA the
  * punctuation allowed between; it must end with a letter or digit. */
 static int
-check_part (const char *name, size_t len, const char *what, int first_letter, const char *extra, const char *whole,
-            struct husk_error **err)
+check_part (const char *name, size_t len, const char *what, int first_letter, const char *extra,
+            const char *whole, struct husk_error **err)
 {
   if (len == 0)
     return husk_error_kind (err, EINVAL, "CDI device name %s: empty %s", whole, what);
   if (first_letter ? !is_letter (name[0]) : !is_alnum (name[0]))
-    return husk_error_kind (err, EINVAL, "CDI device name %s: %s %.*s must begin with a letter%s", whole, what,
-                            (int) len, name, first_letter ? "" : " or digit");
+    return husk_error_kind (err, EINVAL, "CDI device name %s: %s %.*s must begin with a letter%s", whole,
+                            what, (int) len, name, first_letter ? "" : " or digit");
   if (!is_alnum (name[len - 1]))
     return husk_error_kind (err, EINVAL, "CDI device name %s: %s %.*s must end with a letter or digit", whole,
                             what, (int) len, name);
@@ -56,8 +56,8 @@ check_kind (const char *kind, size_t len, const char *whole, struct husk_error *
 {
   const char *slash = memchr (kind, '/', len);
   if (slash == NULL)
-    return husk_error_kind (err, EINVAL, "CDI device name %s: kind %.*s is not vendor/class", whole, (int) len,
-                            kind);
+    return husk_error_kind (err, EINVAL, "CDI device name %s: kind %.*s is not vendor/class", whole,
+                            (int) len, kind);
   if (check_part (kind, slash - kind, "vendor", 1, "-_.", whole, err) < 0)
     return -1;
   return check_part (slash + 1, len - (slash + 1 - kind), "class", 1, "-_", whole, err);
@@ -126,7 +126,8 @@ static json_t *yaml_node_to_json (struct yaml_walk *w, yaml_node_t *node, int de
                                   struct husk_error **err);
 
 static json_t *
-yaml_mapping_to_json (struct yaml_walk *w, yaml_node_t *node, int depth, const char *file, struct husk_error **err)
+yaml_mapping_to_json (struct yaml_walk *w, yaml_node_t *node, int depth, const char *file,
+                      struct husk_error **err)
 {
   json_t *obj = json_object ();
   for (yaml_node_pair_t *p = node->data.mapping.pairs.start; p < node->data.mapping.pairs.top; p++)
@@ -154,7 +155,8 @@ yaml_mapping_to_json (struct yaml_walk *w, yaml_node_t *node, int depth, const c
 }
 
 static json_t *
-yaml_node_to_json (struct yaml_walk *w, yaml_node_t *node, int depth, const char *file, struct husk_error **err)
+yaml_node_to_json (struct yaml_walk *w, yaml_node_t *node, int depth, const char *file,
+                   struct husk_error **err)
 {
   if (depth > YAML_MAX_DEPTH || ++w->nodes > YAML_MAX_NODES)
     {
@@ -167,7 +169,8 @@ yaml_node_to_json (struct yaml_walk *w, yaml_node_t *node, int depth, const char
     case YAML_SCALAR_NODE:
       {
         const char *s = (const char *) node->data.scalar.value;
-        json_t *v = node->data.scalar.style == YAML_PLAIN_SCALAR_STYLE ? yaml_plain_scalar (s) : json_string (s);
+        json_t *v
+            = node->data.scalar.style == YAML_PLAIN_SCALAR_STYLE ? yaml_plain_scalar (s) : json_string (s);
         if (v == NULL)
           husk_error_kind (err, EINVAL, "CDI spec %s: line %zu: a string is not valid UTF-8", file,
                            node->start_mark.line + 1);
@@ -239,15 +242,15 @@ enum field_type
   F_INT,
   F_UINT,
   F_BOOL,
-  F_STRINGS,  /* array of strings */
-  F_UINTS,    /* array of non-negative integers */
-  F_ANNOT,    /* object of string values */
-  F_EDITS,    /* containerEdits */
-  F_NODES,    /* array of deviceNode */
-  F_MOUNTS,   /* array of mount */
-  F_HOOKS,    /* array of hook */
-  F_RDT,      /* intelRdt */
-  F_DEVICES,  /* array of device */
+  F_STRINGS, /* array of strings */
+  F_UINTS,   /* array of non-negative integers */
+  F_ANNOT,   /* object of string values */
+  F_EDITS,   /* containerEdits */
+  F_NODES,   /* array of deviceNode */
+  F_MOUNTS,  /* array of mount */
+  F_HOOKS,   /* array of hook */
+  F_RDT,     /* intelRdt */
+  F_DEVICES, /* array of device */
 };
 
 struct field
@@ -257,37 +260,55 @@ struct field
   int required;
 };
 
-#define END_FIELDS { NULL, 0, 0 }
+#define END_FIELDS                                                                                           \
+  {                                                                                                          \
+    NULL, 0, 0                                                                                               \
+  }
 
 static const struct field spec_fields[] = {
-  { "cdiVersion", F_STRING, 1 }, { "kind", F_STRING, 1 },     { "annotations", F_ANNOT, 0 },
+  { "cdiVersion", F_STRING, 1 }, { "kind", F_STRING, 1 },          { "annotations", F_ANNOT, 0 },
   { "devices", F_DEVICES, 1 },   { "containerEdits", F_EDITS, 0 }, END_FIELDS,
 };
 static const struct field device_fields[] = {
-  { "name", F_STRING, 1 }, { "annotations", F_ANNOT, 0 }, { "containerEdits", F_EDITS, 1 }, END_FIELDS,
+  { "name", F_STRING, 1 },
+  { "annotations", F_ANNOT, 0 },
+  { "containerEdits", F_EDITS, 1 },
+  END_FIELDS,
 };
 static const struct field edits_fields[] = {
-  { "env", F_STRINGS, 0 },     { "deviceNodes", F_NODES, 0 }, { "hooks", F_HOOKS, 0 },
-  { "mounts", F_MOUNTS, 0 },   { "intelRdt", F_RDT, 0 },      { "additionalGids", F_UINTS, 0 },
+  { "env", F_STRINGS, 0 },
+  { "deviceNodes", F_NODES, 0 },
+  { "hooks", F_HOOKS, 0 },
+  { "mounts", F_MOUNTS, 0 },
+  { "intelRdt", F_RDT, 0 },
+  { "additionalGids", F_UINTS, 0 },
   END_FIELDS,
 };
 static const struct field node_fields[] = {
-  { "path", F_STRING, 1 },  { "hostPath", F_STRING, 0 }, { "type", F_STRING, 0 },
-  { "major", F_INT, 0 },    { "minor", F_INT, 0 },       { "fileMode", F_UINT, 0 },
-  { "permissions", F_STRING, 0 }, { "uid", F_UINT, 0 },  { "gid", F_UINT, 0 },
-  END_FIELDS,
+  { "path", F_STRING, 1 },        { "hostPath", F_STRING, 0 },
+  { "type", F_STRING, 0 },        { "major", F_INT, 0 },
+  { "minor", F_INT, 0 },          { "fileMode", F_UINT, 0 },
+  { "permissions", F_STRING, 0 }, { "uid", F_UINT, 0 },
+  { "gid", F_UINT, 0 },           END_FIELDS,
 };
 static const struct field mount_fields[] = {
-  { "hostPath", F_STRING, 1 }, { "containerPath", F_STRING, 1 }, { "options", F_STRINGS, 0 },
-  { "type", F_STRING, 0 },     END_FIELDS,
+  { "hostPath", F_STRING, 1 },
+  { "containerPath", F_STRING, 1 },
+  { "options", F_STRINGS, 0 },
+  { "type", F_STRING, 0 },
+  END_FIELDS,
 };
 static const struct field hook_fields[] = {
   { "hookName", F_STRING, 1 }, { "path", F_STRING, 1 }, { "args", F_STRINGS, 0 },
-  { "env", F_STRINGS, 0 },     { "timeout", F_INT, 0 },  END_FIELDS,
+  { "env", F_STRINGS, 0 },     { "timeout", F_INT, 0 }, END_FIELDS,
 };
 static const struct field rdt_fields[] = {
-  { "closID", F_STRING, 0 },   { "l3CacheSchema", F_STRING, 0 }, { "memBwSchema", F_STRING, 0 },
-  { "schemata", F_STRINGS, 0 }, { "enableCMT", F_BOOL, 0 },     { "enableMBM", F_BOOL, 0 },
+  { "closID", F_STRING, 0 },
+  { "l3CacheSchema", F_STRING, 0 },
+  { "memBwSchema", F_STRING, 0 },
+  { "schemata", F_STRINGS, 0 },
+  { "enableCMT", F_BOOL, 0 },
+  { "enableMBM", F_BOOL, 0 },
   END_FIELDS,
 };
 
@@ -332,49 +353,72 @@ static int
 check_value (json_t *v, enum field_type type, const char *where, const char *file, struct husk_error **err)
 {
   static const char *const type_names[] = {
-    [F_STRING] = "a string",  [F_INT] = "an integer",   [F_UINT] = "a non-negative integer",
-    [F_BOOL] = "a boolean",   [F_STRINGS] = "a list",   [F_UINTS] = "a list",
-    [F_ANNOT] = "a mapping",  [F_EDITS] = "a mapping",  [F_NODES] = "a list",
-    [F_MOUNTS] = "a list",    [F_HOOKS] = "a list",     [F_RDT] = "a mapping",
+    [F_STRING] = "a string", [F_INT] = "an integer",  [F_UINT] = "a non-negative integer",
+    [F_BOOL] = "a boolean",  [F_STRINGS] = "a list",  [F_UINTS] = "a list",
+    [F_ANNOT] = "a mapping", [F_EDITS] = "a mapping", [F_NODES] = "a list",
+    [F_MOUNTS] = "a list",   [F_HOOKS] = "a list",    [F_RDT] = "a mapping",
     [F_DEVICES] = "a list",
   };
   int ok;
   switch (type)
     {
-    case F_STRING: ok = json_is_string (v); break;
-    case F_INT: ok = json_is_integer (v); break;
-    case F_UINT: ok = json_is_integer (v) && json_integer_value (v) >= 0 && json_integer_value (v) <= 0xffffffffLL; break;
-    case F_BOOL: ok = json_is_boolean (v); break;
-    case F_ANNOT: case F_EDITS: case F_RDT: ok = json_is_object (v); break;
-    default: ok = json_is_array (v); break;
+    case F_STRING:
+      ok = json_is_string (v);
+      break;
+    case F_INT:
+      ok = json_is_integer (v);
+      break;
+    case F_UINT:
+      ok = json_is_integer (v) && json_integer_value (v) >= 0 && json_integer_value (v) <= 0xffffffffLL;
+      break;
+    case F_BOOL:
+      ok = json_is_boolean (v);
+      break;
+    case F_ANNOT:
+    case F_EDITS:
+    case F_RDT:
+      ok = json_is_object (v);
+      break;
+    default:
+      ok = json_is_array (v);
+      break;
     }
   if (!ok)
     return husk_error_kind (err, EINVAL, "CDI spec %s: %s is not %s", file, where, type_names[type]);
   switch (type)
     {
-    case F_STRINGS: return check_strings (v, 0, where, file, err);
-    case F_UINTS: return check_strings (v, 1, where, file, err);
-    case F_EDITS: return check_object (v, edits_fields, where, file, err);
-    case F_RDT: return check_object (v, rdt_fields, where, file, err);
-    case F_NODES: return check_array_of (v, node_fields, where, file, err);
-    case F_MOUNTS: return check_array_of (v, mount_fields, where, file, err);
-    case F_HOOKS: return check_array_of (v, hook_fields, where, file, err);
-    case F_DEVICES: return check_array_of (v, device_fields, where, file, err);
+    case F_STRINGS:
+      return check_strings (v, 0, where, file, err);
+    case F_UINTS:
+      return check_strings (v, 1, where, file, err);
+    case F_EDITS:
+      return check_object (v, edits_fields, where, file, err);
+    case F_RDT:
+      return check_object (v, rdt_fields, where, file, err);
+    case F_NODES:
+      return check_array_of (v, node_fields, where, file, err);
+    case F_MOUNTS:
+      return check_array_of (v, mount_fields, where, file, err);
+    case F_HOOKS:
+      return check_array_of (v, hook_fields, where, file, err);
+    case F_DEVICES:
+      return check_array_of (v, device_fields, where, file, err);
     case F_ANNOT:
       {
         const char *key;
         json_t *val;
-        json_object_foreach (v, key, val)
-          if (!json_is_string (val))
-            return husk_error_kind (err, EINVAL, "CDI spec %s: %s.%s is not a string", file, where, key);
+        json_object_foreach (v, key, val) if (!json_is_string (val)) return husk_error_kind (
+            err, EINVAL, "CDI spec %s: %s.%s is not a string", file, where, key);
         return 0;
       }
-    default: return 0;
+    default:
+      return 0;
     }
 }
 
 static int
-check_object (json_t *obj, const struct field *fields, const char *where, const char *file, struct husk_error **err)
+check_object (json_t *obj, const struct field *fields, const char *where, const char *file,
+              struct husk_error **err)
 {
   if (!json_is_object (obj))
     return husk_error_kind (err, EINVAL, "CDI spec %s: %s is not a mapping", file, where);
@@ -434,6 +478,76 @@ check_names (json_t *spec, const char *file, struct husk_error **err)
   return 0;
 }
 
+/* What the schema cannot say: env entries are KEY=VALUE, hook names and
+ * node types and permissions come from fixed sets, container paths are
+ * absolute.  WHERE names the containerEdits in errors. */
+static int
+check_edits_values (json_t *edits, const char *where, const char *file, struct husk_error **err)
+{
+  static const char *const hooks[]
+      = { "prestart", "createRuntime", "createContainer", "startContainer", "poststart", "poststop", NULL };
+  size_t i;
+  json_t *v;
+  json_array_foreach (json_object_get (edits, "env"), i, v)
+  {
+    const char *kv = json_string_value (v);
+    if (kv[0] == '=' || !strchr (kv, '='))
+      return husk_error_kind (err, EINVAL, "CDI spec %s: %s.env[%zu] %s is not KEY=VALUE", file, where, i,
+                              kv);
+  }
+  json_array_foreach (json_object_get (edits, "hooks"), i, v)
+  {
+    const char *name = json_string_value (json_object_get (v, "hookName"));
+    size_t k = 0;
+    while (hooks[k] && strcmp (hooks[k], name))
+      k++;
+    if (!hooks[k])
+      return husk_error_kind (err, EINVAL, "CDI spec %s: %s.hooks[%zu].hookName %s is unknown", file, where,
+                              i, name);
+  }
+  json_array_foreach (json_object_get (edits, "deviceNodes"), i, v)
+  {
+    const char *type = json_string_value (json_object_get (v, "type"));
+    const char *perm = json_string_value (json_object_get (v, "permissions"));
+    const char *path = json_string_value (json_object_get (v, "path"));
+    if (type && strcmp (type, "b") && strcmp (type, "c") && strcmp (type, "u") && strcmp (type, "p"))
+      return husk_error_kind (err, EINVAL, "CDI spec %s: %s.deviceNodes[%zu].type %s is not b, c, u or p",
+                              file, where, i, type);
+    if (perm && perm[strspn (perm, "rwm")])
+      return husk_error_kind (err, EINVAL,
+                              "CDI spec %s: %s.deviceNodes[%zu].permissions %s is not of r, w, m", file,
+                              where, i, perm);
+    if (path[0] == '\0')
+      return husk_error_kind (err, EINVAL, "CDI spec %s: %s.deviceNodes[%zu].path is empty", file, where, i);
+  }
+  json_array_foreach (json_object_get (edits, "mounts"), i, v)
+  {
+    const char *dest = json_string_value (json_object_get (v, "containerPath"));
+    if (dest[0] != '/')
+      return husk_error_kind (err, EINVAL, "CDI spec %s: %s.mounts[%zu].containerPath %s is not absolute",
+                              file, where, i, dest);
+  }
+  return 0;
+}
+
+static int
+check_all_edits (json_t *spec, const char *file, struct husk_error **err)
+{
+  json_t *edits = json_object_get (spec, "containerEdits");
+  if (edits && check_edits_values (edits, "containerEdits", file, err) < 0)
+    return -1;
+  size_t i;
+  json_t *dev;
+  json_array_foreach (json_object_get (spec, "devices"), i, dev)
+  {
+    char where[64];
+    snprintf (where, sizeof where, "devices[%zu].containerEdits", i);
+    if (check_edits_values (json_object_get (dev, "containerEdits"), where, file, err) < 0)
+      return -1;
+  }
+  return 0;
+}
+
 json_t *
 cdi_spec_parse (const char *text, size_t len, int is_yaml, const char *file, struct husk_error **err)
 {
@@ -451,7 +565,7 @@ cdi_spec_parse (const char *text, size_t len, int is_yaml, const char *file, str
     return NULL;
   if (check_object (spec, spec_fields, "", file, err) < 0
       || check_version (json_string_value (json_object_get (spec, "cdiVersion")), file, err) < 0
-      || check_names (spec, file, err) < 0)
+      || check_names (spec, file, err) < 0 || check_all_edits (spec, file, err) < 0)
     {
       json_decref (spec);
       return NULL;

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <setjmp.h>
@@ -58,8 +59,8 @@ write_file (const char *dir, const char *name, const char *text)
   fclose (fp);
 }
 
-#define JSON_SPEC(kind, dev, env)                                                                                 \
-  "{\"cdiVersion\":\"0.6.0\",\"kind\":\"" kind "\",\"devices\":[{\"name\":\"" dev                               \
+#define JSON_SPEC(kind, dev, env)                                                                            \
+  "{\"cdiVersion\":\"0.6.0\",\"kind\":\"" kind "\",\"devices\":[{\"name\":\"" dev                            \
   "\",\"containerEdits\":{\"env\":[\"" env "\"]}}]}"
 
 static const char yaml_spec[] = "cdiVersion: \"1.0.0\"\n"
@@ -90,13 +91,13 @@ test_parse_json_and_yaml (void **state)
   json_decref (j);
   json_t *y = parse (yaml_spec, 1, &err);
   assert_non_null (y);
-  json_t *node = json_array_get (json_object_get (json_object_get (json_array_get (json_object_get (y, "devices"), 0),
-                                                                   "containerEdits"),
-                                                  "deviceNodes"),
-                                 0);
+  json_t *node = json_array_get (
+      json_object_get (json_object_get (json_array_get (json_object_get (y, "devices"), 0), "containerEdits"),
+                       "deviceNodes"),
+      0);
   assert_int_equal (json_integer_value (json_object_get (node, "fileMode")), 0666);
-  assert_string_equal (json_string_value (json_object_get (json_array_get (json_object_get (y, "devices"), 0), "name")),
-                       "0");
+  assert_string_equal (
+      json_string_value (json_object_get (json_array_get (json_object_get (y, "devices"), 0), "name")), "0");
   json_decref (y);
 }
 
@@ -126,8 +127,8 @@ test_names (void **state)
 {
   static const char *const good[]
       = { "nvidia.com/gpu=0", "a/b=c", "vendor-x.io/class_1=dev:1.a", "v/c=GPU-1234-abcd" };
-  static const char *const bad[] = { "nvidia.com/gpu",  "nvidia.com=0", "1vendor/gpu=0", "vendor./gpu=0",
-                                     "vendor/gp.u=0",   "vendor/-gpu=0", "vendor/gpu=-0", "vendor/gpu=0-",
+  static const char *const bad[] = { "nvidia.com/gpu", "nvidia.com=0",  "1vendor/gpu=0", "vendor./gpu=0",
+                                     "vendor/gp.u=0",  "vendor/-gpu=0", "vendor/gpu=-0", "vendor/gpu=0-",
                                      "vendor/gpu=a b", "vendor/gpu=",   "/gpu=0",        "vendor/gpu=a/b" };
   struct husk_error *err = NULL;
   for (size_t i = 0; i < sizeof good / sizeof *good; i++)
@@ -174,6 +175,25 @@ test_unknown_fields (void **state)
                       0, &err));
   assert_non_null (strstr (err->msg, "env[0] is not a string"));
   husk_error_free (&err);
+  static const char *const bad_values[][2] = {
+    { "\"env\":[\"NOEQUALS\"]", "env[0] NOEQUALS is not KEY=VALUE" },
+    { "\"hooks\":[{\"hookName\":\"later\",\"path\":\"/x\"}]", "hooks[0].hookName later is unknown" },
+    { "\"deviceNodes\":[{\"path\":\"/dev/x\",\"permissions\":\"rx\"}]", "permissions rx" },
+    { "\"deviceNodes\":[{\"path\":\"/dev/x\",\"type\":\"z\"}]", "type z" },
+    { "\"mounts\":[{\"hostPath\":\"/a\",\"containerPath\":\"rel\"}]", "containerPath rel is not absolute" },
+  };
+  for (size_t i = 0; i < sizeof bad_values / sizeof *bad_values; i++)
+    {
+      char text[512];
+      snprintf (text, sizeof text,
+                "{\"cdiVersion\":\"0.6.0\",\"kind\":\"a/"
+                "b\",\"devices\":[{\"name\":\"x\",\"containerEdits\":{%s}}]}",
+                bad_values[i][0]);
+      assert_null (parse (text, 0, &err));
+      assert_non_null (strstr (err->msg, bad_values[i][1]));
+      assert_non_null (strstr (err->msg, "devices[0].containerEdits"));
+      husk_error_free (&err);
+    }
 }
 
 static struct cdi_registry *
@@ -199,7 +219,8 @@ test_registry_bad_file_and_dups (void **state)
   write_file (f->dir1, "gpu.yaml", yaml_spec);
   write_file (f->dir1, "bad.json", "{\"cdiVersion\": ");
   write_file (f->dir1, "dup1.json", JSON_SPEC ("a.com/x", "two", "A=2"));
-  write_file (f->dir1, "dup2.yml", "cdiVersion: 0.5.0\nkind: a.com/x\ndevices:\n- name: two\n  containerEdits: {}\n");
+  write_file (f->dir1, "dup2.yml",
+              "cdiVersion: 0.5.0\nkind: a.com/x\ndevices:\n- name: two\n  containerEdits: {}\n");
   write_file (f->dir1, "ignored.txt", "nothing");
   struct cdi_registry *reg = registry (f);
   size_t n;
@@ -255,8 +276,33 @@ test_registry_later_dir_wins_and_refresh (void **state)
   edits = cdi_registry_get (reg, "a.com/x=one", &err);
   assert_string_equal (env_of (edits, 0), "FROM=etc");
   /* and a new one */
-  write_file (f->dir2, "c.yaml", "cdiVersion: 0.3.0\nkind: b.org/y\ndevices:\n- name: z\n  containerEdits: {}\n");
+  write_file (f->dir2, "c.yaml",
+              "cdiVersion: 0.3.0\nkind: b.org/y\ndevices:\n- name: z\n  containerEdits: {}\n");
   assert_non_null (cdi_registry_get (reg, "b.org/y=z", &err));
+  cdi_registry_free (reg);
+}
+
+/* The change check stats every dir and spec file on each lookup: with 16
+ * spec files it must stay far below the 1 ms budget of a create. */
+static void
+test_registry_refresh_cost (void **state)
+{
+  struct fixture *f = *state;
+  for (int i = 0; i < 16; i++)
+    {
+      char name[32];
+      snprintf (name, sizeof name, "s%02d.json", i);
+      write_file (i % 2 ? f->dir1 : f->dir2, name, JSON_SPEC ("a.com/x", "one", "A=1"));
+    }
+  struct cdi_registry *reg = registry (f);
+  struct timespec t0, t1;
+  clock_gettime (CLOCK_MONOTONIC, &t0);
+  for (int i = 0; i < 1000; i++)
+    assert_int_equal (cdi_registry_refresh (reg), 0);
+  clock_gettime (CLOCK_MONOTONIC, &t1);
+  double us = ((t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec)) / 1000 / 1e3;
+  print_message ("refresh check with 16 spec files: %.1f us\n", us);
+  assert_true (us < 1000);
   cdi_registry_free (reg);
 }
 
@@ -277,13 +323,15 @@ base_config (void)
 
 static const char apply_spec[]
     = "{\"cdiVersion\":\"0.6.0\",\"kind\":\"example.com/dev\","
-      "\"containerEdits\":{\"env\":[\"SPEC=1\"],\"hooks\":[{\"hookName\":\"createContainer\",\"path\":\"/bin/hook\","
+      "\"containerEdits\":{\"env\":[\"SPEC=1\"],\"hooks\":[{\"hookName\":\"createContainer\",\"path\":\"/bin/"
+      "hook\","
       "\"args\":[\"hook\",\"ldcache\"],\"env\":[\"X=1\"],\"timeout\":5}]},"
       "\"devices\":["
       "{\"name\":\"null\",\"containerEdits\":{\"env\":[\"A=new\",\"B=1\"],"
       "\"deviceNodes\":[{\"path\":\"/dev/mynull\",\"hostPath\":\"/dev/null\",\"permissions\":\"rw\","
       "\"uid\":1000,\"gid\":1000,\"fileMode\":432}],"
-      "\"mounts\":[{\"hostPath\":\"/host/lib\",\"containerPath\":\"/usr/lib/x\",\"options\":[\"ro\",\"bind\"]},"
+      "\"mounts\":[{\"hostPath\":\"/host/lib\",\"containerPath\":\"/usr/lib/"
+      "x\",\"options\":[\"ro\",\"bind\"]},"
       "{\"hostPath\":\"/host/a\",\"containerPath\":\"/a\",\"type\":\"bind\"}],"
       "\"additionalGids\":[44,45,0]}},"
       "{\"name\":\"explicit\",\"containerEdits\":{\"deviceNodes\":[{\"path\":\"/dev/fake\",\"type\":\"c\","
@@ -297,12 +345,12 @@ find_dest (json_t *config, const char *dest, size_t *index)
 {
   size_t i;
   json_t *m;
-  json_array_foreach (json_object_get (config, "mounts"), i, m)
-    if (!strcmp (json_string_value (json_object_get (m, "destination")), dest))
-      {
-        *index = i;
-        return m;
-      }
+  json_array_foreach (json_object_get (config, "mounts"), i,
+                      m) if (!strcmp (json_string_value (json_object_get (m, "destination")), dest))
+  {
+    *index = i;
+    return m;
+  }
   return NULL;
 }
 
@@ -362,9 +410,9 @@ test_apply (void **state)
   assert_int_equal (json_array_size (gids), 2);
   assert_int_equal (json_integer_value (json_array_get (gids, 0)), 44);
   assert_int_equal (json_integer_value (json_array_get (gids, 1)), 45);
-  assert_string_equal (
-      json_string_value (json_object_get (json_object_get (json_object_get (c, "linux"), "intelRdt"), "closID")),
-      "gpu");
+  assert_string_equal (json_string_value (json_object_get (
+                           json_object_get (json_object_get (c, "linux"), "intelRdt"), "closID")),
+                       "gpu");
   json_decref (c);
   cdi_registry_free (reg);
 }
@@ -459,6 +507,7 @@ main (void)
     cmocka_unit_test (test_unknown_fields),
     cmocka_unit_test_setup_teardown (test_registry_bad_file_and_dups, setup, teardown),
     cmocka_unit_test_setup_teardown (test_registry_later_dir_wins_and_refresh, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_registry_refresh_cost, setup, teardown),
     cmocka_unit_test_setup_teardown (test_apply, setup, teardown),
     cmocka_unit_test_setup_teardown (test_apply_failure_leaves_config, setup, teardown),
     cmocka_unit_test (test_fuzz_parser),
