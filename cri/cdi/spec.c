@@ -141,6 +141,13 @@ yaml_mapping_to_json (struct yaml_walk *w, yaml_node_t *node, int depth, const c
                            (key ? key->start_mark.line : node->start_mark.line) + 1);
           return NULL;
         }
+      if (json_object_get (obj, (const char *) key->data.scalar.value))
+        {
+          husk_error_kind (err, EINVAL, "CDI spec %s: line %zu: duplicate key %s", file,
+                           key->start_mark.line + 1, (const char *) key->data.scalar.value);
+          json_decref (obj);
+          return NULL;
+        }
       json_t *v = yaml_node_to_json (w, val, depth + 1, file, err);
       if (v == NULL || json_object_set_new (obj, (const char *) key->data.scalar.value, v) < 0)
         {

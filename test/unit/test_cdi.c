@@ -167,6 +167,13 @@ test_unknown_fields (void **state)
                       1, &err));
   assert_non_null (strstr (err->msg, "unknown field devices[0].containerEdits.mounts[0].extra"));
   husk_error_free (&err);
+  assert_null (parse ("cdiVersion: 0.6.0\nkind: a/b\nkind: c/d\ndevices: []\n", 1, &err));
+  assert_non_null (strstr (err->msg, "line 3: duplicate key kind"));
+  husk_error_free (&err);
+  assert_null (
+      parse ("{\"cdiVersion\":\"0.6.0\",\"kind\":\"a/b\",\"kind\":\"c/d\",\"devices\":[]}", 0, &err));
+  assert_non_null (strstr (err->msg, "duplicate"));
+  husk_error_free (&err);
   assert_null (parse ("{\"cdiVersion\":\"0.6.0\",\"kind\":\"a/b\",\"devices\":[{\"name\":\"x\"}]}", 0, &err));
   assert_non_null (strstr (err->msg, "containerEdits is missing"));
   husk_error_free (&err);
@@ -338,6 +345,8 @@ static const char apply_spec[]
       "\"major\":195,\"minor\":7}],\"additionalGids\":[44],"
       "\"hooks\":[{\"hookName\":\"poststop\",\"path\":\"/bin/done\"}],"
       "\"intelRdt\":{\"closID\":\"gpu\"}}},"
+      "{\"name\":\"mismatch\",\"containerEdits\":{\"deviceNodes\":[{\"path\":\"/dev/"
+      "null\",\"type\":\"b\"}]}},"
       "{\"name\":\"missing\",\"containerEdits\":{\"deviceNodes\":[{\"path\":\"/nonexistent/node\"}]}}]}";
 
 static json_t *
@@ -443,6 +452,11 @@ test_apply_failure_leaves_config (void **state)
   assert_int_equal (cdi_apply (reg, c, missing, &err), -1);
   assert_non_null (strstr (err->msg, "/nonexistent/node"));
   assert_non_null (strstr (err->msg, "example.com/dev=missing"));
+  husk_error_free (&err);
+  assert_true (json_equal (c, before));
+  const char *mismatch[] = { "example.com/dev=mismatch", NULL };
+  assert_int_equal (cdi_apply (reg, c, mismatch, &err), -1);
+  assert_non_null (strstr (err->msg, "type b given, but /dev/null is of type c"));
   husk_error_free (&err);
   assert_true (json_equal (c, before));
   json_decref (before);
