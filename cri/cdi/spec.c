@@ -357,6 +357,41 @@ check_strings (json_t *v, int want_uint, const char *where, const char *file, st
 }
 
 static int
+type_ok (json_t *v, enum field_type type)
+{
+  switch (type)
+    {
+    case F_STRING:
+      return json_is_string (v);
+    case F_INT:
+      return json_is_integer (v);
+    case F_UINT:
+      return json_is_integer (v) && json_integer_value (v) >= 0 && json_integer_value (v) <= 0xffffffffLL;
+    case F_BOOL:
+      return json_is_boolean (v);
+    case F_ANNOT:
+    case F_EDITS:
+    case F_RDT:
+      return json_is_object (v);
+    default:
+      return json_is_array (v);
+    }
+}
+
+static int
+check_annotations (json_t *v, const char *where, const char *file, struct husk_error **err)
+{
+  const char *key;
+  json_t *val;
+  json_object_foreach (v, key, val)
+  {
+    if (!json_is_string (val))
+      return husk_error_kind (err, EINVAL, "CDI spec %s: %s.%s is not a string", file, where, key);
+  }
+  return 0;
+}
+
+static int
 check_value (json_t *v, enum field_type type, const char *where, const char *file, struct husk_error **err)
 {
   static const char *const type_names[] = {
@@ -366,31 +401,7 @@ check_value (json_t *v, enum field_type type, const char *where, const char *fil
     [F_MOUNTS] = "a list",   [F_HOOKS] = "a list",    [F_RDT] = "a mapping",
     [F_DEVICES] = "a list",
   };
-  int ok;
-  switch (type)
-    {
-    case F_STRING:
-      ok = json_is_string (v);
-      break;
-    case F_INT:
-      ok = json_is_integer (v);
-      break;
-    case F_UINT:
-      ok = json_is_integer (v) && json_integer_value (v) >= 0 && json_integer_value (v) <= 0xffffffffLL;
-      break;
-    case F_BOOL:
-      ok = json_is_boolean (v);
-      break;
-    case F_ANNOT:
-    case F_EDITS:
-    case F_RDT:
-      ok = json_is_object (v);
-      break;
-    default:
-      ok = json_is_array (v);
-      break;
-    }
-  if (!ok)
+  if (!type_ok (v, type))
     return husk_error_kind (err, EINVAL, "CDI spec %s: %s is not %s", file, where, type_names[type]);
   switch (type)
     {
@@ -411,13 +422,7 @@ check_value (json_t *v, enum field_type type, const char *where, const char *fil
     case F_DEVICES:
       return check_array_of (v, device_fields, where, file, err);
     case F_ANNOT:
-      {
-        const char *key;
-        json_t *val;
-        json_object_foreach (v, key, val) if (!json_is_string (val)) return husk_error_kind (
-            err, EINVAL, "CDI spec %s: %s.%s is not a string", file, where, key);
-        return 0;
-      }
+      return check_annotations (v, where, file, err);
     default:
       return 0;
     }
