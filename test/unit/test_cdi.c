@@ -229,6 +229,9 @@ test_registry_bad_file_and_dups (void **state)
   write_file (f->dir1, "dup2.yml",
               "cdiVersion: 0.5.0\nkind: a.com/x\ndevices:\n- name: two\n  containerEdits: {}\n");
   write_file (f->dir1, "ignored.txt", "nothing");
+  char fifo[256];
+  snprintf (fifo, sizeof fifo, "%s/fifo.json", f->dir1);
+  assert_int_equal (mkfifo (fifo, 0600), 0); /* refused, without blocking the load */
   struct cdi_registry *reg = registry (f);
   size_t n;
   const struct cdi_device_info *devs = cdi_registry_list (reg, &n);
@@ -237,16 +240,18 @@ test_registry_bad_file_and_dups (void **state)
   assert_non_null (strstr (devs[0].file, "good.json"));
   assert_string_equal (devs[1].name, "example.com/gpu=0");
   const struct cdi_spec_error *errs = cdi_registry_errors (reg, &n);
-  assert_int_equal (n, 2);
-  int saw_bad = 0, saw_dup = 0;
+  assert_int_equal (n, 3);
+  int saw_bad = 0, saw_dup = 0, saw_fifo = 0;
   for (size_t i = 0; i < n; i++)
     {
       saw_bad |= strstr (errs[i].file, "bad.json") && strstr (errs[i].msg, "bad.json");
+      saw_fifo |= strstr (errs[i].msg, "fifo.json: not a regular file") != NULL;
       saw_dup |= strstr (errs[i].msg, "a.com/x=two") && strstr (errs[i].msg, "dup1.json")
                  && strstr (errs[i].msg, "dup2.yml");
     }
   assert_true (saw_bad);
   assert_true (saw_dup);
+  assert_true (saw_fifo);
   struct husk_error *err = NULL;
   assert_null (cdi_registry_get (reg, "a.com/x=two", &err));
   assert_int_equal (err->errnum, ENOENT);
