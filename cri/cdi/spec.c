@@ -58,6 +58,11 @@ check_kind (const char *kind, size_t len, const char *whole, struct husk_error *
   if (slash == NULL)
     return husk_error_kind (err, EINVAL, "CDI device name %s: kind %.*s is not vendor/class", whole,
                             (int) len, kind);
+  size_t class_len = len - (slash + 1 - kind);
+  if (slash - kind > 253 || class_len > 63)
+    return husk_error_kind (err, EINVAL,
+                            "CDI device name %s: kind %.*s too long (vendor 253, class 63 at most)", whole,
+                            (int) len, kind);
   if (check_part (kind, slash - kind, "vendor", 1, "-_.", whole, err) < 0)
     return -1;
   return check_part (slash + 1, len - (slash + 1 - kind), "class", 1, "-_", whole, err);

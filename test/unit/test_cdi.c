@@ -145,6 +145,16 @@ test_names (void **state)
       assert_non_null (strstr (err->msg, bad[i]));
       husk_error_free (&err);
     }
+  char long_class[128];
+  snprintf (long_class, sizeof long_class, "v.com/%064d=0", 0);
+  long_class[6] = 'c';
+  assert_int_equal (cdi_parse_name (long_class, NULL, NULL, &err), -1);
+  assert_non_null (strstr (err->msg, "too long"));
+  husk_error_free (&err);
+  long_class[6 + 63] = '=';
+  long_class[6 + 64] = '0';
+  long_class[6 + 65] = '\0';
+  assert_int_equal (cdi_parse_name (long_class, NULL, NULL, &err), 0);
   /* in a spec: bad kind and bad device names are refused */
   assert_null (parse (JSON_SPEC ("a.b", "x", "A=1"), 0, &err));
   assert_non_null (strstr (err->msg, "kind"));
