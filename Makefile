@@ -18,7 +18,7 @@ CC ?= gcc
 # in `husk create`.  Image and CRI code adds the rest.
 RUNTIME_PKGS := jansson libseccomp libcap
 IMAGE_PKGS := libarchive libcurl libcrypto
-CRI_PKGS := grpc_unsecure libprotobuf-c zlib
+CRI_PKGS := grpc_unsecure libprotobuf-c zlib yaml-0.1
 PKG_CFLAGS := $(shell pkg-config --cflags $(RUNTIME_PKGS) $(IMAGE_PKGS) $(CRI_PKGS) 2>/dev/null)
 RUNTIME_PKG_LIBS := $(shell pkg-config --libs $(RUNTIME_PKGS) 2>/dev/null)
 IMAGE_PKG_LIBS := $(shell pkg-config --libs $(IMAGE_PKGS) 2>/dev/null)
