@@ -105,6 +105,31 @@ set_defaults (struct huskd_config *cfg)
   cfg->pull_stall_timeout_s = 60;
   for (size_t i = 0; default_caps[i]; i++)
     cfg->default_capabilities = husk_strv_append (cfg->default_capabilities, default_caps[i]);
+  cfg->cdi_spec_dirs = husk_strv_append (NULL, "/etc/cdi");
+  cfg->cdi_spec_dirs = husk_strv_append (cfg->cdi_spec_dirs, "/var/run/cdi");
+}
+
+/* A list of absolute dirs; [] means no CDI specs at all. */
+static int
+take_cdi_dirs (json_t *doc, struct huskd_config *cfg, const char *path, struct husk_error **err)
+{
+  json_t *dirs = json_object_get (doc, "cdi_spec_dirs"), *dir;
+  size_t i;
+
+  if (dirs == NULL || json_is_null (dirs))
+    return 0;
+  if (!json_is_array (dirs))
+    return husk_error_make (err, 0, "%s: cdi_spec_dirs: must be a list of absolute directories", path);
+  json_array_foreach (dirs, i, dir)
+  {
+    if (!json_is_string (dir) || json_string_value (dir)[0] != '/')
+      return husk_error_make (err, 0, "%s: cdi_spec_dirs[%zu]: must be an absolute directory", path, i);
+  }
+  husk_strvfreep (&cfg->cdi_spec_dirs);
+  cfg->cdi_spec_dirs = xcalloc (1, sizeof (char *));
+  json_array_foreach (dirs, i, dir) cfg->cdi_spec_dirs
+      = husk_strv_append (cfg->cdi_spec_dirs, json_string_value (dir));
+  return 0;
 }
 
 static int
@@ -200,7 +225,8 @@ static const struct
 static int
 check_known_keys (json_t *doc, const char *path, struct husk_error **err)
 {
-  /* Besides string_keys: take_runtimes, take_counts, default_capabilities. */
+  /* Besides string_keys: take_runtimes, take_counts, take_cdi_dirs,
+   * default_capabilities. */
   static const char *const other_keys[] = {
     "runtimes",
     "default_capabilities",
@@ -208,6 +234,7 @@ check_known_keys (json_t *doc, const char *path, struct husk_error **err)
     "pull_min_bytes_per_s",
     "pull_stall_timeout_s",
     "stream_token_ttl_s",
+    "cdi_spec_dirs",
   };
   const char *key;
   json_t *value;
@@ -249,6 +276,8 @@ apply_file (const char *path, struct huskd_config *cfg, struct husk_error **err)
     ret = take_runtimes (doc, cfg, path, err);
   if (ret == 0)
     ret = take_counts (doc, cfg, path, err);
+  if (ret == 0)
+    ret = take_cdi_dirs (doc, cfg, path, err);
   caps = json_object_get (doc, "default_capabilities");
   if (ret == 0 && caps)
     {
@@ -315,5 +344,6 @@ huskd_config_clear (struct huskd_config *cfg)
   free (cfg->log_level);
   free (cfg->stream_address);
   free (cfg->stream_port);
+  husk_strvfreep (&cfg->cdi_spec_dirs);
   memset (cfg, 0, sizeof *cfg);
 }

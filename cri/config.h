@@ -44,6 +44,8 @@ struct huskd_config
   unsigned long long max_image_bytes;
   unsigned long long pull_min_bytes_per_s;
   unsigned long long pull_stall_timeout_s;
+  /* CDI spec dirs (NULL-terminated; a later one wins for the same device). */
+  char **cdi_spec_dirs;
 };
 
 /* Fills CFG with the defaults, then applies PATH if not NULL. */

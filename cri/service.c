@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cri/cdi/cdi.h"
 #include "cri/sandbox.h"
 #include "cri/service.h"
 #include "husk/cleanup.h"
@@ -112,6 +113,8 @@ cri_service_init (struct cri_service *svc, const struct huskd_config *cfg, struc
   memset (svc, 0, sizeof *svc);
   svc->cfg = cfg;
   pthread_mutex_init (&svc->lock, NULL);
+  pthread_mutex_init (&svc->cdi_lock, NULL);
+  svc->cdi = cdi_registry_new ((const char *const *) cfg->cdi_spec_dirs);
   if (store_open (cfg->root, &svc->store, err) < 0)
     return husk_error_wrap (err, "image store");
   collect_image_garbage (svc->store);
@@ -143,6 +146,8 @@ cri_service_clear (struct cri_service *svc)
   cri_containers_clear (svc);
   sandbox_store_free (svc->sandboxes);
   free (svc->pod_cidr);
+  cdi_registry_free (svc->cdi);
+  pthread_mutex_destroy (&svc->cdi_lock);
   pthread_mutex_destroy (&svc->lock);
 }
 

@@ -35,6 +35,8 @@ struct cri_service
   struct container_store *containers; /* opened by cri_containers_init */
   struct cri_events *events;          /* GetContainerEvents (cri/events.h) */
   struct streaming_server *streaming; /* Exec, Attach, PortForward URLs (cri/streaming/server.h) */
+  struct cdi_registry *cdi;           /* CDI specs of cfg->cdi_spec_dirs (cri/cdi/cdi.h) */
+  pthread_mutex_t cdi_lock;           /* the registry reloads on lookups: one at a time */
 };
 
 int cri_service_init (struct cri_service *svc, const struct huskd_config *cfg, struct husk_error **err);

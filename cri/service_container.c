@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "cri/attach.h"
+#include "cri/cdi/cdi.h"
 #include "cri/container_lost.h"
 #include "cri/container_store.h"
 #include "cri/containers.h"
@@ -253,6 +254,72 @@ has_marker (struct cri_service *svc, const char *id, const char *marker)
 /* ------------------------------------------------------------------ */
 /* CreateContainer (continued)                                          */
 
+static bool
+strv_has (char *const *v, const char *s)
+{
+  for (; *v; v++)
+    if (strcmp (*v, s) == 0)
+      return true;
+  return false;
+}
+
+/* The CDI devices a container asks for: CDI_devices, then the values of
+ * `cdi.k8s.io/...` annotations (comma-separated fully-qualified names, the
+ * older convention); each once, in order.  NULL-terminated. */
+static char **
+cdi_names_of (const Runtime__V1__ContainerConfig *config)
+{
+  char **names = xcalloc (1, sizeof *names);
+
+  for (size_t i = 0; i < config->n_cdi_devices; i++)
+    if (config->cdi_devices[i]->name && !strv_has (names, config->cdi_devices[i]->name))
+      names = husk_strv_append (names, config->cdi_devices[i]->name);
+  for (size_t i = 0; i < config->n_annotations; i++)
+    {
+      const Runtime__V1__ContainerConfig__AnnotationsEntry *a = config->annotations[i];
+      cleanup_free char *value = NULL;
+
+      if (a->key == NULL || strncmp (a->key, "cdi.k8s.io/", 11) != 0 || a->value == NULL)
+        continue;
+      value = xstrdup (a->value);
+      /* An empty item ("a,,b") stays, to be refused as a malformed name. */
+      for (char *p = value, *comma;; p = comma + 1)
+        {
+          comma = strchr (p, ',');
+          if (comma)
+            *comma = '\0';
+          if (!strv_has (names, p))
+            names = husk_strv_append (names, p);
+          if (comma == NULL)
+            break;
+        }
+    }
+  return names;
+}
+
+/* Applies the CDI devices CONFIG asks for to the OCI config; a name that
+ * is malformed or no spec knows fails the create (INVALID_ARGUMENT). */
+static int
+apply_cdi (struct cri_service *svc, const Runtime__V1__ContainerConfig *config, json_t *oci,
+           struct husk_error **err)
+{
+  cleanup_strv char **names = cdi_names_of (config);
+  struct husk_error *cdi_err = NULL;
+  int ret;
+
+  if (names[0] == NULL)
+    return 0;
+  pthread_mutex_lock (&svc->cdi_lock);
+  ret = cdi_apply (svc->cdi, oci, (const char *const *) names, &cdi_err);
+  pthread_mutex_unlock (&svc->cdi_lock);
+  if (ret < 0)
+    {
+      husk_error_kind (err, EINVAL, "%s", cdi_err->msg);
+      husk_error_free (&cdi_err);
+    }
+  return ret;
+}
+
 static int
 build_bundle (struct create_job *job, struct husk_error **err)
 {
@@ -278,7 +345,9 @@ build_bundle (struct create_job *job, struct husk_error **err)
   in.rootfs = rootfs;
   if (cri_spec_build (&in, &config, err) < 0)
     return -1;
-  ret = containers_write_config (bundle, config, err);
+  ret = apply_cdi (job->svc, job->req->config, config, err);
+  if (ret == 0)
+    ret = containers_write_config (bundle, config, err);
   json_decref (config);
   if (ret < 0 || container_save (store, job->c, true, err) < 0)
     return -1;
