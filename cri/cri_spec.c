@@ -613,11 +613,45 @@ check_device (const Runtime__V1__Device *d, size_t i, struct stat *st, struct hu
   if (strspn (d->permissions, "rwm") != strlen (d->permissions))
     return husk_error_kind (err, EINVAL, "devices[%zu].permissions `%s`: only r, w and m are allowed", i,
                             d->permissions);
+  /* stat: a symlink (/dev/disk/by-id/..., a plugin's alias) is followed. */
   if (stat (d->host_path, st) < 0)
     return husk_error_make (err, errno, "devices[%zu].host_path `%s`", i, d->host_path);
-  if (!S_ISCHR (st->st_mode) && !S_ISBLK (st->st_mode))
-    return husk_error_kind (err, EINVAL, "devices[%zu].host_path `%s`: not a device", i, d->host_path);
+  if (!S_ISCHR (st->st_mode) && !S_ISBLK (st->st_mode) && !S_ISDIR (st->st_mode))
+    return husk_error_kind (err, EINVAL, "devices[%zu].host_path `%s`: not a device or a directory", i,
+                            d->host_path);
   return 0;
+}
+
+/* A directory given as a device (e.g. /dev/snd, /dev/dri, a plugin's
+ * /dev/vfio): every device node under it, at the same place under
+ * CONTAINER_PATH, as containerd and CRI-O do; symlinks inside are not
+ * followed.  Returns how many it added. */
+static size_t
+add_device_dir (json_t *devices, json_t *rules, const char *host_dir, const char *container_dir,
+                const char *access, int depth)
+{
+  cleanup_dir DIR *dir = depth < 8 ? opendir (host_dir) : NULL;
+  struct dirent *entry;
+  size_t added = 0;
+
+  while (dir && (entry = readdir (dir)))
+    {
+      cleanup_free char *path = xasprintf ("%s/%s", host_dir, entry->d_name);
+      cleanup_free char *target = xasprintf ("%s/%s", container_dir, entry->d_name);
+      struct stat st;
+
+      if (strcmp (entry->d_name, ".") == 0 || strcmp (entry->d_name, "..") == 0 || lstat (path, &st) < 0)
+        continue;
+      if (S_ISDIR (st.st_mode))
+        added += add_device_dir (devices, rules, path, target, access, depth + 1);
+      else if (S_ISCHR (st.st_mode) || S_ISBLK (st.st_mode))
+        {
+          json_array_append_new (devices, device_json (target, &st));
+          json_array_append_new (rules, device_rule (&st, access));
+          added++;
+        }
+    }
+  return added;
 }
 
 /* Nodes every container gets from the runtime anyway. */
@@ -668,10 +702,20 @@ add_devices (json_t *config, const struct cri_spec_input *in, struct husk_error 
       const Runtime__V1__Device *d = cc->devices[i];
       struct stat st;
 
+      const char *access = nonempty (d->permissions) ? d->permissions : "rwm";
+
       if (check_device (d, i, &st, err) < 0)
         return -1;
+      if (S_ISDIR (st.st_mode))
+        {
+          if (add_device_dir (devices, rules, d->host_path, d->container_path, access, 0) == 0)
+            return husk_error_kind (err, EINVAL,
+                                    "devices[%zu].host_path `%s`: a directory without device nodes", i,
+                                    d->host_path);
+          continue;
+        }
       json_array_append_new (devices, device_json (d->container_path, &st));
-      json_array_append_new (rules, device_rule (&st, nonempty (d->permissions) ? d->permissions : "rwm"));
+      json_array_append_new (rules, device_rule (&st, access));
     }
   if (is_privileged (cc))
     {

@@ -10,6 +10,7 @@ create.  Prints TAP lines.
 """
 import json
 import os
+import stat
 import subprocess
 import sys
 
@@ -132,6 +133,23 @@ def test_annotations(c, s):
     ok(r[0] == 0 and r[1].split() == ["00"] * 4, "the fpga node reads zeros (/dev/zero behind it)", r)
 
 
+def test_device_dir(c, s):
+    """A plain CRI Device whose host_path is a directory (a device plugin's
+    /dev/dri-like group): every node under it, at the same place."""
+    grp = os.path.join(WORK, "devgrp")
+    os.makedirs(os.path.join(grp, "sub"), exist_ok=True)
+    node = os.path.join(grp, "sub", "card0")
+    if not os.path.exists(node):
+        os.mknod(node, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+    cfg = config("devdir", devices=[pb.Device(host_path=grp, container_path="/dev/grp", permissions="rw")])
+    cid = c.create(s["pod"], cfg, s["pod_config"])
+    c.start(cid)
+    s["ids"].append(cid)
+    r = sh(c, cid, "stat -c '%F %t:%T' /dev/grp/sub/card0 && echo x >/dev/grp/sub/card0 && echo opened")
+    ok(r[0] == 0 and r[1].splitlines() == ["character special file 1:3", "opened"],
+       "a Device that is a directory: its node /dev/grp/sub/card0 (1:3) is there and opens", r)
+
+
 def check_refused(c, s, name, cfg, needle, what):
     before = leftovers()
     listed = set(c.list())
@@ -202,7 +220,7 @@ def main():
         s["pod_config"] = cri_client.pod_config("cdi", LOGS)
         s["pod"] = c.run_pod(s["pod_config"])
         ok(len(s["pod"]) == 64, "pull busybox and run a pod")
-        for test in (test_cdi_devices_field, test_annotations, test_refused, test_spec_change, test_bad_config):
+        for test in (test_cdi_devices_field, test_annotations, test_device_dir, test_refused, test_spec_change, test_bad_config):
             try:
                 test(c, s)
             except Exception as e:  # a crash of one test is one failure

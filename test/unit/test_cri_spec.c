@@ -18,6 +18,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -394,7 +395,31 @@ test_devices (void **state)
   dev.permissions = "rwx";
   build_fails (f, EINVAL, "devices[0].permissions");
   dev.permissions = "", dev.host_path = f->host_dir;
-  build_fails (f, EINVAL, "devices[0].host_path");
+  build_fails (f, EINVAL, "devices[0].host_path"); /* a directory without device nodes */
+
+  /* A directory: every node under it, symlinks inside not followed. */
+  {
+    cleanup_free char *grp = xasprintf ("%s/devgrp", f->dir);
+    cleanup_free char *sub = xasprintf ("%s/sub", grp);
+    cleanup_free char *node = xasprintf ("%s/card0", sub);
+    cleanup_free char *link = xasprintf ("%s/alias", grp);
+    struct husk_error *err = NULL;
+
+    assert_int_equal (husk_mkdir_p (sub, 0755, &err), 0);
+    assert_int_equal (mknod (node, S_IFCHR | 0660, makedev (1, 3)), 0);
+    assert_int_equal (chmod (node, 0660), 0); /* whatever the umask */
+    assert_int_equal (symlink ("/dev/zero", link), 0);
+    dev.host_path = grp, dev.container_path = "/dev/grp";
+    build_ok (f);
+    d = json_array_get (at (f->spec, "linux.devices"), 0);
+    assert_int_equal (json_array_size (at (f->spec, "linux.devices")), 1);
+    assert_string_equal (str_at (d, "path"), "/dev/grp/sub/card0");
+    assert_int_equal (json_integer_value (at (d, "minor")), 3);
+    assert_int_equal (json_integer_value (at (d, "fileMode")), 0660);
+    rule = json_array_get (at (f->spec, "linux.resources.devices"),
+                           json_array_size (at (f->spec, "linux.resources.devices")) - 1);
+    assert_string_equal (str_at (rule, "access"), "rwm");
+  }
   dev.host_path = "/dev/husk-nonexistent";
   build_fails (f, ENOENT, "devices[0].host_path");
   dev.host_path = "/dev/null", dev.container_path = "xnull";
