@@ -618,6 +618,27 @@ url_for (struct cri_service *svc, struct streaming_request *req, struct husk_err
   return streaming_server_url (svc->streaming, req, err);
 }
 
+/* Exec and Attach alike: the request checked, then a URL for a session on
+ * container ID (CMD for an exec, NULL for an attach). */
+static char *
+container_stream_url (struct cri_service *svc, enum streaming_kind kind, const char *id, bool in, bool out,
+                      bool errs, bool tty, char *const *cmd, size_t n_cmd, struct husk_error **err)
+{
+  struct stream_target *t;
+  struct streaming_request sreq
+      = { .kind = kind, .want_stdin = in, .want_stdout = out, .want_stderr = errs, .tty = tty };
+
+  if (check_stdio (in, out, errs, tty, err) < 0
+      || check_running (svc, id, kind == STREAMING_ATTACH && in, err) < 0)
+    return NULL;
+  sreq.data = t = xcalloc (1, sizeof *t);
+  t->svc = svc;
+  t->container_id = xstrdup (id);
+  for (size_t i = 0; i < n_cmd; i++)
+    t->cmd = husk_strv_append (t->cmd, cmd[i]);
+  return url_for (svc, &sreq, err);
+}
+
 void
 cri_exec (struct rpc_call *call, const void *req_bytes, size_t len, void *user)
 {
@@ -631,22 +652,9 @@ cri_exec (struct rpc_call *call, const void *req_bytes, size_t len, void *user)
     return;
   if (req->n_cmd == 0)
     husk_error_kind (&err, EINVAL, "cmd: required");
-  else if (check_stdio (req->stdin, req->stdout, req->stderr, req->tty, &err) == 0
-           && check_running (svc, req->container_id, false, &err) == 0)
-    {
-      struct stream_target *t = xcalloc (1, sizeof *t);
-      struct streaming_request sreq = { .kind = STREAMING_EXEC,
-                                        .want_stdin = req->stdin,
-                                        .want_stdout = req->stdout,
-                                        .want_stderr = req->stderr,
-                                        .tty = req->tty,
-                                        .data = t };
-      t->svc = svc;
-      t->container_id = xstrdup (req->container_id);
-      for (size_t i = 0; i < req->n_cmd; i++)
-        t->cmd = husk_strv_append (t->cmd, req->cmd[i]);
-      url = url_for (svc, &sreq, &err);
-    }
+  else
+    url = container_stream_url (svc, STREAMING_EXEC, req->container_id, req->stdin, req->stdout, req->stderr,
+                                req->tty, req->cmd, req->n_cmd, &err);
   if (url == NULL)
     cri_fail (call, &err);
   else
@@ -669,20 +677,8 @@ cri_attach (struct rpc_call *call, const void *req_bytes, size_t len, void *user
 
   if (req == NULL)
     return;
-  if (check_stdio (req->stdin, req->stdout, req->stderr, req->tty, &err) == 0
-      && check_running (svc, req->container_id, req->stdin, &err) == 0)
-    {
-      struct stream_target *t = xcalloc (1, sizeof *t);
-      struct streaming_request sreq = { .kind = STREAMING_ATTACH,
-                                        .want_stdin = req->stdin,
-                                        .want_stdout = req->stdout,
-                                        .want_stderr = req->stderr,
-                                        .tty = req->tty,
-                                        .data = t };
-      t->svc = svc;
-      t->container_id = xstrdup (req->container_id);
-      url = url_for (svc, &sreq, &err);
-    }
+  url = container_stream_url (svc, STREAMING_ATTACH, req->container_id, req->stdin, req->stdout, req->stderr,
+                              req->tty, NULL, 0, &err);
   if (url == NULL)
     cri_fail (call, &err);
   else

@@ -39,40 +39,49 @@ class HTTPError(Exception):
         self.status, self.body = status, body
 
 
+def upgrade_request(url, timeout, lines):
+    """Sends the HTTP request LINES (an Upgrade) to URL's host and reads the
+    answer's head: (socket, status, lower-cased headers) on 101; otherwise
+    reads the body and raises HTTPError."""
+    u = urllib.parse.urlsplit(url)
+    sock = socket.create_connection((u.hostname, u.port), timeout=timeout)
+    sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
+    head = b""
+    while b"\r\n\r\n" not in head:
+        chunk = sock.recv(1)
+        if not chunk:
+            break
+        head += chunk
+    status_line = head.split(b"\r\n", 1)[0].decode()
+    status = int(status_line.split()[1]) if len(status_line.split()) > 1 else 0
+    headers = {}
+    for line in head.split(b"\r\n")[1:]:
+        if b":" in line:
+            k, v = line.decode().split(":", 1)
+            headers[k.strip().lower()] = v.strip()
+    if status != 101:
+        body = b""
+        try:
+            while True:
+                chunk = sock.recv(4096)
+                if not chunk:
+                    break
+                body += chunk
+        except OSError:
+            pass
+        sock.close()
+        raise HTTPError(status, body.decode(errors="replace"))
+    return sock, status, headers
+
+
 class Conn:
     """One upgraded connection.  Raises HTTPError when the server refuses."""
 
     def __init__(self, url, protocols, timeout=30, upgrade="SPDY/3.1"):
         u = urllib.parse.urlsplit(url)
-        self.sock = socket.create_connection((u.hostname, u.port), timeout=timeout)
         lines = [f"POST {u.path} HTTP/1.1", f"Host: {u.netloc}", "Connection: Upgrade", f"Upgrade: {upgrade}"]
         lines += [f"X-Stream-Protocol-Version: {p}" for p in protocols]
-        self.sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
-        head = b""
-        while b"\r\n\r\n" not in head:
-            chunk = self.sock.recv(1)
-            if not chunk:
-                break
-            head += chunk
-        status_line = head.split(b"\r\n", 1)[0].decode()
-        self.status = int(status_line.split()[1]) if len(status_line.split()) > 1 else 0
-        self.headers = {}
-        for line in head.split(b"\r\n")[1:]:
-            if b":" in line:
-                k, v = line.decode().split(":", 1)
-                self.headers[k.strip().lower()] = v.strip()
-        if self.status != 101:
-            body = b""
-            try:
-                while True:
-                    chunk = self.sock.recv(4096)
-                    if not chunk:
-                        break
-                    body += chunk
-            except OSError:
-                pass
-            self.sock.close()
-            raise HTTPError(self.status, body.decode(errors="replace"))
+        self.sock, self.status, self.headers = upgrade_request(url, timeout, lines)
         self.protocol = self.headers.get("x-stream-protocol-version")
         self.deflate = zlib.compressobj(zdict=DICTIONARY)
         self.inflate = zlib.decompressobj(zdict=DICTIONARY)
@@ -226,37 +235,11 @@ class WSConn:
 
     def __init__(self, url, protocols, timeout=30, key="dGhlIHNhbXBsZSBub25jZQ=="):
         u = urllib.parse.urlsplit(url)
-        self.sock = socket.create_connection((u.hostname, u.port), timeout=timeout)
         lines = [f"GET {u.path} HTTP/1.1", f"Host: {u.netloc}", "Connection: Upgrade", "Upgrade: websocket",
                  "Sec-WebSocket-Version: 13", f"Sec-WebSocket-Protocol: {', '.join(protocols)}"]
         if key:
             lines.append(f"Sec-WebSocket-Key: {key}")
-        self.sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
-        head = b""
-        while b"\r\n\r\n" not in head:
-            chunk = self.sock.recv(1)
-            if not chunk:
-                break
-            head += chunk
-        status_line = head.split(b"\r\n", 1)[0].decode()
-        self.status = int(status_line.split()[1]) if len(status_line.split()) > 1 else 0
-        self.headers = {}
-        for line in head.split(b"\r\n")[1:]:
-            if b":" in line:
-                k, v = line.decode().split(":", 1)
-                self.headers[k.strip().lower()] = v.strip()
-        if self.status != 101:
-            body = b""
-            try:
-                while True:
-                    chunk = self.sock.recv(4096)
-                    if not chunk:
-                        break
-                    body += chunk
-            except OSError:
-                pass
-            self.sock.close()
-            raise HTTPError(self.status, body.decode(errors="replace"))
+        self.sock, self.status, self.headers = upgrade_request(url, timeout, lines)
         self.protocol = self.headers.get("sec-websocket-protocol")
         expect = base64.b64encode(hashlib.sha1((key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").encode()).digest())
         if self.headers.get("sec-websocket-accept", "").encode() != expect:
