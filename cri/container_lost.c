@@ -96,17 +96,18 @@ cri_proc_start_ns (unsigned long long start)
          + (int64_t) (start * 1000000000ULL / (unsigned long) ticks);
 }
 
-/* Whether PID's command line is husk-monitor's for container ID; *LOG_PATH
- * (when not NULL) gets its --log-path. */
-static bool
-is_monitor_of (pid_t pid, const char *id, char **log_path)
+bool
+cri_is_monitor_of (pid_t pid, const char *id, char **log_path)
 {
   cleanup_free char *path = xasprintf ("/proc/%d/cmdline", (int) pid);
   cleanup_free char *cmdline = NULL;
-  const char *names_id = NULL, *log = NULL;
+  const char *names_id = NULL, *log = NULL, *slash;
   size_t len = 0;
 
-  if (husk_read_file (path, &cmdline, &len, NULL) < 0 || !husk_str_has_suffix (cmdline, "husk-monitor"))
+  if (husk_read_file (path, &cmdline, &len, NULL) < 0 || len == 0 || cmdline[len - 1] != '\0')
+    return false;
+  slash = strrchr (cmdline, '/');
+  if (strcmp (slash ? slash + 1 : cmdline, "husk-monitor") != 0)
     return false;
   for (size_t i = 0; i < len; i += strlen (cmdline + i) + 1)
     {
@@ -135,7 +136,7 @@ cri_find_monitor (const char *id, char **log_path)
   while (proc && (de = readdir (proc)) != NULL)
     {
       pid_t pid = (pid_t) atoi (de->d_name);
-      if (pid > 1 && is_monitor_of (pid, id, log_path) && proc_stat_read (pid, &st)
+      if (pid > 1 && cri_is_monitor_of (pid, id, log_path) && proc_stat_read (pid, &st)
           && !is_dead_state (st.state))
         return pid;
       if (log_path)
@@ -151,7 +152,7 @@ cri_monitor_alive (const struct cri_container *c)
 
   if (c->monitor_pid <= 0 || !proc_stat_read (c->monitor_pid, &st) || is_dead_state (st.state))
     return false;
-  return c->monitor_start ? st.start == c->monitor_start : is_monitor_of (c->monitor_pid, c->id, NULL);
+  return c->monitor_start ? st.start == c->monitor_start : cri_is_monitor_of (c->monitor_pid, c->id, NULL);
 }
 
 /* ------------------------------------------------------------------ */

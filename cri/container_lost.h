@@ -25,6 +25,10 @@ int64_t cri_proc_start_ns (unsigned long long start);
  * time (a record without one: a husk-monitor whose command line names C). */
 bool cri_monitor_alive (const struct cri_container *c);
 
+/* Whether PID's command line is husk-monitor's (its argv[0]'s last part)
+ * with `--id ID`; *LOG_PATH (when not NULL) then gets its --log-path. */
+bool cri_is_monitor_of (pid_t pid, const char *id, char **log_path);
+
 /* The pid of a live husk-monitor whose command line names container ID, 0
  * when there is none; *LOG_PATH (when not NULL) gets its --log-path. */
 pid_t cri_find_monitor (const char *id, char **log_path);

@@ -724,23 +724,9 @@ kill_monitors_of (const char *id)
 
   while (proc && (de = readdir (proc)) != NULL)
     {
-      int pid = atoi (de->d_name);
-      cleanup_free char *cmdline_path = xasprintf ("/proc/%d/cmdline", pid);
-      cleanup_free char *cmdline = NULL;
-      struct husk_error *ignored = NULL;
-      size_t len = 0;
-      bool names_id = false;
+      pid_t pid = (pid_t) atoi (de->d_name);
 
-      if (pid <= 1 || husk_read_file (cmdline_path, &cmdline, &len, &ignored) < 0)
-        {
-          husk_error_free (&ignored);
-          continue;
-        }
-      if (!husk_str_has_suffix (cmdline, "husk-monitor"))
-        continue;
-      for (size_t i = 0; i + 1 < len && !names_id; i += strlen (cmdline + i) + 1)
-        names_id = strcmp (cmdline + i, "--id") == 0 && i + 5 < len && strcmp (cmdline + i + 5, id) == 0;
-      if (names_id)
+      if (pid > 1 && cri_is_monitor_of (pid, id, NULL))
         {
           pid_t group = getpgid (pid);
           if (group > 1 && group != getpgid (0))
@@ -1386,23 +1372,6 @@ monotonic_ns (void)
   return (int64_t) now.tv_sec * 1000000000 + now.tv_nsec;
 }
 
-/* Whether PID's command line is husk-monitor's with `--id ID`. */
-static bool
-is_monitor_of (pid_t pid, const char *id)
-{
-  cleanup_free char *path = xasprintf ("/proc/%d/cmdline", (int) pid);
-  cleanup_free char *cmdline = NULL;
-  size_t len = 0;
-
-  if (husk_read_file (path, &cmdline, &len, NULL) < 0 || len == 0 || cmdline[len - 1] != '\0'
-      || strcmp (basename (cmdline), "husk-monitor") != 0)
-    return false;
-  for (size_t i = 0; i < len; i += strlen (cmdline + i) + 1)
-    if (strcmp (cmdline + i, "--id") == 0)
-      return i + 5 < len && strcmp (cmdline + i + 5, id) == 0;
-  return false;
-}
-
 /* A pidfd for C's monitor, checked to be it while the pidfd is open: if
  * the monitor died and its pid went to another process, the check fails;
  * if it dies after the check, signals through the pidfd reach no one. */
@@ -1416,7 +1385,7 @@ open_monitor (const struct cri_container *c, struct husk_error **err)
                             (int) c->monitor_pid);
   if (pidfd < 0)
     return husk_error_make (err, errno, "pidfd_open the monitor of %s (pid %d)", c->id, (int) c->monitor_pid);
-  if (!is_monitor_of (c->monitor_pid, c->id))
+  if (!cri_is_monitor_of (c->monitor_pid, c->id, NULL))
     {
       close (pidfd);
       return husk_error_kind (err, EAGAIN,
