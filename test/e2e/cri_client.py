@@ -83,13 +83,23 @@ class Client:
                          pb.ExecSyncResponse, timeout=timeout + 30 if timeout else 60)
 
 
-def open_channel(sock, ready_timeout=30):
+def open_channel(sock, ready_timeout=30, proc=None, log=None):
     """A channel to a (re)started huskd that is ready to use: its own
     subchannel pool (the process-wide one keeps the dead huskd's connection
     in reconnect backoff, failing calls with "Connection refused" for a
-    while, longer under ASan), waited for until connected."""
+    while, longer under ASan), waited for until connected.  When it never
+    gets ready, the error says whether huskd PROC exited and ends with its
+    LOG's last lines."""
     channel = grpc.insecure_channel("unix://" + sock, options=[("grpc.use_local_subchannel_pool", 1)])
-    grpc.channel_ready_future(channel).result(timeout=ready_timeout)
+    try:
+        grpc.channel_ready_future(channel).result(timeout=ready_timeout)
+    except grpc.FutureTimeoutError:
+        state = "running" if proc is None or proc.poll() is None else f"exited with {proc.returncode}"
+        tail = ""
+        if log and os.path.exists(log):
+            with open(log, errors="replace") as f:
+                tail = " | ".join(f.read().splitlines()[-6:])
+        raise RuntimeError(f"huskd on {sock} not ready after {ready_timeout} s (huskd {state}): {tail}") from None
     return channel
 
 

@@ -90,7 +90,7 @@ class Huskd:
             if os.path.exists(SOCK):
                 break
             time.sleep(0.05)
-        self.channel = cri_client.open_channel(SOCK)
+        self.channel = cri_client.open_channel(SOCK, proc=self.proc, log=LOG)
 
     def dead(self):
         """Waits for a huskd something else killed."""

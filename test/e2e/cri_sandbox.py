@@ -52,7 +52,7 @@ class Huskd:
             if os.path.exists(self.sock):
                 break
             time.sleep(0.05)
-        self.channel = cri_client.open_channel(self.sock)
+        self.channel = cri_client.open_channel(self.sock, proc=self.proc, log=os.path.join(WORK, "huskd.log"))
 
     def kill9(self):
         self.channel.close()
