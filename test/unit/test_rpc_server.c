@@ -85,15 +85,16 @@ static struct
   int deadlines;
   int cancels;
   int user_frees;
-  int errors; /* checks that failed off the test's thread, where cmocka cannot fail */
+  int slow_started; /* slow handlers that began: a test waits on it instead of sleeping */
+  int errors;       /* checks that failed off the test's thread, where cmocka cannot fail */
   struct rpc_call *held;
-} seen = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, 0, 0, NULL };
+} seen = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, 0, 0, 0, NULL };
 
 static void
 seen_reset (void)
 {
   pthread_mutex_lock (&seen.lock);
-  seen.deadlines = seen.cancels = seen.user_frees = seen.errors = 0;
+  seen.deadlines = seen.cancels = seen.user_frees = seen.slow_started = seen.errors = 0;
   seen.held = NULL;
   pthread_mutex_unlock (&seen.lock);
 }
@@ -146,6 +147,7 @@ handle_slow (struct rpc_call *call, const void *req, size_t len, void *user)
 {
   cleanup_free char *text = xasprintf ("%.*s", (int) len, (const char *) req);
 
+  seen_bump (&seen.slow_started);
   usleep ((useconds_t) atoi (text) * 1000);
   rpc_reply (call, "slept", 5);
 }
@@ -157,6 +159,7 @@ handle_slow_batch (struct rpc_call *call, const void *req, size_t len, void *use
 {
   cleanup_free char *text = xasprintf ("%.*s", (int) len, (const char *) req);
 
+  seen_bump (&seen.slow_started);
   usleep ((useconds_t) atoi (text) * 1000);
   rpc_reply (call, "\x08\x01", 2);
 }
@@ -1214,7 +1217,7 @@ test_shutdown_with_open_streams (void **state)
   assert_string_equal (held_msg, "held");
   assert_string_equal (watch_msg, "hello");
   unary_start (&slow, f->channel, f->cq, SLOW, "250", 3, 0, NULL, 0, &slow);
-  usleep (50 * 1000);
+  assert_int_equal (seen_wait (&seen.slow_started, 1, scaled (5000)), 1);
 
   started = now_ms ();
   assert_int_equal (pthread_create (&thread, NULL, shutdown_thread, f->server), 0);
@@ -1258,7 +1261,9 @@ test_shutdown_waits_for_batched_stream (void **state)
   size_t len = 0;
 
   stream_open_with (&s, f->channel, BATCH_SLOW, "250", 3);
-  usleep (50 * 1000);
+  /* Shut down only once the handler runs: before, a loaded machine could
+   * still have the call in flight and the server would refuse it. */
+  assert_int_equal (seen_wait (&seen.slow_started, 1, scaled (5000)), 1);
   assert_int_equal (pthread_create (&thread, NULL, shutdown_thread, f->server), 0);
   f->server = NULL;
   msg = stream_recv_len (&s, &len);
