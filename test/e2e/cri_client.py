@@ -3,6 +3,7 @@ socket, huskd started on a temp socket/root/state, and the pod and
 container configs they run.  Import it after putting the generated
 api_pb2 (protoc's output in WORK/gen) on sys.path."""
 import os
+import socket
 import subprocess
 import time
 
@@ -83,23 +84,50 @@ class Client:
                          pb.ExecSyncResponse, timeout=timeout + 30 if timeout else 60)
 
 
+def wait_listening(sock, timeout, proc=None):
+    """Waits until something accepts on SOCK, trying every 50 ms, or PROC
+    exits.  gRPC's own wait retries with exponential backoff (1 s, 1.6 s,
+    2.6 s, ...), so a huskd that took 16 s to start under load was seen
+    only at 26 s, past a 30 s budget half the time.  Returns the seconds
+    waited, or None when it never listened."""
+    start = time.monotonic()
+    while time.monotonic() - start < timeout:
+        if proc is not None and proc.poll() is not None:
+            return None
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            s.connect(sock)
+            return time.monotonic() - start
+        except OSError:
+            time.sleep(0.05)
+        finally:
+            s.close()
+    return None
+
+
 def open_channel(sock, ready_timeout=30, proc=None, log=None):
     """A channel to a (re)started huskd that is ready to use: its own
     subchannel pool (the process-wide one keeps the dead huskd's connection
     in reconnect backoff, failing calls with "Connection refused" for a
-    while, longer under ASan), waited for until connected.  When it never
+    while, longer under ASan), opened once huskd listens.  When it never
     gets ready, the error says whether huskd PROC exited and ends with its
     LOG's last lines."""
+    waited = wait_listening(sock, ready_timeout, proc)
     channel = grpc.insecure_channel("unix://" + sock, options=[("grpc.use_local_subchannel_pool", 1)])
     try:
-        grpc.channel_ready_future(channel).result(timeout=ready_timeout)
+        if waited is None:
+            raise grpc.FutureTimeoutError()
+        grpc.channel_ready_future(channel).result(timeout=max(ready_timeout - waited, 5))
     except grpc.FutureTimeoutError:
+        channel.close()
         state = "running" if proc is None or proc.poll() is None else f"exited with {proc.returncode}"
         tail = ""
         if log and os.path.exists(log):
             with open(log, errors="replace") as f:
                 tail = " | ".join(f.read().splitlines()[-6:])
         raise RuntimeError(f"huskd on {sock} not ready after {ready_timeout} s (huskd {state}): {tail}") from None
+    if waited > 5:
+        print(f"# huskd on {sock} took {waited:.1f} s to listen")
     return channel
 
 
