@@ -120,6 +120,30 @@ touch /etc/x 2>/dev/null && echo "root: rw" || echo "root: ro"'
 	assert_eq "the host's library dir is untouched" "libfake.so.1.2.3" "$(ls "$WORK/fake/lib")"
 }
 
+# In a user namespace the hooks run as its root (host uid 100000): they
+# write the rootfs an image unpacked for that mapping owns.
+t_user_namespace() {
+	local b
+	build_fake_driver || return
+	b=$(new_bundle)
+	BUNDLE=$b
+	install_dlprobe "$b/rootfs"
+	chown -R -h 100000:100000 "$b/rootfs"
+	mount_fake_library
+	spec_ns user
+	spec_set '
+c["linux"]["uidMappings"] = [{"containerID": 0, "hostID": 100000, "size": 65536}]
+c["linux"]["gidMappings"] = [{"containerID": 0, "hostID": 100000, "size": 65536}]
+c["mounts"] = [m for m in c["mounts"] if m["destination"] != "/sys/fs/cgroup"]'
+	hooks_set '[["update-ldcache", "--folder", "/usr/lib/fake"], ["create-symlinks", "--link", "libfake.so.1::/opt/l"]]'
+	spec_args sh -c '/dlprobe; echo "link: $(readlink /opt/l)"'
+	run_ctr
+	assert_rc "user ns: the container with the hooks runs" 0 "$RC" || return
+	assert_contains "user ns: the library loads" "$OUT" "dlopen: fake-driver-ok"
+	assert_contains "user ns: the link is there" "$OUT" "link: libfake.so.1"
+	assert_eq "user ns: the new ld.so.cache belongs to the mapped root" 100000 "$(stat -c %u "$b/rootfs/etc/ld.so.cache")"
+}
+
 # The control: the same container without the hooks cannot load the library.
 t_without_hooks_no_library() {
 	local b
@@ -217,7 +241,7 @@ t_readonly_rootfs_mount() {
 	assert_nothing_left "read-only rootfs"
 }
 
-for t in t_hooks_fix_the_rootfs t_without_hooks_no_library t_etc_symlink_attack t_bad_link \
+for t in t_hooks_fix_the_rootfs t_without_hooks_no_library t_user_namespace t_etc_symlink_attack t_bad_link \
 	t_path_escaping_root t_unknown_verb t_link_over_file t_readonly_rootfs_mount; do
 	run_test "$t"
 done
