@@ -184,7 +184,6 @@ cdi_hook_open_in_root (int root_fd, const char *path, int flags)
  * components still to resolve. */
 struct walk
 {
-  int root_fd;
   int *dirs; /* dirs[0] is the root */
   size_t depth, cap;
   char *rest; /* owned */
@@ -278,7 +277,8 @@ walk_step (struct walk *w, int flags, int *out)
     }
   if (last)
     {
-      *out = (flags & O_PATH) ? steal_fd (&fd) : openat (walk_current (w), component, flags | O_NOFOLLOW | O_CLOEXEC);
+      *out = (flags & O_PATH) ? steal_fd (&fd)
+                              : openat (walk_current (w), component, flags | O_NOFOLLOW | O_CLOEXEC);
       return *out < 0 ? -1 : 1;
     }
   if (!S_ISDIR (st.st_mode))
@@ -294,7 +294,7 @@ walk_step (struct walk *w, int flags, int *out)
 int
 cdi_hook_open_in_root_walk (int root_fd, const char *path, int flags)
 {
-  struct walk w = { .root_fd = root_fd, .rest = xstrdup (path) };
+  struct walk w = { .rest = xstrdup (path) };
   int root_copy = openat (root_fd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
   int result = -1, step = 0, saved_errno;
 
@@ -374,7 +374,8 @@ mkdir_in_root (int root_fd, const char *path, size_t end, int hops, struct husk_
           if (mkdirat (parent_fd, name, 0755) < 0 && errno != EEXIST)
             return husk_error_make (err, errno, "create directory `%.*s`", (int) stop, path);
           fd = open_prefix (root_fd, path, stop);
-          if (fd < 0 && errno == ENOENT && (spliced = splice_dangling (parent_fd, path, start, stop, end)) != NULL)
+          if (fd < 0 && errno == ENOENT
+              && (spliced = splice_dangling (parent_fd, path, start, stop, end)) != NULL)
             {
               if (hops >= HOOK_MAX_SYMLINKS)
                 return husk_error_make (err, ELOOP, "create directory `%.*s`", (int) end, path);
@@ -455,7 +456,8 @@ ldso_conf_text (int dir_fd, int root_fd, char *const *folders, size_t n_folders)
 
       if (has_line (text, folders[i]) || !folder_exists (root_fd, folders[i]))
         continue;
-      grown = xasprintf ("%s%s%s\n", text, (*text && text[strlen (text) - 1] != '\n') ? "\n" : "", folders[i]);
+      grown
+          = xasprintf ("%s%s%s\n", text, (*text && text[strlen (text) - 1] != '\n') ? "\n" : "", folders[i]);
       free (text);
       text = grown;
     }
@@ -565,8 +567,8 @@ read_tail (int fd, char *buf, size_t size)
 static int
 run_ldconfig (const char *ldconfig, const char *rootfs, struct husk_error **err)
 {
-  char *const argv[] = { (char *) ldconfig, "-r", (char *) rootfs, "-f", "/etc/ld.so.conf",
-                         "-C",              "/etc/ld.so.cache", NULL };
+  char *const argv[]
+      = { (char *) ldconfig, "-r", (char *) rootfs, "-f", "/etc/ld.so.conf", "-C", "/etc/ld.so.cache", NULL };
   char *const envp[] = { NULL };
   char output[LDCONFIG_OUTPUT_MAX];
   int pipe_fds[2], status;
@@ -616,7 +618,8 @@ cdi_hook_update_ldcache (const char *rootfs, int root_fd, char *const *folders, 
   cleanup_close int dir_fd = -1;
 
   if (ldconfig == NULL && (ldconfig = find_host_ldconfig ()) == NULL)
-    return husk_error_make (err, 0, "no ldconfig on the host (looked for /sbin/ldconfig and /usr/sbin/ldconfig)");
+    return husk_error_make (err, 0,
+                            "no ldconfig on the host (looked for /sbin/ldconfig and /usr/sbin/ldconfig)");
   if (ensure_ldso_conf (root_fd, err) < 0)
     return -1;
   dir_fd = cdi_hook_open_parent (root_fd, LDSO_CONF_DIR "/" HUSK_LDSO_CONF, true, &name, err);
@@ -662,8 +665,8 @@ check_existing_link (int dir_fd, const char *name, const char *target, const cha
   if (fstatat (dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
     return husk_error_make (err, errno, "`%s`", link);
   if (!S_ISLNK (st.st_mode))
-    return husk_error_kind (err, EEXIST, "`%s` exists and is %s, not a link to `%s`", link, file_kind (st.st_mode),
-                            target);
+    return husk_error_kind (err, EEXIST, "`%s` exists and is %s, not a link to `%s`", link,
+                            file_kind (st.st_mode), target);
   n = readlinkat (dir_fd, name, current, sizeof current - 1);
   if (n < 0)
     return husk_error_make (err, errno, "read link `%s`", link);

@@ -114,7 +114,8 @@ usage_error (const char *verb, struct husk_error **err, const char *what, const 
 
 /* ARGV[0] is the verb.  Returns 1 when --help was asked for. */
 static int
-parse_args (const struct hook_verb *verb, int argc, char **argv, struct hook_args *args, struct husk_error **err)
+parse_args (const struct hook_verb *verb, int argc, char **argv, struct hook_args *args,
+            struct husk_error **err)
 {
   const struct option options[] = {
     { verb->value_option, required_argument, NULL, 'v' },
@@ -191,8 +192,8 @@ cdi_hook_cli_main (int argc, char **argv, struct husk_error **err)
     }
   verb = find_verb (argv[1]);
   if (verb == NULL)
-    return husk_error_kind (err, EINVAL, "cdi-hook: unknown verb `%s` (update-ldcache, create-symlinks, chmod)",
-                            argv[1]);
+    return husk_error_kind (err, EINVAL,
+                            "cdi-hook: unknown verb `%s` (update-ldcache, create-symlinks, chmod)", argv[1]);
   ret = parse_args (verb, argc - 1, argv + 1, &args, err);
   if (ret == 0 && run_verb (verb, &args, err) < 0)
     ret = husk_error_wrap (err, "cdi-hook %s", verb->name);

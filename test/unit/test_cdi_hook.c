@@ -109,10 +109,10 @@ static void
 test_parse_link (void **state)
 {
   static const char *const bad[] = {
-    "libcuda.so.1",          /* no :: */
-    "::/usr/lib/libcuda.so", /* empty target */
-    "libcuda.so.1::",        /* empty link */
-    "a::b::/c",              /* two separators */
+    "libcuda.so.1",                     /* no :: */
+    "::/usr/lib/libcuda.so",            /* empty target */
+    "libcuda.so.1::",                   /* empty link */
+    "a::b::/c",                         /* two separators */
     "libcuda.so.1::usr/lib/libcuda.so", /* relative link */
     "x::/usr/../../etc/passwd",         /* .. */
     "x::/",                             /* the root itself */
@@ -120,8 +120,8 @@ test_parse_link (void **state)
   struct husk_error *err = NULL;
   char *target = NULL, *link = NULL;
 
-  assert_int_equal (cdi_hook_parse_link ("libcuda.so.1::/usr/lib/x86_64-linux-gnu/libcuda.so", &target, &link, &err),
-                    0);
+  assert_int_equal (
+      cdi_hook_parse_link ("libcuda.so.1::/usr/lib/x86_64-linux-gnu/libcuda.so", &target, &link, &err), 0);
   assert_string_equal (target, "libcuda.so.1");
   assert_string_equal (link, "/usr/lib/x86_64-linux-gnu/libcuda.so");
   free (target), free (link);
@@ -228,11 +228,11 @@ test_open_in_root (void **state)
   root_mkdir (f, "etc");
   root_write (f, "a/b/file", "x");
   root_write (f, "etc/marker", "inside");
-  root_symlink (f, "/a/b", "abs");                 /* absolute: the root's /a/b */
-  root_symlink (f, "../../../../../etc", "up");    /* climbs past the root: its /etc */
-  root_symlink (f, "/../../..", "a/top");          /* absolute and above the root */
-  root_symlink (f, "b/file", "a/rel");             /* relative, inside */
-  root_symlink (f, "loop2", "loop1");              /* a loop */
+  root_symlink (f, "/a/b", "abs");              /* absolute: the root's /a/b */
+  root_symlink (f, "../../../../../etc", "up"); /* climbs past the root: its /etc */
+  root_symlink (f, "/../../..", "a/top");       /* absolute and above the root */
+  root_symlink (f, "b/file", "a/rel");          /* relative, inside */
+  root_symlink (f, "loop2", "loop1");           /* a loop */
   root_symlink (f, "loop1", "loop2");
   root_symlink (f, "/nowhere", "dangling");
   snprintf (host_etc, sizeof host_etc, "%s", f->host);
@@ -322,18 +322,18 @@ test_create_symlink (void **state)
   char path[512];
   ssize_t n;
 
-  assert_int_equal (cdi_hook_create_symlink (f->root_fd, "libcuda.so.1", "/usr/lib/x86_64-linux-gnu/libcuda.so", &err),
-                    0);
+  assert_int_equal (
+      cdi_hook_create_symlink (f->root_fd, "libcuda.so.1", "/usr/lib/x86_64-linux-gnu/libcuda.so", &err), 0);
   snprintf (path, sizeof path, "%s/usr/lib/x86_64-linux-gnu/libcuda.so", f->root);
   n = readlink (path, target, sizeof target - 1);
   assert_true (n > 0);
   target[n] = '\0';
   assert_string_equal (target, "libcuda.so.1");
   /* The same link again is fine; another target or a file is not. */
-  assert_int_equal (cdi_hook_create_symlink (f->root_fd, "libcuda.so.1", "/usr/lib/x86_64-linux-gnu/libcuda.so", &err),
-                    0);
-  assert_int_equal (cdi_hook_create_symlink (f->root_fd, "libcuda.so.2", "/usr/lib/x86_64-linux-gnu/libcuda.so", &err),
-                    -1);
+  assert_int_equal (
+      cdi_hook_create_symlink (f->root_fd, "libcuda.so.1", "/usr/lib/x86_64-linux-gnu/libcuda.so", &err), 0);
+  assert_int_equal (
+      cdi_hook_create_symlink (f->root_fd, "libcuda.so.2", "/usr/lib/x86_64-linux-gnu/libcuda.so", &err), -1);
   assert_non_null (strstr (err->msg, "links to `libcuda.so.1`, not `libcuda.so.2`"));
   husk_error_free (&err);
   root_write (f, "usr/lib/plain", "x");
@@ -532,8 +532,8 @@ test_rootfs_from_state (void **state)
   assert_non_null (fp);
   fputs ("{\"ociVersion\":\"1.0.2\",\"root\":{\"path\":\"rootfs\"}}", fp);
   fclose (fp);
-  snprintf (state_json, sizeof state_json, "{\"ociVersion\":\"1.0.2\",\"id\":\"c\",\"pid\":1,\"bundle\":\"%s\"}",
-            f->top);
+  snprintf (state_json, sizeof state_json,
+            "{\"ociVersion\":\"1.0.2\",\"id\":\"c\",\"pid\":1,\"bundle\":\"%s\"}", f->top);
   assert_int_equal (cdi_hook_rootfs_from_state (state_json, strlen (state_json), &rootfs, &err), 0);
   assert_string_equal (rootfs, f->root);
   free (rootfs);
@@ -558,7 +558,8 @@ test_rootfs_from_state (void **state)
   assert_int_equal (cdi_hook_rootfs_from_state ("{\"bundle\":\"rel\"}", 16, &rootfs, &err), -1);
   assert_non_null (strstr (err->msg, "bundle"));
   husk_error_free (&err);
-  assert_int_equal (cdi_hook_rootfs_from_state ("{\"bundle\":\"/nonexistent-bundle\"}", 32, &rootfs, &err), -1);
+  assert_int_equal (cdi_hook_rootfs_from_state ("{\"bundle\":\"/nonexistent-bundle\"}", 32, &rootfs, &err),
+                    -1);
   assert_non_null (strstr (err->msg, "/nonexistent-bundle/config.json"));
   husk_error_free (&err);
 
