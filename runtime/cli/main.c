@@ -42,6 +42,8 @@ static const struct cli_command commands[] = {
     "manage images (debug CLI)" },
   { "container", cli_container, "container [--root DIR] run|ls|exec|logs|stop|rm ...",
     "run images directly, no daemon (debug CLI)" },
+  { "cdi-hook", cli_cdi_hook, "cdi-hook update-ldcache|create-symlinks|chmod [options]",
+    "CDI createContainer hooks (state JSON on stdin)" },
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 
@@ -262,7 +264,8 @@ main (int argc, char **argv)
   argc -= optind;
   argv += optind;
   optind = 0; /* reset getopt for the command */
-  if (cmd->handler != cli_image && cmd->handler != cli_container && cli_wants_help (argc, argv, cmd->name))
+  if (cmd->handler != cli_image && cmd->handler != cli_container && cmd->handler != cli_cdi_hook
+      && cli_wants_help (argc, argv, cmd->name))
     return 0;
   ret = cmd->handler (&g, argc, argv, &err);
   if (ret >= 0)
