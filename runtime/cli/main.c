@@ -42,6 +42,7 @@ static const struct cli_command commands[] = {
     "manage images (debug CLI)" },
   { "container", cli_container, "container [--root DIR] run|ls|exec|logs|stop|rm ...",
     "run images directly, no daemon (debug CLI)" },
+  { "cdi", cli_cdi, "cdi generate nvidia|list ...", "write a CDI spec for NVIDIA GPUs, list CDI devices" },
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 
@@ -262,7 +263,8 @@ main (int argc, char **argv)
   argc -= optind;
   argv += optind;
   optind = 0; /* reset getopt for the command */
-  if (cmd->handler != cli_image && cmd->handler != cli_container && cli_wants_help (argc, argv, cmd->name))
+  if (cmd->handler != cli_image && cmd->handler != cli_container && cmd->handler != cli_cdi
+      && cli_wants_help (argc, argv, cmd->name))
     return 0;
   ret = cmd->handler (&g, argc, argv, &err);
   if (ret >= 0)

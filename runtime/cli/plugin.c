@@ -80,3 +80,9 @@ cli_container (struct cli_globals *g, int argc, char **argv, struct husk_error *
 {
   return run_plugin ("container", g, argc, argv, err);
 }
+
+int
+cli_cdi (struct cli_globals *g, int argc, char **argv, struct husk_error **err)
+{
+  return run_plugin ("cdi", g, argc, argv, err);
+}
