@@ -41,8 +41,12 @@ static const char *const driver_libraries[] = {
 };
 
 static const char *const driver_binaries[] = {
-  "nvidia-smi",         "nvidia-debugdump", "nvidia-persistenced", "nvidia-cuda-mps-control",
-  "nvidia-cuda-mps-server", NULL,
+  "nvidia-smi",
+  "nvidia-debugdump",
+  "nvidia-persistenced",
+  "nvidia-cuda-mps-control",
+  "nvidia-cuda-mps-server",
+  NULL,
 };
 static const char *const binary_dirs[] = { "/usr/bin", "/usr/sbin", "/bin", "/sbin", NULL };
 static const char *const control_nodes[] = {
@@ -170,8 +174,8 @@ static void
 add_gpu (struct scan *scan, struct nvidia_gpu_info *info)
 {
   scan->gpus = xrealloc (scan->gpus, (scan->n_gpus + 1) * sizeof *scan->gpus);
-  scan->gpus[scan->n_gpus++] = (struct gpu) { .info = *info, .numa_node = -1 };
-  *info = (struct nvidia_gpu_info) { .minor = -1 };
+  scan->gpus[scan->n_gpus++] = (struct gpu){ .info = *info, .numa_node = -1 };
+  *info = (struct nvidia_gpu_info){ .minor = -1 };
 }
 
 /* GPUs from PROC_ROOT/driver/nvidia/gpus/x/information, by bus id. */
@@ -266,8 +270,8 @@ scan_numa (struct scan *scan)
 {
   for (size_t i = 0; i < scan->n_gpus; i++)
     {
-      cleanup_free char *path = xasprintf ("%s/bus/pci/devices/%s/numa_node", scan->roots.sys_root,
-                                           scan->gpus[i].info.bus_id);
+      cleanup_free char *path
+          = xasprintf ("%s/bus/pci/devices/%s/numa_node", scan->roots.sys_root, scan->gpus[i].info.bus_id);
       cleanup_free char *text = NULL;
       struct husk_error *err = NULL;
       long long node;
@@ -295,8 +299,10 @@ scan_gpus (struct scan *scan, struct husk_error **err)
   if (scan->n_gpus == 0)
     {
       cleanup_free char *dev = in_root (scan->roots.dev_root, "/dev");
-      return husk_error_kind (err, ENODEV, "no NVIDIA GPU found under %s (no nvidia[0-9]* character device; %s/driver/nvidia/gpus lists none)",
-                              dev, scan->roots.proc_root);
+      return husk_error_kind (
+          err, ENODEV,
+          "no NVIDIA GPU found under %s (no nvidia[0-9]* character device; %s/driver/nvidia/gpus lists none)",
+          dev, scan->roots.proc_root);
     }
   scan_numa (scan);
   return 0;
@@ -369,7 +375,8 @@ static void
 scan_gpu_migs (struct scan *scan, size_t g)
 {
   int minor = scan->gpus[g].info.minor;
-  cleanup_free char *mig_dir = xasprintf ("%s/driver/nvidia/capabilities/gpu%d/mig", scan->roots.proc_root, minor);
+  cleanup_free char *mig_dir
+      = xasprintf ("%s/driver/nvidia/capabilities/gpu%d/mig", scan->roots.proc_root, minor);
   size_t n_gi, index = 0;
   cleanup_free long long *gis = numbered_entries (mig_dir, "gi", &n_gi);
 
@@ -390,7 +397,7 @@ scan_gpu_migs (struct scan *scan, size_t g)
           if (ci_minor < 0 || !cap_node_ok (scan, ci_minor))
             continue;
           scan->migs = xrealloc (scan->migs, (scan->n_migs + 1) * sizeof *scan->migs);
-          scan->migs[scan->n_migs++] = (struct mig) {
+          scan->migs[scan->n_migs++] = (struct mig){
             .gpu = g, .index = index++, .gi_minor = (unsigned) gi_minor, .ci_minor = (unsigned) ci_minor
           };
         }
@@ -541,8 +548,9 @@ scan_libraries (struct scan *scan, struct husk_error **err)
       if (entry)
         add_library (scan, driver_libraries[i], entry);
       else if (i == 0)
-        ret = husk_error_kind (err, ENOENT, "%s: no libcuda.so.* for this machine in the ldcache of driver root %s",
-                               cache, scan->roots.driver_root);
+        ret = husk_error_kind (err, ENOENT,
+                               "%s: no libcuda.so.* for this machine in the ldcache of driver root %s", cache,
+                               scan->roots.driver_root);
     }
   nvidia_ldcache_free (entries, n);
   return ret;
@@ -726,8 +734,8 @@ build_spec (struct scan *scan, struct husk_error **err)
       json_decref (devices);
       return NULL;
     }
-  return json_pack ("{s:s, s:s, s:o, s:o}", "cdiVersion", "0.6.0", "kind", NVIDIA_CDI_KIND, "devices", devices,
-                    "containerEdits", edits);
+  return json_pack ("{s:s, s:s, s:o, s:o}", "cdiVersion", "0.6.0", "kind", NVIDIA_CDI_KIND, "devices",
+                    devices, "containerEdits", edits);
 }
 
 json_t *

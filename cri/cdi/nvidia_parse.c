@@ -27,7 +27,7 @@ nvidia_gpu_info_clear (struct nvidia_gpu_info *info)
   free (info->model);
   free (info->uuid);
   free (info->bus_id);
-  *info = (struct nvidia_gpu_info) { .minor = -1 };
+  *info = (struct nvidia_gpu_info){ .minor = -1 };
 }
 
 static int
@@ -49,9 +49,14 @@ information_field (struct nvidia_gpu_info *info, const char *key, char *value, c
     }
   else if (strcmp (key, "Device Minor") == 0)
     {
-      if (husk_parse_int64 (value, 0, 255, &minor) < 0)
-        return husk_error_kind (err, EINVAL, "%s: Device Minor `%s` is not a number from 0 to 255", file, value);
+      int ok = husk_parse_int64 (value, 0, 255, &minor) == 0;
+      if (!ok)
+        husk_error_kind (err, EINVAL, "%s: Device Minor `%s` is not a number from 0 to 255", file, value);
+      free (value);
+      if (!ok)
+        return -1;
       info->minor = (int) minor;
+      return 0;
     }
   if (slot == NULL)
     {
@@ -250,7 +255,8 @@ new_header_offset (const unsigned char *data, size_t len, const char *file, size
   at = (at + 7) & ~(size_t) 7;
   if (u32_at (data + 12) > len / OLD_ENTRY || at + NEW_HEADER > len
       || memcmp (data + at, NEW_MAGIC, strlen (NEW_MAGIC)) != 0)
-    return husk_error_kind (err, EINVAL, "%s: an old-format ld.so.cache without the `%s` table", file, NEW_MAGIC);
+    return husk_error_kind (err, EINVAL, "%s: an old-format ld.so.cache without the `%s` table", file,
+                            NEW_MAGIC);
   *offset = at;
   return 0;
 }
@@ -272,7 +278,8 @@ nvidia_ldcache_parse (const void *data, size_t len, const char *file, struct nvi
     return husk_error_kind (err, EINVAL, "%s: ld.so.cache version is not %s", file, NEW_VERSION);
   nlibs = u32_at (base + 20);
   if (nlibs > (base_len - NEW_HEADER) / NEW_ENTRY)
-    return husk_error_kind (err, EINVAL, "%s: ld.so.cache claims %u libraries in %zu bytes", file, nlibs, len);
+    return husk_error_kind (err, EINVAL, "%s: ld.so.cache claims %u libraries in %zu bytes", file, nlibs,
+                            len);
   list = xcalloc (nlibs ?: 1, sizeof *list);
   for (uint32_t i = 0; i < nlibs; i++)
     {

@@ -191,9 +191,12 @@ parse_generate (struct generate_cli *cli, int argc, char **argv, struct husk_err
   };
   static const char *const formats[] = { "json", "yaml", NULL };
   const char **slot[] = {
-    [OPT_DRIVER_ROOT - 256] = &cli->roots.driver_root, [OPT_DEV_ROOT - 256] = &cli->roots.dev_root,
-    [OPT_PROC_ROOT - 256] = &cli->roots.proc_root,     [OPT_SYS_ROOT - 256] = &cli->roots.sys_root,
-    [OPT_HOOK_PATH - 256] = &cli->roots.hook_path,     [OPT_OUTPUT - 256] = &cli->output,
+    [OPT_DRIVER_ROOT - 256] = &cli->roots.driver_root,
+    [OPT_DEV_ROOT - 256] = &cli->roots.dev_root,
+    [OPT_PROC_ROOT - 256] = &cli->roots.proc_root,
+    [OPT_SYS_ROOT - 256] = &cli->roots.sys_root,
+    [OPT_HOOK_PATH - 256] = &cli->roots.hook_path,
+    [OPT_OUTPUT - 256] = &cli->output,
     [OPT_FORMAT - 256] = &cli->format,
   };
   int c;
@@ -206,7 +209,8 @@ parse_generate (struct generate_cli *cli, int argc, char **argv, struct husk_err
   while ((c = getopt_long (argc - 1, argv + 1, "+", options, NULL)) != -1)
     {
       if (c < OPT_DRIVER_ROOT || c > OPT_FORMAT)
-        return husk_error_make (err, 0, "cdi generate: unknown option or missing value `%s` (see husk cdi --help)",
+        return husk_error_make (err, 0,
+                                "cdi generate: unknown option or missing value `%s` (see husk cdi --help)",
                                 cdi_bad_option (argv + 1));
       if (*optarg == '\0')
         return husk_error_make (err, 0, "cdi generate: --%s needs a value", options[c - 256].name);
@@ -284,7 +288,8 @@ parse_list (int argc, char **argv, char ***dirs, const char **format, struct hus
   while ((c = getopt_long (argc, argv, "+", options, NULL)) != -1)
     {
       if (c != OPT_SPEC_DIR && c != OPT_FORMAT)
-        return husk_error_make (err, 0, "cdi list: unknown option or missing value `%s` (see husk cdi --help)",
+        return husk_error_make (err, 0,
+                                "cdi list: unknown option or missing value `%s` (see husk cdi --help)",
                                 cdi_bad_option (argv));
       if (c == OPT_SPEC_DIR)
         {

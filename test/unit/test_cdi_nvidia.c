@@ -51,8 +51,8 @@ test_information (void **state)
   assert_int_equal (nvidia_parse_information ("Model: X\nGPU UUID: GPU-1\n", "f1", &info, &err), -1);
   assert_string_equal (err->msg, "f1: no `Bus Location:` line");
   husk_error_free (&err);
-  assert_int_equal (nvidia_parse_information ("Bus Location: 0000:01:00.0\nDevice Minor: x\n", "f2", &info, &err),
-                    -1);
+  assert_int_equal (
+      nvidia_parse_information ("Bus Location: 0000:01:00.0\nDevice Minor: x\n", "f2", &info, &err), -1);
   assert_string_equal (err->msg, "f2: Device Minor `x` is not a number from 0 to 255");
   husk_error_free (&err);
   /* No minor: -1, no trailing newline */
@@ -86,7 +86,8 @@ test_mig_minors (void **state)
   assert_int_equal (nvidia_parse_mig_minors ("config 1 2\n", "mm", &m, &n, &err), -1);
   husk_error_free (&err);
 
-  assert_int_equal (nvidia_parse_cap_minor ("DeviceFileMinor: 12\nDeviceFileMode: 292\nDeviceFileModify: 1\n"), 12);
+  assert_int_equal (
+      nvidia_parse_cap_minor ("DeviceFileMinor: 12\nDeviceFileMode: 292\nDeviceFileModify: 1\n"), 12);
   assert_int_equal (nvidia_parse_cap_minor ("DeviceFileMode: 292\n"), -1);
   assert_int_equal (nvidia_parse_cap_minor ("DeviceFileMinor: x\n"), -1);
 }
@@ -282,7 +283,8 @@ static int
 tree_setup (void **state)
 {
   struct tree *t = calloc (1, sizeof *t);
-  static const char *const gpus[][3] = { { "0000:41:00.0", "GPU-bbbb", "1" }, { "0000:21:00.0", "GPU-aaaa", "0" } };
+  static const char *const gpus[][3]
+      = { { "0000:41:00.0", "GPU-bbbb", "1" }, { "0000:21:00.0", "GPU-aaaa", "0" } };
 
   strcpy (t->root, "/tmp/husk-test-nvidia-XXXXXX");
   assert_non_null (mkdtemp (t->root));
@@ -306,10 +308,12 @@ tree_setup (void **state)
   put_node (t->dev, "dev/nvidia-uvm", 510, 0);
   put_node (t->dev, "dev/nvidia-caps/nvidia-cap12", 508, 12);
   put_node (t->dev, "dev/nvidia-caps/nvidia-cap13", 508, 13);
-  put_file (t->dev, "proc/driver/nvidia/capabilities/gpu0/mig/gi1/access", "DeviceFileMinor: 12\nDeviceFileMode: 292\n");
+  put_file (t->dev, "proc/driver/nvidia/capabilities/gpu0/mig/gi1/access",
+            "DeviceFileMinor: 12\nDeviceFileMode: 292\n");
   /* no DeviceFileMinor here: mig-minors has it */
   put_file (t->dev, "proc/driver/nvidia/capabilities/gpu0/mig/gi1/ci0/access", "DeviceFileMode: 292\n");
-  put_file (t->dev, "proc/driver/nvidia-caps/mig-minors", "config 1\nmonitor 2\ngpu0/gi1/access 12\ngpu0/gi1/ci0/access 13\n");
+  put_file (t->dev, "proc/driver/nvidia-caps/mig-minors",
+            "config 1\nmonitor 2\ngpu0/gi1/access 12\ngpu0/gi1/ci0/access 13\n");
 
   put_file (t->driver, LIBDIR "/libcuda.so.550.1", "elf");
   put_link (t->driver, LIBDIR "/libcuda.so.1", "libcuda.so.550.1");
@@ -344,9 +348,11 @@ tree_teardown (void **state)
 static struct nvidia_roots
 roots_of (const struct tree *t)
 {
-  return (struct nvidia_roots) {
-    .dev_root = t->dev, .proc_root = t->proc, .sys_root = t->sys, .driver_root = t->driver, .hook_path = "/opt/husk"
-  };
+  return (struct nvidia_roots){ .dev_root = t->dev,
+                                .proc_root = t->proc,
+                                .sys_root = t->sys,
+                                .driver_root = t->driver,
+                                .hook_path = "/opt/husk" };
 }
 
 static json_t *
@@ -393,8 +399,8 @@ assert_nodes (json_t *spec, const char *name, const char *expected)
 static const char *
 numa_of (json_t *spec, const char *name)
 {
-  return json_string_value (json_object_get (json_object_get (device_named (spec, name), "annotations"),
-                                             NVIDIA_NUMA_ANNOTATION));
+  return json_string_value (
+      json_object_get (json_object_get (device_named (spec, name), "annotations"), NVIDIA_NUMA_ANNOTATION));
 }
 
 static void
@@ -414,7 +420,8 @@ test_generate (void **state)
   assert_nodes (spec, "1", "/dev/nvidia1");
   assert_nodes (spec, "GPU-bbbb", "/dev/nvidia1");
   assert_nodes (spec, "0:0", "/dev/nvidia0 /dev/nvidia-caps/nvidia-cap12 /dev/nvidia-caps/nvidia-cap13");
-  assert_nodes (spec, "all", "/dev/nvidia0 /dev/nvidia1 /dev/nvidia-caps/nvidia-cap12 /dev/nvidia-caps/nvidia-cap13");
+  assert_nodes (spec, "all",
+                "/dev/nvidia0 /dev/nvidia1 /dev/nvidia-caps/nvidia-cap12 /dev/nvidia-caps/nvidia-cap13");
   assert_int_equal (json_array_size (json_object_get (spec, "devices")), 6);
   assert_string_equal (numa_of (spec, "0"), "0");
   assert_string_equal (numa_of (spec, "GPU-bbbb"), "1");
@@ -424,8 +431,10 @@ test_generate (void **state)
   {
     json_t *nodes = json_object_get (edits, "deviceNodes");
     assert_int_equal (json_array_size (nodes), 2);
-    assert_string_equal (json_string_value (json_object_get (json_array_get (nodes, 0), "path")), "/dev/nvidiactl");
-    assert_string_equal (json_string_value (json_object_get (json_array_get (nodes, 1), "path")), "/dev/nvidia-uvm");
+    assert_string_equal (json_string_value (json_object_get (json_array_get (nodes, 0), "path")),
+                         "/dev/nvidiactl");
+    assert_string_equal (json_string_value (json_object_get (json_array_get (nodes, 1), "path")),
+                         "/dev/nvidia-uvm");
   }
   text = json_dumps (json_object_get (edits, "mounts"), JSON_COMPACT);
   cuda_host = xasprintf ("\"hostPath\":\"%s/" LIBDIR "/libcuda.so.550.1\",\"containerPath\":\"/" LIBDIR
@@ -441,12 +450,13 @@ test_generate (void **state)
   hooks = json_object_get (edits, "hooks");
   free (text);
   text = json_dumps (hooks, JSON_COMPACT);
-  assert_string_equal (text, "[{\"hookName\":\"createContainer\",\"path\":\"/opt/husk\",\"args\":[\"husk\",\"cdi-hook\","
-                             "\"create-symlinks\",\"--link\",\"libcuda.so.550.1::/" LIBDIR
-                             "/libcuda.so.1\",\"--link\",\"libcuda.so.1::/" LIBDIR
-                             "/libcuda.so\",\"--link\",\"libnvidia-ml.so.550.1::/" LIBDIR
-                             "/libnvidia-ml.so.1\"]},{\"hookName\":\"createContainer\",\"path\":\"/opt/husk\","
-                             "\"args\":[\"husk\",\"cdi-hook\",\"update-ldcache\",\"--folder\",\"/" LIBDIR "\"]}]");
+  assert_string_equal (
+      text, "[{\"hookName\":\"createContainer\",\"path\":\"/opt/husk\",\"args\":[\"husk\",\"cdi-hook\","
+            "\"create-symlinks\",\"--link\",\"libcuda.so.550.1::/" LIBDIR
+            "/libcuda.so.1\",\"--link\",\"libcuda.so.1::/" LIBDIR
+            "/libcuda.so\",\"--link\",\"libnvidia-ml.so.550.1::/" LIBDIR
+            "/libnvidia-ml.so.1\"]},{\"hookName\":\"createContainer\",\"path\":\"/opt/husk\","
+            "\"args\":[\"husk\",\"cdi-hook\",\"update-ldcache\",\"--folder\",\"/" LIBDIR "\"]}]");
 
   /* round trip through the parser */
   free (text);
