@@ -16,6 +16,9 @@ struct container_cli_env
 const char *container_cli_bad_option (char **argv, char buf[3]);
 
 int container_cli_main (int argc, char **argv, const char *runtime_root, struct husk_error **err);
+/* husk cdi generate|list (cdi_cli.c). */
+int cdi_cli_main (int argc, char **argv, struct husk_error **err);
+
 int container_cli_exec (const struct container_cli_env *env, int argc, char **argv, struct husk_error **err);
 /* husk cdi-hook VERB ... (cdi_hook_cli.c) */
 int cdi_hook_cli_main (int argc, char **argv, struct husk_error **err);

@@ -1,4 +1,4 @@
-/* husk-image.so's entry point: the `image`, `container` and `cdi-hook` verb groups. */
+/* husk-image.so's entry point: the `image`, `container`, `cdi` and `cdi-hook` verb groups. */
 #include <string.h>
 
 #include "cri/cli/cli.h"
@@ -18,6 +18,8 @@ husk_plugin_main (const char *group, int argc, char **argv, const char *runtime_
     ret = container_cli_main (argc, argv, runtime_root, &err);
   else if (strcmp (group, "cdi-hook") == 0)
     ret = cdi_hook_cli_main (argc, argv, &err);
+  else if (strcmp (group, "cdi") == 0)
+    ret = cdi_cli_main (argc, argv, &err);
   else
     ret = husk_error_make (&err, 0, "unknown verb group `%s`", group);
   if (ret < 0)

@@ -46,6 +46,7 @@ int cli_events (struct cli_globals *g, int argc, char **argv, struct husk_error 
 int cli_image (struct cli_globals *g, int argc, char **argv, struct husk_error **err);
 int cli_container (struct cli_globals *g, int argc, char **argv, struct husk_error **err);
 int cli_cdi_hook (struct cli_globals *g, int argc, char **argv, struct husk_error **err);
+int cli_cdi (struct cli_globals *g, int argc, char **argv, struct husk_error **err);
 /* Sets HUSK_PLUGIN_DIR from the binary's location unless it is set. */
 void cli_remember_plugin_dir (void);
 

@@ -44,6 +44,7 @@ static const struct cli_command commands[] = {
     "run images directly, no daemon (debug CLI)" },
   { "cdi-hook", cli_cdi_hook, "cdi-hook update-ldcache|create-symlinks|chmod [options]",
     "CDI createContainer hooks (state JSON on stdin)" },
+  { "cdi", cli_cdi, "cdi generate nvidia|list ...", "write a CDI spec for NVIDIA GPUs, list CDI devices" },
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 
@@ -264,8 +265,8 @@ main (int argc, char **argv)
   argc -= optind;
   argv += optind;
   optind = 0; /* reset getopt for the command */
-  if (cmd->handler != cli_image && cmd->handler != cli_container && cmd->handler != cli_cdi_hook
-      && cli_wants_help (argc, argv, cmd->name))
+  if (cmd->handler != cli_image && cmd->handler != cli_container && cmd->handler != cli_cdi
+      && cmd->handler != cli_cdi_hook && cli_wants_help (argc, argv, cmd->name))
     return 0;
   ret = cmd->handler (&g, argc, argv, &err);
   if (ret >= 0)

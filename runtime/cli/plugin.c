@@ -86,3 +86,9 @@ cli_cdi_hook (struct cli_globals *g, int argc, char **argv, struct husk_error **
 {
   return run_plugin ("cdi-hook", g, argc, argv, err);
 }
+
+int
+cli_cdi (struct cli_globals *g, int argc, char **argv, struct husk_error **err)
+{
+  return run_plugin ("cdi", g, argc, argv, err);
+}
