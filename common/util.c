@@ -2,6 +2,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -388,4 +389,17 @@ husk_ms_until (const struct timespec *deadline)
   clock_gettime (CLOCK_MONOTONIC, &now);
   ms = (deadline->tv_sec - now.tv_sec) * 1000LL + (deadline->tv_nsec - now.tv_nsec) / 1000000;
   return ms < 0 ? 0 : (int) ms;
+}
+
+const char *
+husk_getopt_bad_option (char **argv, char buf[3])
+{
+  if (optopt > 0 && optopt < 128 && optopt != '-' && optopt > ' ')
+    {
+      buf[0] = '-';
+      buf[1] = (char) optopt;
+      buf[2] = '\0';
+      return buf;
+    }
+  return argv[optind - 1];
 }

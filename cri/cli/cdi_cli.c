@@ -156,17 +156,6 @@ struct generate_cli
   const char *format;
 };
 
-/* The option getopt_long just refused: a short one by optopt, a long one
- * (optopt is its code, or 0 when unknown) as typed. */
-static const char *
-cdi_bad_option (char **argv)
-{
-  static char buf[3];
-  if (optopt > 0 && optopt < 256)
-    return container_cli_bad_option (argv, buf);
-  return argv[optind - 1];
-}
-
 static int
 parse_format (const char *verb, const char *value, const char *const *allowed, struct husk_error **err)
 {
@@ -190,6 +179,7 @@ parse_generate (struct generate_cli *cli, int argc, char **argv, struct husk_err
     { NULL, 0, NULL, 0 },
   };
   static const char *const formats[] = { "json", "yaml", NULL };
+  char optbuf[3];
   const char **slot[] = {
     [OPT_DRIVER_ROOT - 256] = &cli->roots.driver_root,
     [OPT_DEV_ROOT - 256] = &cli->roots.dev_root,
@@ -211,7 +201,7 @@ parse_generate (struct generate_cli *cli, int argc, char **argv, struct husk_err
       if (c < OPT_DRIVER_ROOT || c > OPT_FORMAT)
         return husk_error_make (err, 0,
                                 "cdi generate: unknown option or missing value `%s` (see husk cdi --help)",
-                                cdi_bad_option (argv + 1));
+                                husk_getopt_bad_option (argv + 1, optbuf));
       if (*optarg == '\0')
         return husk_error_make (err, 0, "cdi generate: --%s needs a value", options[c - 256].name);
       *slot[c - 256] = optarg;
@@ -281,6 +271,7 @@ parse_list (int argc, char **argv, char ***dirs, const char **format, struct hus
     { NULL, 0, NULL, 0 },
   };
   static const char *const formats[] = { "table", "json", NULL };
+  char optbuf[3];
   int c;
 
   optind = 1;
@@ -290,7 +281,7 @@ parse_list (int argc, char **argv, char ***dirs, const char **format, struct hus
       if (c != OPT_SPEC_DIR && c != OPT_FORMAT)
         return husk_error_make (err, 0,
                                 "cdi list: unknown option or missing value `%s` (see husk cdi --help)",
-                                cdi_bad_option (argv));
+                                husk_getopt_bad_option (argv, optbuf));
       if (c == OPT_SPEC_DIR)
         {
           if (*optarg == '\0')

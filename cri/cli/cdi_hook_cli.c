@@ -150,7 +150,7 @@ parse_args (const struct hook_verb *verb, int argc, char **argv, struct hook_arg
         fputs (CDI_HOOK_USAGE, stdout);
         return 1;
       default:
-        return usage_error (verb->name, err, "unknown option", container_cli_bad_option (argv, optbuf));
+        return usage_error (verb->name, err, "unknown option", husk_getopt_bad_option (argv, optbuf));
       }
   if (optind < argc)
     return usage_error (verb->name, err, "unexpected argument", argv[optind]);

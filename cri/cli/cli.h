@@ -12,9 +12,6 @@ struct container_cli_env
   struct containers_ctx containers;
 };
 
-/* The option getopt_long just refused, as the user typed it. */
-const char *container_cli_bad_option (char **argv, char buf[3]);
-
 int container_cli_main (int argc, char **argv, const char *runtime_root, struct husk_error **err);
 /* husk cdi generate|list (cdi_cli.c). */
 int cdi_cli_main (int argc, char **argv, struct husk_error **err);

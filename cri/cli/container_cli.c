@@ -37,19 +37,6 @@ struct run_cli
   size_t n_mounts;
 };
 
-const char *
-container_cli_bad_option (char **argv, char buf[3])
-{
-  if (optopt > 0 && optopt != '-')
-    {
-      buf[0] = '-';
-      buf[1] = (char) optopt;
-      buf[2] = '\0';
-      return buf;
-    }
-  return argv[optind - 1];
-}
-
 static int
 parse_size (const char *text, int64_t *out)
 {
@@ -234,7 +221,7 @@ parse_run (int argc, char **argv, struct run_cli *cli, struct husk_error **err)
         {
           char buf[3];
           return husk_error_make (err, 0, "container run: unknown option `%s` (see husk container --help)",
-                                  container_cli_bad_option (argv, buf));
+                                  husk_getopt_bad_option (argv, buf));
         }
       if (parse_run_option (cli, c, optarg, err) < 0)
         return -1;
@@ -417,7 +404,7 @@ verb_stop_rm (const struct container_cli_env *env, bool is_rm, int argc, char **
         return husk_error_make (err, 0, "container stop: -t `%s`: expected seconds (0-3600)", optarg);
       else
         return husk_error_make (err, 0, "container %s: unknown option `%s`", argv[0],
-                                container_cli_bad_option (argv, buf));
+                                husk_getopt_bad_option (argv, buf));
     }
   if (optind >= argc)
     return husk_error_make (err, 0, "container %s: expected at least one container", argv[0]);

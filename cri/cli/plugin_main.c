@@ -1,4 +1,5 @@
-/* husk-image.so's entry point: the `image`, `container`, `cdi` and `cdi-hook` verb groups. */
+/* husk-image.so's entry point: the `image`, `container` and `cdi` verb
+ * groups (`cdi-hook` is husk-hook.so's: cri/cli/hook_plugin_main.c). */
 #include <string.h>
 
 #include "cri/cli/cli.h"
@@ -16,8 +17,6 @@ husk_plugin_main (const char *group, int argc, char **argv, const char *runtime_
     ret = image_cli_main (argc, argv, &err);
   else if (strcmp (group, "container") == 0)
     ret = container_cli_main (argc, argv, runtime_root, &err);
-  else if (strcmp (group, "cdi-hook") == 0)
-    ret = cdi_hook_cli_main (argc, argv, &err);
   else if (strcmp (group, "cdi") == 0)
     ret = cdi_cli_main (argc, argv, &err);
   else

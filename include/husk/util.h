@@ -60,4 +60,9 @@ int husk_ms_until (const struct timespec *deadline);
 /* Appends a copy of S to V (which may be NULL); returns the new vector. */
 char **husk_strv_append (char **v, const char *s);
 
+/* The option getopt_long just refused, as the user typed it: "-x" for a
+ * short option (written into BUF), else the argument itself (a long
+ * option, whose optopt is its code, not a character). */
+const char *husk_getopt_bad_option (char **argv, char buf[3]);
+
 #endif

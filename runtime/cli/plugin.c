@@ -1,6 +1,7 @@
-/* `husk image` and `husk container`: find husk-image.so next to the binary
- * (build tree), in ../lib/husk (installed), or in $HUSK_PLUGIN_DIR, and
- * hand the verb over. */
+/* `husk image`, `husk container`, `husk cdi` and `husk cdi-hook`: find
+ * the plugin (husk-image.so, or husk-hook.so for the hooks) next to the
+ * binary (build tree), in ../lib/husk (installed), or in $HUSK_PLUGIN_DIR,
+ * and hand the verb over. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <libgen.h>
@@ -16,7 +17,7 @@
 #include "runtime/cli/cli.h"
 
 static char *
-find_plugin (void)
+find_plugin (const char *file)
 {
   char exe[PATH_MAX];
   const char *env = getenv ("HUSK_PLUGIN_DIR");
@@ -24,18 +25,18 @@ find_plugin (void)
   char *dir;
 
   if (env && *env)
-    return xasprintf ("%s/%s", env, HUSK_PLUGIN_FILE);
+    return xasprintf ("%s/%s", env, file);
   if (n <= 0)
     return NULL;
   exe[n] = '\0';
   dir = dirname (exe);
   {
-    char *beside = xasprintf ("%s/%s", dir, HUSK_PLUGIN_FILE);
+    char *beside = xasprintf ("%s/%s", dir, file);
     if (access (beside, R_OK) == 0)
       return beside;
     free (beside);
   }
-  return xasprintf ("%s/../lib/husk/%s", dir, HUSK_PLUGIN_FILE);
+  return xasprintf ("%s/../lib/husk/%s", dir, file);
 }
 
 void
@@ -46,7 +47,7 @@ cli_remember_plugin_dir (void)
 
   if (env && *env)
     return;
-  path = find_plugin ();
+  path = find_plugin (HUSK_PLUGIN_FILE);
   if (path && access (path, R_OK) == 0)
     setenv ("HUSK_PLUGIN_DIR", dirname (path), 1);
 }
@@ -54,12 +55,13 @@ cli_remember_plugin_dir (void)
 static int
 run_plugin (const char *group, struct cli_globals *g, int argc, char **argv, struct husk_error **err)
 {
-  cleanup_free char *path = find_plugin ();
+  const char *file = strcmp (group, "cdi-hook") == 0 ? HUSK_HOOK_PLUGIN_FILE : HUSK_PLUGIN_FILE;
+  cleanup_free char *path = find_plugin (file);
   husk_plugin_main_fn entry;
   void *handle;
 
   if (path == NULL)
-    return husk_error_make (err, 0, "%s: cannot locate %s", group, HUSK_PLUGIN_FILE);
+    return husk_error_make (err, 0, "%s: cannot locate %s", group, file);
   handle = dlopen (path, RTLD_NOW | RTLD_LOCAL);
   if (handle == NULL)
     return husk_error_make (err, 0, "%s: load `%s`: %s", group, path, dlerror ());

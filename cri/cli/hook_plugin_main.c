@@ -1,0 +1,28 @@
+/* husk-hook.so's entry point: the `cdi-hook` verb group alone.  It links
+ * cri/cdi/hook.c, the common library and jansson only, so a hook that runs
+ * at every container create loads a handful of libraries instead of
+ * husk-image.so's ~47 (see husk/plugin.h). */
+#include <string.h>
+
+#include "cri/cli/cli.h"
+#include "husk/plugin.h"
+
+int
+husk_plugin_main (const char *group, int argc, char **argv, const char *runtime_root)
+{
+  struct husk_error *err = NULL;
+  int ret;
+
+  (void) runtime_root;
+  husk_log_set_prog ("husk");
+  if (strcmp (group, "cdi-hook") == 0)
+    ret = cdi_hook_cli_main (argc, argv, &err);
+  else
+    ret = husk_error_make (&err, 0, "unknown verb group `%s`", group);
+  if (ret < 0)
+    {
+      husk_error_report (&err, "husk");
+      return 1;
+    }
+  return ret;
+}
