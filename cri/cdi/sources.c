@@ -209,8 +209,9 @@ add_first (const struct cdi_device_info *gpus, size_t n, const char *value, long
   size_t have = husk_strv_len (indices);
 
   if ((unsigned long long) count > have)
-    return husk_error_kind (err, ENOENT, "--gpus %s: %zu GPU%s in the CDI specs (nvidia.com/gpu=<index>)",
-                            value, have, have == 1 ? "" : "s");
+    return husk_error_kind (err, ENOENT,
+                            "--gpus %s: only %zu GPU%s in the CDI specs (nvidia.com/gpu=<index>)", value,
+                            have, have == 1 ? "" : "s");
   for (long long i = 0; i < count; i++)
     {
       cleanup_free char *name = xasprintf (NVIDIA_GPU_KIND "%s", indices[i]);

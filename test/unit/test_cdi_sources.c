@@ -253,7 +253,7 @@ test_gpus_option (void **state)
   expect_gpus (f->reg, "device=2,0", "nvidia.com/gpu=2 nvidia.com/gpu=0");
   expect_gpus (f->reg, "\"device=GPU-6f1e2d3c,MIG-aa11\"",
                "nvidia.com/gpu=GPU-6f1e2d3c nvidia.com/gpu=MIG-aa11");
-  expect_refused (cdi_gpus_option (f->reg, "5", &names, &err), &err, ENOENT, "--gpus 5: 4 GPUs");
+  expect_refused (cdi_gpus_option (f->reg, "5", &names, &err), &err, ENOENT, "--gpus 5: only 4 GPUs");
   expect_refused (cdi_gpus_option (f->reg, "device=3", &names, &err), &err, ENOENT, "nvidia.com/gpu=3");
   expect_refused (cdi_gpus_option (f->reg, "count=2", &names, &err), &err, EINVAL,
                   "--gpus count=2: expected");
