@@ -382,7 +382,11 @@ test_apply_cost (void **state)
   qsort (us, sizeof us / sizeof us[0], sizeof us[0], double_cmp);
   print_message ("CDI for 8 devices on a huskd-sized config: median %.1f us, p90 %.1f us\n", us[100],
                  us[180]);
+#ifdef __SANITIZE_ADDRESS__
+  assert_true (us[100] < 5000); /* ~7x slower under ASan (~800 us) */
+#else
   assert_true (us[100] < 1000);
+#endif
 }
 
 int
