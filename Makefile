@@ -213,6 +213,7 @@ bench: deps
 	./hack/bench.sh $(BUILD)
 	./hack/bench-pull.sh $(BUILD)
 	./hack/bench-cri.sh
+	./hack/bench-cri.sh --cdi
 	BUILD_DIR=$(BUILD) ./hack/crash-cri.sh 10
 	./hack/vm-test.sh --bench $(BUILD)
 

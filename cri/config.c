@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cri/cdi/cdi.h"
 #include "cri/config.h"
 #include "husk/cleanup.h"
 #include "husk/util.h"
@@ -107,6 +108,7 @@ set_defaults (struct huskd_config *cfg)
     cfg->default_capabilities = husk_strv_append (cfg->default_capabilities, default_caps[i]);
   cfg->cdi_spec_dirs = husk_strv_append (NULL, "/etc/cdi");
   cfg->cdi_spec_dirs = husk_strv_append (cfg->cdi_spec_dirs, "/var/run/cdi");
+  cfg->nvidia_visible_devices = CDI_NVIDIA_ENV_CONTAINER;
 }
 
 /* A list of absolute dirs; [] means no CDI specs at all. */
@@ -129,6 +131,30 @@ take_cdi_dirs (json_t *doc, struct huskd_config *cfg, const char *path, struct h
   cfg->cdi_spec_dirs = xcalloc (1, sizeof (char *));
   json_array_foreach (dirs, i, dir) cfg->cdi_spec_dirs
       = husk_strv_append (cfg->cdi_spec_dirs, json_string_value (dir));
+  return 0;
+}
+
+/* nvidia_visible_devices and cdi_numa_align. */
+static int
+take_cdi_options (json_t *doc, struct huskd_config *cfg, const char *path, struct husk_error **err)
+{
+  json_t *mode = json_object_get (doc, "nvidia_visible_devices");
+  json_t *align = json_object_get (doc, "cdi_numa_align");
+  enum cdi_nvidia_env parsed;
+
+  if (mode && !json_is_null (mode))
+    {
+      if (!json_is_string (mode) || cdi_nvidia_env_parse (json_string_value (mode), &parsed) < 0)
+        return husk_error_make (
+            err, 0, "%s: nvidia_visible_devices: must be off, container-config or image-too", path);
+      cfg->nvidia_visible_devices = parsed;
+    }
+  if (align && !json_is_null (align))
+    {
+      if (!json_is_boolean (align))
+        return husk_error_make (err, 0, "%s: cdi_numa_align: must be true or false", path);
+      cfg->cdi_numa_align = json_is_true (align);
+    }
   return 0;
 }
 
@@ -235,6 +261,8 @@ check_known_keys (json_t *doc, const char *path, struct husk_error **err)
     "pull_stall_timeout_s",
     "stream_token_ttl_s",
     "cdi_spec_dirs",
+    "nvidia_visible_devices",
+    "cdi_numa_align",
   };
   const char *key;
   json_t *value;
@@ -278,6 +306,8 @@ apply_file (const char *path, struct huskd_config *cfg, struct husk_error **err)
     ret = take_counts (doc, cfg, path, err);
   if (ret == 0)
     ret = take_cdi_dirs (doc, cfg, path, err);
+  if (ret == 0)
+    ret = take_cdi_options (doc, cfg, path, err);
   caps = json_object_get (doc, "default_capabilities");
   if (ret == 0 && caps)
     {

@@ -3,6 +3,7 @@
 #ifndef HUSK_CRI_CONFIG_H
 #define HUSK_CRI_CONFIG_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "husk/error.h"
@@ -46,6 +47,11 @@ struct huskd_config
   unsigned long long pull_stall_timeout_s;
   /* CDI spec dirs (NULL-terminated; a later one wins for the same device). */
   char **cdi_spec_dirs;
+  /* Where CreateContainer takes NVIDIA_VISIBLE_DEVICES from
+   * (enum cdi_nvidia_env: off, container-config, image-too). */
+  int nvidia_visible_devices;
+  /* cpuset.mems = the NUMA nodes of the container's CDI devices. */
+  bool cdi_numa_align;
 };
 
 /* Fills CFG with the defaults, then applies PATH if not NULL. */

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cri/cdi/cdi.h"
 #include "cri/containers.h"
 #include "cri/seccomp_default.h"
 #include "husk/cleanup.h"
@@ -298,6 +299,27 @@ add_default_seccomp (json_t *config)
   json_object_set_new (json_object_get (config, "linux"), "seccomp", seccomp_default_profile (caps));
 }
 
+/* The CDI devices REQ names plus those of NVIDIA_VISIBLE_DEVICES (-e, or
+ * with image-too the image's), each once, applied to CONFIG. */
+static int
+apply_cdi (const struct container_create_request *req, const struct image *image, json_t *config,
+           struct husk_error **err)
+{
+  cleanup_strv char **names = xcalloc (1, sizeof (char *));
+  const char *nvidia = cdi_nvidia_env_value (
+      req->nvidia_env, cdi_env_lookup (req->spec.env, "NVIDIA_VISIBLE_DEVICES"), image->config.env);
+
+  if (req->cdi == NULL)
+    return 0;
+  for (char **n = req->cdi_names; n && *n; n++)
+    cdi_names_add (&names, *n);
+  if (cdi_nvidia_visible_devices (req->cdi, nvidia, &names, err) < 0)
+    return -1;
+  if (names[0] == NULL)
+    return 0;
+  return cdi_apply (req->cdi, config, (const char *const *) names, err);
+}
+
 static int
 build_container (const struct containers_ctx *ctx, const struct container_create_request *req,
                  struct container_record *rec, const struct image *image, struct husk_error **err)
@@ -315,6 +337,11 @@ build_container (const struct containers_ctx *ctx, const struct container_create
     spec.hostname = hostname;
   if (ocispec_build (&image->config, &spec, rootfs, &config, err) < 0)
     return -1;
+  if (apply_cdi (req, image, config, err) < 0)
+    {
+      json_decref (config);
+      return -1;
+    }
   if (!req->seccomp_unconfined)
     add_default_seccomp (config);
   rec->command = join_args (config);

@@ -10,6 +10,8 @@
 #include "cri/ocispec.h"
 #include "husk/error.h"
 
+struct cdi_registry;
+
 struct containers_ctx
 {
   const char *image_root;   /* /var/lib/husk */
@@ -37,6 +39,12 @@ struct container_create_request
   const char *image; /* must be present in the store */
   struct ocispec_request spec;
   bool seccomp_unconfined; /* no seccomp filter; default: RuntimeDefault */
+  /* CDI: the registry (NULL: none), the names asked for (--device
+   * vendor/class=name, --gpus), and which NVIDIA_VISIBLE_DEVICES counts
+   * (enum cdi_nvidia_env: -e, or also the image's ENV). */
+  struct cdi_registry *cdi;
+  char **cdi_names;
+  int nvidia_env;
 };
 
 /* Creates the snapshot, bundle and record; *ID gets the new id.  Nothing is

@@ -297,20 +297,84 @@ cdi_names_of (const Runtime__V1__ContainerConfig *config)
   return names;
 }
 
-/* Applies the CDI devices CONFIG asks for to the OCI config; a name that
- * is malformed or no spec knows fails the create (INVALID_ARGUMENT). */
+/* The container's own NVIDIA_VISIBLE_DEVICES (the last one), or NULL. */
+static const char *
+config_nvidia_env (const Runtime__V1__ContainerConfig *config)
+{
+  const char *found = NULL;
+
+  for (size_t i = 0; i < config->n_envs; i++)
+    if (config->envs[i]->key && strcmp (config->envs[i]->key, "NVIDIA_VISIBLE_DEVICES") == 0)
+      found = config->envs[i]->value ?: "";
+  return found;
+}
+
+static bool
+sets_cpuset_mems (const Runtime__V1__ContainerConfig *config)
+{
+  const Runtime__V1__LinuxContainerResources *res = config->linux ? config->linux->resources : NULL;
+
+  return res && res->cpuset_mems && res->cpuset_mems[0];
+}
+
+/* linux.resources.cpu.mems = the NUMA nodes of NAMES, when they have any
+ * (cdi_numa_align). */
 static int
-apply_cdi (struct cri_service *svc, const Runtime__V1__ContainerConfig *config, json_t *oci,
-           struct husk_error **err)
+align_numa (struct cri_service *svc, char *const *names, json_t *oci, struct husk_error **err)
+{
+  cleanup_free char *mems = NULL;
+  json_t *linux_obj, *resources, *cpu;
+
+  if (cdi_numa_nodes (svc->cdi, (const char *const *) names, &mems, err) < 0)
+    return -1;
+  if (mems == NULL)
+    return 0;
+  linux_obj = json_object_get (oci, "linux");
+  if (!json_is_object (linux_obj))
+    json_object_set_new (oci, "linux", linux_obj = json_object ());
+  resources = json_object_get (linux_obj, "resources");
+  if (!json_is_object (resources))
+    json_object_set_new (linux_obj, "resources", resources = json_object ());
+  cpu = json_object_get (resources, "cpu");
+  if (!json_is_object (cpu))
+    json_object_set_new (resources, "cpu", cpu = json_object ());
+  json_object_set_new (cpu, "mems", json_string (mems));
+  return 0;
+}
+
+/* The CDI devices of CONFIG plus what NVIDIA_VISIBLE_DEVICES names, then
+ * applied to the OCI config (and with cdi_numa_align, the devices' NUMA
+ * nodes as cpuset.mems).  Called with cdi_lock held. */
+static int
+apply_cdi_locked (struct cri_service *svc, const Runtime__V1__ContainerConfig *config,
+                  const struct image_config *image, json_t *oci, struct husk_error **err)
 {
   cleanup_strv char **names = cdi_names_of (config);
+  const char *nvidia
+      = cdi_nvidia_env_value (svc->cfg->nvidia_visible_devices, config_nvidia_env (config), image->env);
+
+  if (cdi_nvidia_visible_devices (svc->cdi, nvidia, &names, err) < 0)
+    return -1;
+  if (names[0] == NULL)
+    return 0;
+  if (cdi_apply (svc->cdi, oci, (const char *const *) names, err) < 0)
+    return -1;
+  if (svc->cfg->cdi_numa_align && !sets_cpuset_mems (config))
+    return align_numa (svc, names, oci, err);
+  return 0;
+}
+
+/* Applies the CDI devices the container asks for; a name that is
+ * malformed or no spec knows fails the create (INVALID_ARGUMENT). */
+static int
+apply_cdi (struct cri_service *svc, const Runtime__V1__ContainerConfig *config,
+           const struct image_config *image, json_t *oci, struct husk_error **err)
+{
   struct husk_error *cdi_err = NULL;
   int ret;
 
-  if (names[0] == NULL)
-    return 0;
   pthread_mutex_lock (&svc->cdi_lock);
-  ret = cdi_apply (svc->cdi, oci, (const char *const *) names, &cdi_err);
+  ret = apply_cdi_locked (svc, config, image, oci, &cdi_err);
   pthread_mutex_unlock (&svc->cdi_lock);
   if (ret < 0)
     {
@@ -345,7 +409,7 @@ build_bundle (struct create_job *job, struct husk_error **err)
   in.rootfs = rootfs;
   if (cri_spec_build (&in, &config, err) < 0)
     return -1;
-  ret = apply_cdi (job->svc, job->req->config, config, err);
+  ret = apply_cdi (job->svc, job->req->config, &job->image->config, config, err);
   if (ret == 0)
     ret = containers_write_config (bundle, config, err);
   json_decref (config);

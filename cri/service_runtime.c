@@ -1,13 +1,44 @@
 /* Version, Status, RuntimeConfig and UpdateRuntimeConfig. */
+#include <jansson.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cri/cdi/cdi.h"
 #include "cri/cni/cni.h"
 #include "cri/service.h"
 #include "husk/cleanup.h"
 #include "husk/util.h"
 
 #define CRI_API_VERSION "v1"
+
+/* Verbose Status's info["cdi"]: the spec dirs, the devices they define
+ * (with their file) and the files refused, as JSON (crictl info parses
+ * each info value as JSON). */
+static char *
+cdi_info (struct cri_service *svc)
+{
+  json_t *dirs = json_array (), *devices = json_array (), *errors = json_array ();
+  const struct cdi_device_info *infos;
+  const struct cdi_spec_error *errs;
+  size_t n_infos, n_errs;
+  char *text;
+
+  for (char **d = svc->cfg->cdi_spec_dirs; d && *d; d++)
+    json_array_append_new (dirs, json_string (*d));
+  pthread_mutex_lock (&svc->cdi_lock);
+  infos = cdi_registry_list (svc->cdi, &n_infos);
+  errs = cdi_registry_errors (svc->cdi, &n_errs);
+  for (size_t i = 0; i < n_infos; i++)
+    json_array_append_new (devices, json_pack ("{s:s, s:s}", "name", infos[i].name, "file", infos[i].file));
+  for (size_t i = 0; i < n_errs; i++)
+    json_array_append_new (errors, json_pack ("{s:s, s:s}", "file", errs[i].file, "msg", errs[i].msg));
+  pthread_mutex_unlock (&svc->cdi_lock);
+  json_t *doc = json_pack ("{s:o, s:o, s:o}", "specDirs", dirs, "devices", devices, "errors", errors);
+  text = json_dumps (doc, JSON_COMPACT);
+  json_decref (doc);
+  return text;
+}
 
 void
 cri_version (struct rpc_call *call, const void *req, size_t len, void *user)
@@ -43,6 +74,9 @@ cri_status (struct rpc_call *call, const void *req, size_t len, void *user)
   cleanup_free Runtime__V1__RuntimeHandler **handler_ptrs = NULL;
   struct husk_error *net_err = NULL;
   size_t n = svc->cfg->n_runtimes;
+  Runtime__V1__StatusResponse__InfoEntry cdi_entry = RUNTIME__V1__STATUS_RESPONSE__INFO_ENTRY__INIT;
+  Runtime__V1__StatusResponse__InfoEntry *info[] = { &cdi_entry };
+  cleanup_free char *cdi_json = NULL;
 
   if (request == NULL)
     return;
@@ -72,6 +106,14 @@ cri_status (struct rpc_call *call, const void *req, size_t len, void *user)
   reply.n_runtime_handlers = n;
   reply.runtime_handlers = handler_ptrs;
   reply.features = &features;
+  if (request->verbose)
+    {
+      cdi_json = cdi_info (svc);
+      cdi_entry.key = "cdi";
+      cdi_entry.value = cdi_json;
+      reply.n_info = 1;
+      reply.info = info;
+    }
   cri_reply (call, &reply.base);
   husk_error_free (&net_err);
   protobuf_c_message_free_unpacked (&request->base, NULL);

@@ -8,11 +8,18 @@
 #
 #   hack/bench-cri.sh [N]        (root; build huskd and husk-monitor first)
 #   hack/bench-cri.sh --stream [N]
+#   hack/bench-cri.sh --cdi [N]
 #
 # --stream measures the streaming server instead (test/e2e/bench_stream.py):
 # `crictl exec CID true` round trips (N, median) and `crictl port-forward`
 # throughput of 256 MiB from a pod, with the same crictl (CRICTL, default
 # ../shared/tools/bin/crictl) for both runtimes.
+#
+# --cdi measures huskd alone (test/e2e/bench_cdi.py): CreateContainer with
+# 8 CDI devices (a JSON spec under the run's temp dir: per device a node
+# and an env entry, spec-wide a node and two file mounts, as an NVIDIA
+# spec has) against CreateContainer without devices, N rounds (default
+# 50), medians.  Target: overhead <= 1 ms.
 #
 # A trap removes pods, daemons, shims, bridges, iptables rules, temp dirs
 # and the registry, even when it fails.
@@ -32,6 +39,9 @@ BENCH=bench_cri.py
 if [ "${1:-}" = --stream ]; then
 	BENCH=bench_stream.py
 	shift
+elif [ "${1:-}" = --cdi ]; then
+	BENCH=bench_cdi.py
+	shift
 fi
 export CRICTL=${CRICTL:-$REPO_DIR/../shared/tools/bin/crictl}
 PODS=${1:-20}
@@ -50,7 +60,7 @@ die() {
 if [ ! -x "$HUSKD" ] || [ ! -x "$BUILD_DIR/husk-monitor" ]; then
 	die "build huskd and husk-monitor first ($HUSKD)"
 fi
-[ -x "$CONTAINERD" ] || die "$CONTAINERD not found (apt-get install containerd)"
+[ "$BENCH" = bench_cdi.py ] || [ -x "$CONTAINERD" ] || die "$CONTAINERD not found (apt-get install containerd)"
 for tool in bridge host-local portmap loopback; do
 	[ -x "/usr/lib/cni/$tool" ] || die "CNI plugin /usr/lib/cni/$tool is missing (containernetworking-plugins)"
 done
@@ -216,6 +226,52 @@ build_pause_image "$W/pause" || die "building the pause image failed"
 skopeo --insecure-policy copy --quiet --dest-tls-verify=false "oci:$W/pause:latest" \
 	"docker://$ADDR/test/pause:latest" || die "pushing the pause image failed"
 IMAGE=$ADDR/test/busybox:latest
+
+# --cdi: 8 devices of a fake kind, backed by /dev/null, in a spec dir of the run's own.
+write_cdi_spec() { # DIR
+	mkdir -p "$1"
+	echo fake driver library >"$W/libfake.so"
+	"$PY" - "$1/bench.json" "$W/libfake.so" <<'EOP'
+import json, sys
+path, lib = sys.argv[1], sys.argv[2]
+devices = [{"name": str(i), "containerEdits": {
+    "deviceNodes": [{"path": f"/dev/benchgpu{i}", "hostPath": "/dev/null", "permissions": "rw"}],
+    "env": [f"BENCH_GPU{i}=1"]}} for i in range(8)]
+spec = {"cdiVersion": "0.6.0", "kind": "bench.example.com/gpu", "devices": devices,
+        "containerEdits": {"deviceNodes": [{"path": "/dev/benchctl", "hostPath": "/dev/zero"}],
+                           "mounts": [{"hostPath": lib, "containerPath": f"/usr/lib/bench/lib{n}.so",
+                                       "options": ["ro", "nosuid", "nodev", "bind"]} for n in ("a", "b")]}}
+with open(path, "w") as f:
+    json.dump(spec, f)
+EOP
+}
+
+if [ "$BENCH" = bench_cdi.py ]; then
+	write_conflist "$W/husk-net.d" "${NET_HUSK[@]}"
+	write_cdi_spec "$W/cdi"
+	echo "{\"cni_conf_dir\": \"$W/husk-net.d\", \"cdi_spec_dirs\": [\"$W/cdi\"]}" >"$W/husk-config.json"
+	"$HUSKD" --listen "unix://$W/husk.sock" --root "$W/husk/root" --state "$W/husk/state" \
+		--config "$W/husk-config.json" >"$W/huskd.log" 2>&1 &
+	HUSKD_PID=$!
+	wait_socket "$W/husk.sock" "$HUSKD_PID" || die "huskd did not start: $(tail -3 "$W/huskd.log")"
+	CDI_JSON=$(timeout -k 5 600 "$PY" "$REPO_DIR/test/e2e/bench_cdi.py" "$W/gen" "$W/husk.sock" "$IMAGE" \
+		"$W/logs-husk" bench.example.com/gpu "${1:-50}") ||
+		die "the CDI run failed: $(tail -5 "$W/huskd.log")"
+	kill -TERM "$HUSKD_PID"
+	wait "$HUSKD_PID" 2>/dev/null
+	"$PY" - "$CDI_JSON" <<'EOS'
+import json, sys
+r = json.loads(sys.argv[1])
+print(f"huskd CreateContainer (not started), {r['rounds']} rounds each, order alternating\n")
+print("| measure | no devices | 8 CDI devices | overhead | target |")
+print("|---|---:|---:|---:|:---:|")
+print(f"| median (ms) | {r['plain_median_ms']:.2f} | {r['cdi_median_ms']:.2f} | {r['overhead_ms']:.2f} | "
+      f"<= 1 {'yes' if r['overhead_ms'] <= 1 else 'no'} |")
+print(f"| p90 (ms) | {r['plain_p90_ms']:.2f} | {r['cdi_p90_ms']:.2f} | | |")
+print(f"\nmedian of the per-round differences: {r['paired_overhead_ms']:.2f} ms")
+EOS
+	exit 0
+fi
 
 # ---- huskd
 write_conflist "$W/husk-net.d" "${NET_HUSK[@]}"

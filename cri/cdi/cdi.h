@@ -71,4 +71,56 @@ int cdi_apply (struct cdi_registry *reg, json_t *oci_config, const char *const *
  * exposed for tests).  Returns 0 or -1 with *err set. */
 int cdi_apply_edits (json_t *oci_config, json_t *edits, struct husk_error **err);
 
+/* The device-level annotations of device NAME (a JSON object, borrowed,
+ * valid until the next refresh; NULL when it has none, with *err unset),
+ * or NULL with *err set as cdi_registry_get. */
+json_t *cdi_registry_annotations (struct cdi_registry *reg, const char *name, struct husk_error **err);
+
+/* The device annotation that names the NUMA node of a device (husk cdi
+ * generate writes it from sysfs). */
+#define CDI_NUMA_ANNOTATION "husk/numa-node"
+
+/* The union of the NUMA nodes of devices NAMES as a cpuset list ("0,1"),
+ * or NULL in *MEMS when none has the annotation.  An unknown name or an
+ * annotation that is not a node number: -1 with *err set. */
+int cdi_numa_nodes (struct cdi_registry *reg, const char *const *names, char **mems, struct husk_error **err);
+
+/* Which NVIDIA_VISIBLE_DEVICES counts (huskd's `nvidia_visible_devices`,
+ * `husk container run --nvidia-env`). */
+enum cdi_nvidia_env
+{
+  CDI_NVIDIA_ENV_OFF,       /* "off": ignored */
+  CDI_NVIDIA_ENV_CONTAINER, /* "container-config": the container's own env (CRI config, -e) */
+  CDI_NVIDIA_ENV_IMAGE_TOO, /* "image-too": else also the image's ENV */
+};
+/* Returns 0, or -1 for a name that is none of the above. */
+int cdi_nvidia_env_parse (const char *text, enum cdi_nvidia_env *mode);
+const char *cdi_nvidia_env_name (enum cdi_nvidia_env mode);
+
+/* The value of the last KEY=VALUE of ENV (borrowed), or NULL. */
+const char *cdi_env_lookup (char *const *env, const char *key);
+
+/* The NVIDIA_VISIBLE_DEVICES value that counts under MODE: CONFIG_VALUE
+ * (the container's own, NULL when it sets none), or with image-too the
+ * image's when the container sets none.  NULL: none. */
+const char *cdi_nvidia_env_value (enum cdi_nvidia_env mode, const char *config_value, char *const *image_env);
+
+/* Appends to *NAMES (a NULL-terminated list, may be NULL) the names
+ * nvidia.com/gpu=X that VALUE, NVIDIA_VISIBLE_DEVICES's syntax, means:
+ * a comma list of indices, UUIDs (GPU-..., MIG-...), MIG ids (0:1) or
+ * `all` (the spec's `all` device, else every index).  NULL, empty,
+ * `none` and `void` mean no device; so does any value when no spec has an
+ * nvidia.com/gpu device.  An item no spec has: -1 with *err (ENOENT)
+ * naming it.  Names already in *NAMES are not added twice. */
+int cdi_nvidia_visible_devices (struct cdi_registry *reg, const char *value, char ***names,
+                                struct husk_error **err);
+
+/* The same for docker's `--gpus VALUE`: `all`, N (the first N GPUs by
+ * index) or device=IDX|UUID[,...] (optionally in double quotes).  No
+ * nvidia.com/gpu device at all is an error here. */
+int cdi_gpus_option (struct cdi_registry *reg, const char *value, char ***names, struct husk_error **err);
+
+/* Appends NAME to *NAMES unless it is there already. */
+void cdi_names_add (char ***names, const char *name);
+
 #endif

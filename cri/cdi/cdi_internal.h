@@ -15,6 +15,7 @@ struct cdi_dev
 {
   struct cdi_device_info info; /* name owned, file borrowed from its spec */
   json_t *edits;               /* borrowed from spec */
+  json_t *device;              /* the spec's device entry, borrowed */
   json_t *spec;
   int dir_index;
 };

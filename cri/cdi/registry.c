@@ -217,6 +217,7 @@ add_spec_devices (struct cdi_registry *reg, struct cdi_spec_file *s, char ***dup
     reg->devices[reg->n_devices++] = (struct cdi_dev){
       .info = { .name = steal_pointer (&name), .file = s->file },
       .edits = json_object_get (dev, "containerEdits"),
+      .device = dev,
       .spec = s->spec,
       .dir_index = s->dir_index,
     };

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cri/cdi/cdi.h"
 #include "cri/cli/cli.h"
 #include "cri/containers.h"
 #include "husk/cleanup.h"
@@ -19,6 +20,8 @@
   "usage: husk container [--root DIR] [--registries FILE] VERB\n"                                            \
   "  run [--rm] [-d] [-i] [-t] [--name N] [-e K=V] [-v SRC:DST[:ro]] [-w DIR] [-u USER]\n"                   \
   "      [--network host|none] [--memory M] [--cpus C] [--pids-limit N] [--device PATH]\n"                   \
+  "      [--device VENDOR/CLASS=NAME] [--gpus all|N|device=IDX|UUID[,...]] [--cdi-spec-dir DIR]\n"           \
+  "      [--nvidia-env off|container-config|image-too]\n"                                                    \
   "      [--read-only] [--entrypoint CMD] [--security-opt seccomp=unconfined] IMAGE [CMD...]\n"              \
   "  ls [-q]\n"                                                                                              \
   "  exec [-t] [-e K=V] [-w DIR] [-u UID[:GID]] CONTAINER CMD...\n"                                          \
@@ -32,6 +35,9 @@ struct run_cli
   bool remove, detach, interactive;
   char **env;
   char **devices;
+  char **cdi_names; /* --device vendor/class=name */
+  char **gpus;      /* --gpus values */
+  char **cdi_dirs;  /* --cdi-spec-dir; none: the default dirs */
   char *entrypoint[2];
   struct ocispec_mount *mounts;
   size_t n_mounts;
@@ -112,6 +118,9 @@ enum
   OPT_READ_ONLY,
   OPT_ENTRYPOINT,
   OPT_SECURITY_OPT,
+  OPT_GPUS,
+  OPT_CDI_SPEC_DIR,
+  OPT_NVIDIA_ENV,
 };
 
 static int
@@ -152,8 +161,29 @@ parse_run_option (struct run_cli *cli, int c, const char *arg, struct husk_error
       spec->readonly_rootfs = true;
       return 0;
     case OPT_DEVICE:
-      cli->devices = husk_strv_append (cli->devices, arg);
+      /* A CDI name (vendor/class=name) or a host device path. */
+      if (arg[0] != '/' && strchr (arg, '='))
+        cli->cdi_names = husk_strv_append (cli->cdi_names, arg);
+      else
+        cli->devices = husk_strv_append (cli->devices, arg);
       return 0;
+    case OPT_GPUS:
+      cli->gpus = husk_strv_append (cli->gpus, arg);
+      return 0;
+    case OPT_CDI_SPEC_DIR:
+      if (arg[0] != '/')
+        return husk_error_make (err, 0, "--cdi-spec-dir `%s`: must be an absolute directory", arg);
+      cli->cdi_dirs = husk_strv_append (cli->cdi_dirs, arg);
+      return 0;
+    case OPT_NVIDIA_ENV:
+      {
+        enum cdi_nvidia_env mode;
+        if (cdi_nvidia_env_parse (arg, &mode) < 0)
+          return husk_error_make (err, 0, "--nvidia-env `%s`: must be off, container-config or image-too",
+                                  arg);
+        cli->req.nvidia_env = mode;
+        return 0;
+      }
     case OPT_ENTRYPOINT:
       cli->entrypoint[0] = (char *) arg;
       spec->entrypoint = cli->entrypoint;
@@ -209,6 +239,9 @@ parse_run (int argc, char **argv, struct run_cli *cli, struct husk_error **err)
     { "read-only", no_argument, NULL, OPT_READ_ONLY },
     { "entrypoint", required_argument, NULL, OPT_ENTRYPOINT },
     { "security-opt", required_argument, NULL, OPT_SECURITY_OPT },
+    { "gpus", required_argument, NULL, OPT_GPUS },
+    { "cdi-spec-dir", required_argument, NULL, OPT_CDI_SPEC_DIR },
+    { "nvidia-env", required_argument, NULL, OPT_NVIDIA_ENV },
     { NULL, 0, NULL, 0 },
   };
   int c;
@@ -247,6 +280,11 @@ run_cli_clear (struct run_cli *cli)
 {
   husk_strvfreep (&cli->env);
   husk_strvfreep (&cli->devices);
+  husk_strvfreep (&cli->cdi_names);
+  husk_strvfreep (&cli->gpus);
+  husk_strvfreep (&cli->cdi_dirs);
+  cdi_registry_free (cli->req.cdi);
+  husk_strvfreep (&cli->req.cdi_names);
   for (size_t i = 0; i < cli->n_mounts; i++)
     {
       free ((char *) cli->mounts[i].source);
@@ -272,6 +310,28 @@ ensure_image (const struct container_cli_env *env, const char *image, struct hus
   return image_cli_pull (&env->image, image, NULL, false, err);
 }
 
+/* The CDI registry and the names of --device and --gpus, resolved before
+ * the image is pulled or anything made: an unknown device is one error
+ * and leaves nothing behind. */
+static int
+resolve_cdi (struct run_cli *cli, struct husk_error **err)
+{
+  cli->req.cdi = cdi_registry_new (cli->cdi_dirs ? (const char *const *) cli->cdi_dirs : NULL);
+  if (cli->req.cdi == NULL)
+    return husk_error_make (err, ENOMEM, "CDI registry");
+  cli->req.cdi_names = xcalloc (1, sizeof (char *));
+  for (char **n = cli->cdi_names; n && *n; n++)
+    {
+      if (cdi_registry_get (cli->req.cdi, *n, err) == NULL)
+        return husk_error_wrap (err, "--device");
+      cdi_names_add (&cli->req.cdi_names, *n);
+    }
+  for (char **g = cli->gpus; g && *g; g++)
+    if (cdi_gpus_option (cli->req.cdi, *g, &cli->req.cdi_names, err) < 0)
+      return -1;
+  return 0;
+}
+
 static int
 verb_run (const struct container_cli_env *env, int argc, char **argv, struct husk_error **err)
 {
@@ -279,7 +339,9 @@ verb_run (const struct container_cli_env *env, int argc, char **argv, struct hus
   cleanup_free char *id = NULL;
   int exit_code = 0, ret = -1;
 
-  if (parse_run (argc, argv, &cli, err) == 0 && ensure_image (env, cli.req.image, err) == 0
+  cli.req.nvidia_env = CDI_NVIDIA_ENV_CONTAINER;
+  if (parse_run (argc, argv, &cli, err) == 0 && resolve_cdi (&cli, err) == 0
+      && ensure_image (env, cli.req.image, err) == 0
       && containers_create (&env->containers, &cli.req, &id, err) == 0)
     {
       if (!cli.interactive && !cli.req.spec.terminal && !cli.detach)

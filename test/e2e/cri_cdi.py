@@ -4,7 +4,15 @@ CreateContainer over real gRPC: fake devices from a JSON and a YAML spec
 in the spec dirs test_cri_cdi.sh put in config.json, asked for through
 CDI_devices and cdi.k8s.io annotations; unknown and malformed names
 refused without leftovers; a spec changed on disk picked up by the next
-create.  Prints TAP lines.
+create.  NVIDIA_VISIBLE_DEVICES mapped to nvidia.com/gpu devices of a
+spec of fake GPUs (char nodes 195:N made here): indices, a UUID, all,
+none, void, empty, an unknown GPU refused, the image's ENV ignored by
+default and used with `nvidia_visible_devices: image-too`, everything
+ignored with `off`; a node that was not injected cannot be opened (EPERM
+from the device cgroup) while an injected one gets as far as the absent
+driver (ENXIO); verbose Status (and crictl info) listing the CDI devices
+and spec errors; cdi_numa_align setting cpuset.mems from the devices'
+husk/numa-node annotation unless the CRI config sets it.  Prints TAP lines.
 
   cri_cdi.py HUSKD REGISTRY WORKDIR
 """
@@ -32,6 +40,11 @@ ETC, RUN = os.path.join(WORK, "cdi-etc"), os.path.join(WORK, "cdi-run")
 LIB = os.path.join(WORK, "libfake.so")
 LIB_TEXT = "fake driver library v1\n"
 ROOT_USER = pb.LinuxContainerSecurityContext(run_as_user=pb.Int64Value(value=0))
+NV_IMAGE = f"{REGISTRY}/test/busybox-nvidia:latest"  # busybox with NVIDIA_VISIBLE_DEVICES=1 in its Env
+FAKEDEV = os.path.join(WORK, "fakedev")
+UUID0 = "GPU-0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"
+CRICTL = os.environ.get("CRICTL", os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                               "..", "..", "..", "shared", "tools", "bin", "crictl"))
 
 
 def gpu_spec(gpu0_env="FAKE_GPU=0", extra=()):
@@ -63,6 +76,28 @@ devices:
 """
 
 
+def nvidia_spec():
+    """Two fake GPUs (nvidia0 195:0 and nvidia1 195:1, on NUMA node 0),
+    GPU 0 also by UUID, `all`, and a device on NUMA node 1 (which this
+    machine may not have: cdi_numa_align must then fail, unless the CRI
+    config sets cpuset_mems itself); nvidiactl for every device."""
+    def node(n):
+        return {"path": f"/dev/nvidia{n}", "hostPath": os.path.join(FAKEDEV, f"nvidia{n}")}
+    numa0 = {"husk/numa-node": "0"}
+    return {"cdiVersion": "0.6.0", "kind": "nvidia.com/gpu",
+            "containerEdits": {"deviceNodes": [{"path": "/dev/nvidiactl",
+                                                "hostPath": os.path.join(FAKEDEV, "nvidiactl")}],
+                               "env": ["NV_SPEC=1"]},
+            "devices": [
+                {"name": "0", "annotations": numa0, "containerEdits": {"deviceNodes": [node(0)], "env": ["NV_GPU0=1"]}},
+                {"name": "1", "annotations": numa0, "containerEdits": {"deviceNodes": [node(1)], "env": ["NV_GPU1=1"]}},
+                {"name": UUID0, "annotations": numa0,
+                 "containerEdits": {"deviceNodes": [node(0)], "env": ["NV_GPU0=1", "NV_UUID=1"]}},
+                {"name": "all", "containerEdits": {"deviceNodes": [node(0), node(1)]}},
+                {"name": "far", "annotations": {"husk/numa-node": "1"}, "containerEdits": {"env": ["NV_FAR=1"]}},
+            ]}
+
+
 def write_specs():
     with open(LIB, "w") as f:
         f.write(LIB_TEXT)
@@ -70,11 +105,18 @@ def write_specs():
         json.dump(gpu_spec(), f)
     with open(os.path.join(RUN, "fpga.yaml"), "w") as f:
         f.write(FPGA_YAML)
+    os.makedirs(FAKEDEV, exist_ok=True)
+    for name, minor in (("nvidia0", 0), ("nvidia1", 1), ("nvidia2", 2), ("nvidiactl", 255)):
+        path = os.path.join(FAKEDEV, name)
+        if not os.path.exists(path):
+            os.mknod(path, 0o666 | stat.S_IFCHR, os.makedev(195, minor))
+    with open(os.path.join(ETC, "nvidia.json"), "w") as f:
+        json.dump(nvidia_spec(), f)
 
 
-def config(name, **kw):
-    return cri_client.container_config(name, IMAGE, ["trap 'exit 0' TERM; while :; do sleep 0.1; done"],
-                                       ROOT_USER, **kw)
+def config(name, image=IMAGE, **kw):
+    return cri_client.container_config(name, image, ["trap 'exit 0' TERM; while :; do sleep 0.1; done"],
+                                       None if "linux" in kw else ROOT_USER, **kw)
 
 
 def sh(c, cid, script):
@@ -193,21 +235,190 @@ def test_spec_change(c, s):
        (r, env))
 
 
+def nv_config(name, value=None, **kw):
+    if value is not None:
+        kw["envs"] = [pb.KeyValue(key="NVIDIA_VISIBLE_DEVICES", value=value)]
+    return config(name, **kw)
+
+
+def run_nv(c, s, name, value=None, **kw):
+    cid = c.create(s["pod"], nv_config(name, value, **kw), s["pod_config"])
+    c.start(cid)
+    s["ids"].append(cid)
+    return cid
+
+
+def nv_nodes(c, cid):
+    """The /dev/nvidia* nodes of the container as NAME MAJOR:MINOR (hex)."""
+    r = sh(c, cid, "for f in /dev/nvidia*; do [ -e $f ] && stat -c '%n %t:%T' $f; done; true")
+    return r[1].splitlines()
+
+
+def test_nvidia_visible_devices(c, s):
+    cid = run_nv(c, s, "nv0", "0")
+    ok(nv_nodes(c, cid) == ["/dev/nvidia0 c3:0", "/dev/nvidiactl c3:ff"],
+       "NVIDIA_VISIBLE_DEVICES=0: /dev/nvidia0 (195:0) and the spec's nvidiactl (195:255), not nvidia1",
+       nv_nodes(c, cid))
+    env = env_of(c, cid)
+    ok("NV_GPU0=1" in env and "NV_SPEC=1" in env and "NV_GPU1=1" not in env,
+       "NVIDIA_VISIBLE_DEVICES=0: the device's and the spec's env", env)
+    r = sh(c, cid, "cat /dev/nvidia0 2>&1; true")
+    ok("No such device or address" in r[1], "the injected fake node opens as far as the absent driver (ENXIO)", r)
+    r = sh(c, cid, "mknod /tmp/nv1 c 195 1 && cat /tmp/nv1 2>&1; true")
+    ok("Operation not permitted" in r[1], "195:1, not injected, made by mknod inside: open fails EPERM "
+       "(device cgroup)", r)
+    cid = run_nv(c, s, "nvuuid", UUID0)
+    env = env_of(c, cid)
+    ok(nv_nodes(c, cid) == ["/dev/nvidia0 c3:0", "/dev/nvidiactl c3:ff"] and "NV_UUID=1" in env,
+       "NVIDIA_VISIBLE_DEVICES=<UUID>: the device of that UUID", (nv_nodes(c, cid), env))
+    cid = run_nv(c, s, "nvall", "all")
+    ok(nv_nodes(c, cid) == ["/dev/nvidia0 c3:0", "/dev/nvidia1 c3:1", "/dev/nvidiactl c3:ff"],
+       "NVIDIA_VISIBLE_DEVICES=all: both GPUs", nv_nodes(c, cid))
+    r = sh(c, cid, "cat /dev/nvidia1 2>&1; true")
+    ok("No such device or address" in r[1], "NVIDIA_VISIBLE_DEVICES=all: nvidia1 is allowed too (ENXIO)", r)
+    cid = run_nv(c, s, "nvmerge", "1,0", CDI_devices=[pb.CDIDevice(name="nvidia.com/gpu=1")],
+                 annotations={"cdi.k8s.io/x": "nvidia.com/gpu=0"})
+    env = env_of(c, cid)
+    ok(nv_nodes(c, cid) == ["/dev/nvidia0 c3:0", "/dev/nvidia1 c3:1", "/dev/nvidiactl c3:ff"]
+       and env.count("NV_SPEC=1") == 1 and env.count("NV_GPU1=1") == 1,
+       "NVIDIA_VISIBLE_DEVICES=1,0 with CDI_devices gpu=1 and an annotation gpu=0: each device once", env)
+    for value in ("none", "void", ""):
+        cid = run_nv(c, s, "nvnone-" + (value or "empty"), value)
+        ok(nv_nodes(c, cid) == [], f"NVIDIA_VISIBLE_DEVICES={value!r}: no GPU, and no error", nv_nodes(c, cid))
+    cid = run_nv(c, s, "nvimage", image=NV_IMAGE)
+    r = sh(c, cid, "echo $NVIDIA_VISIBLE_DEVICES")
+    ok(r[1] == "1" and nv_nodes(c, cid) == [],
+       "the image's ENV NVIDIA_VISIBLE_DEVICES=1 is ignored by default (container-config)", (r, nv_nodes(c, cid)))
+    check_refused(c, s, "nvunknown", nv_config("nvunknown", "0,7"), "GPU `7`",
+                  "NVIDIA_VISIBLE_DEVICES=0,7 (no GPU 7)")
+
+
+def test_verbose_status(c, s):
+    bad = os.path.join(RUN, "broken.json")
+    with open(bad, "w") as f:
+        f.write('{"cdiVersion": "0.6.0", "kind": "example.com/broken", "devices": [{"name": "x", "bogus": 1}]}')
+    try:
+        reply = c.call("Status", pb.StatusRequest(verbose=True), pb.StatusResponse)
+        info = json.loads(reply.info["cdi"])
+        ok(info["specDirs"] == [ETC, RUN], "verbose Status: info.cdi.specDirs are the config's dirs", info)
+        devices = {d["name"]: d["file"] for d in info["devices"]}
+        ok(devices.get("nvidia.com/gpu=0") == os.path.join(ETC, "nvidia.json")
+           and devices.get("example.org/fpga=a") == os.path.join(RUN, "fpga.yaml")
+           and sorted(d for d in devices if d.startswith("nvidia.com/"))
+           == sorted(f"nvidia.com/gpu={n}" for n in ("0", "1", UUID0, "all", "far")),
+           "verbose Status: each device with the file it comes from", devices)
+        ok([e["file"] for e in info["errors"]] == [bad] and "bogus" in info["errors"][0]["msg"],
+           "verbose Status: the refused spec file and why", info["errors"])
+        plain = c.call("Status", pb.StatusRequest(), pb.StatusResponse)
+        ok("cdi" not in plain.info, "Status without verbose: no info", dict(plain.info))
+        if os.access(CRICTL, os.X_OK):
+            r = subprocess.run([CRICTL, "--runtime-endpoint", "unix://" + SOCK, "info"], capture_output=True,
+                               text=True, timeout=30)
+            shown = json.loads(r.stdout).get("cdi", {}) if r.returncode == 0 else {}
+            ok(r.returncode == 0 and "nvidia.com/gpu=all" in [d["name"] for d in shown.get("devices", [])],
+               "crictl info shows cdi.devices", r)
+        else:
+            ok(False, f"crictl info: {CRICTL} is not there")
+    finally:
+        os.unlink(bad)
+
+
+def restart(s, settings):
+    """huskd again with config.json plus SETTINGS, after removing every
+    container and the pod; a new pod."""
+    c = s["client"]
+    for cid in s["ids"]:
+        c.stop(cid, timeout=2)
+        c.remove(cid)
+    s["ids"] = []
+    c.stop_pod(s["pod"])
+    c.remove_pod(s["pod"])
+    cri_client.stop_huskd(s["proc"])
+    with open(os.path.join(WORK, "config.json")) as f:
+        cfg = json.load(f)
+    cfg.update(settings)
+    path = os.path.join(WORK, "config-restart.json")
+    with open(path, "w") as f:
+        json.dump(cfg, f)
+    s["proc"] = cri_client.start_huskd(HUSKD, WORK, SOCK, ROOT, STATE, path)
+    c.reconnect()
+    s["pod"] = c.run_pod(s["pod_config"])
+
+
+def cpuset_mems_of(cid):
+    """cpuset.mems of the container's cgroup: the dir named after its id
+    (v1: in the cpuset hierarchy; v2: cpuset.mems.effective)."""
+    for base, name in (("/sys/fs/cgroup/cpuset", "cpuset.mems"), ("/sys/fs/cgroup", "cpuset.mems.effective")):
+        for top, dirs, _ in os.walk(base):
+            if top.count("/") > base.count("/") + 6:
+                dirs[:] = []
+            elif os.path.basename(top).endswith(cid) and os.path.exists(os.path.join(top, name)):
+                with open(os.path.join(top, name)) as f:
+                    return f.read().strip()
+    return None
+
+
+def oci_mems(cid):
+    with open(os.path.join(ROOT, "containers", cid, "bundle", "config.json")) as f:
+        return json.load(f)["linux"].get("resources", {}).get("cpu", {}).get("mems")
+
+
+def test_off_and_numa(c, s):
+    restart(s, {"nvidia_visible_devices": "off", "cdi_numa_align": True})
+    cid = run_nv(c, s, "off", "0,7")
+    ok(nv_nodes(c, cid) == [], "nvidia_visible_devices off: NVIDIA_VISIBLE_DEVICES=0,7 is ignored", nv_nodes(c, cid))
+    cid = run_nv(c, s, "numa", CDI_devices=[pb.CDIDevice(name="nvidia.com/gpu=0")])
+    ok(oci_mems(cid) == "0" and cpuset_mems_of(cid) == "0",
+       "cdi_numa_align: gpu=0 (husk/numa-node 0): cpuset.mems 0 in the OCI config and in the cgroup",
+       (oci_mems(cid), cpuset_mems_of(cid)))
+    cid = run_nv(c, s, "nonuma", CDI_devices=[pb.CDIDevice(name="example.com/gpu=0")])
+    ok(oci_mems(cid) is None, "cdi_numa_align: a device without the annotation sets no cpuset.mems", oci_mems(cid))
+    if os.path.exists("/sys/devices/system/node/node1"):
+        ok(True, "# this machine has NUMA node 1: the failing case is not checked")
+    else:
+        listed = set(c.list())
+        e = rpc_error(lambda: run_nv(c, s, "far", CDI_devices=[pb.CDIDevice(name="nvidia.com/gpu=far")]))
+        ok(e is not None and "cpuset.mems" in e.details(),
+           "cdi_numa_align: a device on node 1, which this machine lacks: the create or start fails naming cpuset.mems",
+           e and e.details())
+        for cid in set(c.list()) - listed:
+            c.remove(cid)
+    res = pb.LinuxContainerResources(cpuset_mems="0")
+    cid = run_nv(c, s, "farset", CDI_devices=[pb.CDIDevice(name="nvidia.com/gpu=far")],
+                 linux=pb.LinuxContainerConfig(security_context=ROOT_USER, resources=res))
+    ok(oci_mems(cid) == "0" and cpuset_mems_of(cid) == "0",
+       "cdi_numa_align: the CRI config's cpuset_mems 0 wins over the device's node 1",
+       (oci_mems(cid), cpuset_mems_of(cid)))
+
+
+def test_image_too(c, s):
+    restart(s, {"nvidia_visible_devices": "image-too"})
+    cid = run_nv(c, s, "imgtoo", image=NV_IMAGE)
+    ok(nv_nodes(c, cid) == ["/dev/nvidia1 c3:1", "/dev/nvidiactl c3:ff"],
+       "image-too: the image's ENV NVIDIA_VISIBLE_DEVICES=1 injects GPU 1", nv_nodes(c, cid))
+    cid = run_nv(c, s, "imgnone", "none", image=NV_IMAGE)
+    ok(nv_nodes(c, cid) == [], "image-too: the container's own NVIDIA_VISIBLE_DEVICES=none wins over the image's",
+       nv_nodes(c, cid))
+
+
 def test_bad_config(c, s):
-    for value, needle in (("/etc/cdi", "cdi_spec_dirs: must be a list"),
-                          (["/etc/cdi", "cdi"], "cdi_spec_dirs[1]: must be an absolute directory")):
+    for key, value, needle in (("cdi_spec_dirs", "/etc/cdi", "cdi_spec_dirs: must be a list"),
+                               ("cdi_spec_dirs", ["/etc/cdi", "cdi"], "cdi_spec_dirs[1]: must be an absolute directory"),
+                               ("nvidia_visible_devices", "on",
+                                "nvidia_visible_devices: must be off, container-config or image-too"),
+                               ("cdi_numa_align", "yes", "cdi_numa_align: must be true or false")):
         path = os.path.join(WORK, "config-bad-cdi.json")
         with open(path, "w") as f:
-            json.dump({"cdi_spec_dirs": value}, f)
+            json.dump({key: value}, f)
         bad = os.path.join(WORK, "bad")
         try:
             r = subprocess.run([HUSKD, "--listen", "unix://" + os.path.join(bad, "s.sock"), "--root",
                                 os.path.join(bad, "root"), "--state", os.path.join(bad, "state"), "--config", path],
                                capture_output=True, text=True, timeout=10)
             ok(r.returncode != 0 and needle in r.stderr and r.stderr.count("\n") == 1,
-               f"cdi_spec_dirs {json.dumps(value)} stops huskd at start with one line naming it", r)
+               f"{key} {json.dumps(value)} stops huskd at start with one line naming it", r)
         except subprocess.TimeoutExpired as e:
-            ok(False, f"cdi_spec_dirs {json.dumps(value)} stops huskd at start", e)
+            ok(False, f"{key} {json.dumps(value)} stops huskd at start", e)
 
 
 def main():
@@ -215,12 +426,18 @@ def main():
     s = {"proc": cri_client.start_huskd(HUSKD, WORK, SOCK, ROOT, STATE, os.path.join(WORK, "config.json")),
          "ids": []}
     c = Client(SOCK)
+    s["client"] = c
     try:
+        subprocess.run([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "image_with_env.py"),
+                        WORK, IMAGE, NV_IMAGE, "NVIDIA_VISIBLE_DEVICES=1"], check=True, timeout=120)
         c.pull(IMAGE)
+        c.pull(NV_IMAGE)
         s["pod_config"] = cri_client.pod_config("cdi", LOGS)
         s["pod"] = c.run_pod(s["pod_config"])
         ok(len(s["pod"]) == 64, "pull busybox and run a pod")
-        for test in (test_cdi_devices_field, test_annotations, test_device_dir, test_refused, test_spec_change, test_bad_config):
+        for test in (test_cdi_devices_field, test_annotations, test_device_dir, test_refused, test_spec_change,
+                     test_nvidia_visible_devices, test_verbose_status, test_bad_config, test_off_and_numa,
+                     test_image_too):
             try:
                 test(c, s)
             except Exception as e:  # a crash of one test is one failure
