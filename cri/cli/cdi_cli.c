@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <yaml.h>
 
 #include "cri/cdi/cdi.h"
@@ -255,6 +256,18 @@ cdi_generate (int argc, char **argv, struct husk_error **err)
       text[len++] = '\n';
       text[len] = '\0';
     }
+  /* A fresh node has no /etc/cdi yet. */
+  {
+    cleanup_free char *dir = xstrdup (cli.output);
+    char *slash = strrchr (dir, '/');
+
+    if (slash && slash != dir)
+      {
+        *slash = '\0';
+        if (access (dir, F_OK) < 0 && errno == ENOENT && husk_mkdir_p (dir, 0755, err) < 0)
+          return husk_error_wrap (err, "cdi generate nvidia: --output %s", cli.output);
+      }
+  }
   if (husk_write_file_atomic (cli.output, text, len, 0644, err) < 0)
     return husk_error_wrap (err, "cdi generate nvidia: --output %s", cli.output);
   return 0;

@@ -240,14 +240,18 @@ t_errors() {
 	assert_contains "driver root without an ld.so.cache: named" "$ERR" "$empty/etc/ld.so.cache"
 	assert_eq "bad driver roots: nothing written" "" "$(ls -A "$out")"
 
-	gen --output "$out/missing/nvidia.yaml"
-	assert_rc "unwritable --output: exit 1" 1 "$RC"
-	assert_match "unwritable --output: one line naming it" "$ERR" \
-		"^husk: cdi generate nvidia: --output $out/missing/nvidia.yaml: .*No such file or directory$"
 	echo old >"$out/keep.yaml"
+	gen --output "$out/keep.yaml/nvidia.yaml"
+	assert_rc "unwritable --output (under a file): exit 1" 1 "$RC"
+	assert_match "unwritable --output: one line naming it" "$ERR" \
+		"^husk: cdi generate nvidia: --output $out/keep.yaml/nvidia.yaml: .*Not a directory$"
 	gen --output "$out/keep.yaml" --driver-root "$empty/none"
 	assert_eq "a failed generate leaves an existing --output as it was" "old" "$(cat "$out/keep.yaml")"
 	assert_eq "failed generates leave no temp file" "keep.yaml" "$(ls -A "$out")"
+	gen --output "$out/new/cdi/nvidia.yaml"
+	assert_rc "--output in a dir not there yet (a fresh node's /etc/cdi): made, exit 0" 0 "$RC"
+	assert_true "... the spec is written" test -s "$out/new/cdi/nvidia.yaml"
+	rm -rf "$out/new"
 
 	gen --format xml
 	assert_eq "bad --format: one line" "husk: cdi generate: --format \`xml\`: not json or yaml" "$ERR"
