@@ -719,11 +719,31 @@ spec_edits (struct scan *scan, struct husk_error **err)
   return json_pack ("{s:o, s:O, s:o}", "deviceNodes", nodes, "mounts", scan->mounts, "hooks", hooks);
 }
 
+/* Whether the GPUs sit on two NUMA nodes or more: only then is there
+ * anything for cdi_numa_align to choose, and only then does the spec carry
+ * the husk/numa-node annotations — device annotations need cdiVersion
+ * 0.6.0, which CDI libraries before v0.6 (podman 4.3, containerd 1.7)
+ * refuse; without them the spec is 0.5.0 (node hostPath). */
+static bool
+gpus_span_numa_nodes (const struct scan *scan)
+{
+  for (size_t i = 0; i < scan->n_gpus; i++)
+    for (size_t j = i + 1; j < scan->n_gpus; j++)
+      if (scan->gpus[i].numa_node >= 0 && scan->gpus[j].numa_node >= 0
+          && scan->gpus[i].numa_node != scan->gpus[j].numa_node)
+        return true;
+  return false;
+}
+
 static json_t *
 build_spec (struct scan *scan, struct husk_error **err)
 {
   json_t *devices = json_array (), *all_nodes = json_array (), *edits;
+  bool numa = gpus_span_numa_nodes (scan);
 
+  if (!numa)
+    for (size_t i = 0; i < scan->n_gpus; i++)
+      scan->gpus[i].numa_node = -1;
   add_gpu_devices (scan, devices, all_nodes);
   add_mig_devices (scan, devices, all_nodes);
   json_array_append_new (devices, device ("all", all_nodes, -1));
@@ -734,8 +754,8 @@ build_spec (struct scan *scan, struct husk_error **err)
       json_decref (devices);
       return NULL;
     }
-  return json_pack ("{s:s, s:s, s:o, s:o}", "cdiVersion", "0.6.0", "kind", NVIDIA_CDI_KIND, "devices",
-                    devices, "containerEdits", edits);
+  return json_pack ("{s:s, s:s, s:o, s:o}", "cdiVersion", numa ? "0.6.0" : "0.5.0", "kind", NVIDIA_CDI_KIND,
+                    "devices", devices, "containerEdits", edits);
 }
 
 json_t *

@@ -128,6 +128,15 @@ t_generate_formats_and_hooks() {
 		"$(py_json "$WORK/spec.json" 'd["kind"] + " " + d["cdiVersion"]')"
 	assert_eq "generate json: GPU 0 and its UUID device carry NUMA node 0, GPU 1 node 1" "0 0 1" \
 		"$(py_json "$WORK/spec.json" '" ".join(x["annotations"]["husk/numa-node"] for x in d["devices"] if x["name"] in ("0", "'"$UUID0"'", "1"))')"
+	# Both GPUs on node 0: nothing for cdi_numa_align to choose, so no
+	# annotations, and the spec stays 0.5.0 for older CDI libraries.
+	cp -a "$FAKE/sys" "$WORK/sys-one-node"
+	for f in "$WORK"/sys-one-node/bus/pci/devices/*/numa_node; do echo 0 >"$f"; done
+	gen --format json --sys-root "$WORK/sys-one-node"
+	printf '%s\n' "$OUT" >"$WORK/spec-one-node.json"
+	assert_eq "generate, GPUs on one NUMA node: cdiVersion 0.5.0 (podman 4.3 and containerd 1.7 read it), no annotations" \
+		"0.5.0 0" "$(py_json "$WORK/spec-one-node.json" 'd["cdiVersion"] + " " + str(sum("annotations" in x for x in d["devices"]))')"
+	rm -rf "$WORK/sys-one-node"
 	assert_eq "generate json: the MIG device 0:1 is GPU 0 and caps 21, 22" \
 		"/dev/nvidia0 /dev/nvidia-caps/nvidia-cap21 /dev/nvidia-caps/nvidia-cap22" \
 		"$(py_json "$WORK/spec.json" '" ".join(n["path"] for x in d["devices"] if x["name"] == "0:1" for n in x["containerEdits"]["deviceNodes"])')"
