@@ -430,6 +430,29 @@ finish() {
 }
 
 # Every script starts with this: the runtime must exist and run.
+# The test images (hack/test-images.sh, cached in IMAGES) served by a
+# docker-registry of this test's own in DIR, with NAMEs (default: all)
+# pushed; sets REG to its address.  A failure ends the script with one
+# "not ok" line and the log's tail.
+start_test_registry() { # DIR [NAME...]
+	local dir=$1
+	shift
+	if ! "$REPO_DIR/hack/test-images.sh" "$IMAGES" >"$WORK/images.log" 2>&1; then
+		echo "not ok - build the test images"
+		diag "$(tail -n 15 "$WORK/images.log")"
+		exit 1
+	fi
+	REG=$("$REPO_DIR/hack/registry.sh" start "$dir") || {
+		echo "not ok - start docker-registry"
+		exit 1
+	}
+	if ! "$REPO_DIR/hack/test-images.sh" "$IMAGES" --push "$REG" "$@" >"$WORK/push.log" 2>&1; then
+		echo "not ok - push the test images to $REG"
+		diag "$(tail -n 15 "$WORK/push.log")"
+		exit 1
+	fi
+}
+
 require_runtime() {
 	if [ ! -x "$RUNTIME" ]; then
 		echo "not ok - runtime $RUNTIME is not an executable (build it or set RUNTIME)"

@@ -88,21 +88,12 @@ setup() {
 		echo "not ok - husk $HUSK is not an executable (make build, or set HUSK)"
 		exit 1
 	}
-	if ! "$REPO_DIR/hack/test-images.sh" "$IMAGES" >"$WORK/images.log" 2>&1; then
-		echo "not ok - build the test images"
-		diag "$(tail -n 15 "$WORK/images.log")"
-		exit 1
-	fi
-	REG=$("$REPO_DIR/hack/registry.sh" start "$REGDIR") || {
-		echo "not ok - start docker-registry"
-		exit 1
-	}
+	start_test_registry "$REGDIR" busybox
 	IMG=$REG/test/busybox:latest
 	NV_IMG=$REG/test/busybox-nvidia:latest
-	if ! "$REPO_DIR/hack/test-images.sh" "$IMAGES" --push "$REG" busybox >"$WORK/push.log" 2>&1 ||
-		! python3 "$REPO_DIR/test/e2e/image_with_env.py" "$WORK" "$IMG" "$NV_IMG" NVIDIA_VISIBLE_DEVICES=1 \
-			>>"$WORK/push.log" 2>&1; then
-		echo "not ok - push the test images to $REG"
+	if ! python3 "$REPO_DIR/test/e2e/image_with_env.py" "$WORK" "$IMG" "$NV_IMG" NVIDIA_VISIBLE_DEVICES=1 \
+		>>"$WORK/push.log" 2>&1; then
+		echo "not ok - push $NV_IMG to $REG"
 		diag "$(tail -n 15 "$WORK/push.log")"
 		exit 1
 	fi

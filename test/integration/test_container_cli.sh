@@ -97,20 +97,7 @@ setup() {
 		echo "not ok - husk $HUSK is not an executable (make build, or set HUSK)"
 		exit 1
 	fi
-	if ! "$REPO_DIR/hack/test-images.sh" "$IMAGES" >"$WORK/images.log" 2>&1; then
-		echo "not ok - build the test images"
-		diag "$(tail -n 15 "$WORK/images.log")"
-		exit 1
-	fi
-	REG=$("$REPO_DIR/hack/registry.sh" start "$REGDIR") || {
-		echo "not ok - start docker-registry"
-		exit 1
-	}
-	if ! "$REPO_DIR/hack/test-images.sh" "$IMAGES" --push "$REG" busybox multiarch >"$WORK/push.log" 2>&1; then
-		echo "not ok - push the test images to $REG"
-		diag "$(tail -n 15 "$WORK/push.log")"
-		exit 1
-	fi
+	start_test_registry "$REGDIR" busybox multiarch
 	IMG=$REG/test/busybox:latest
 	mkdir -p "$STORE"
 	if ! husk_cmd image --root "$STORE" pull "$IMG" >/dev/null 2>"$WORK/pull.err"; then

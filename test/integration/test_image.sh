@@ -299,20 +299,7 @@ setup_servers() {
 		echo "not ok - husk $HUSK is not an executable (make build, or set HUSK)"
 		exit 1
 	fi
-	if ! "$REPO_DIR/hack/test-images.sh" "$IMAGES" >"$WORK/images.log" 2>&1; then
-		echo "not ok - build the test images"
-		diag "$(tail -n 15 "$WORK/images.log")"
-		exit 1
-	fi
-	REG=$("$REPO_DIR/hack/registry.sh" start "$SERVERS/registry") || {
-		echo "not ok - start docker-registry"
-		exit 1
-	}
-	if ! "$REPO_DIR/hack/test-images.sh" "$IMAGES" --push "$REG" >"$WORK/push.log" 2>&1; then
-		echo "not ok - push the test images to $REG"
-		diag "$(tail -n 15 "$WORK/push.log")"
-		exit 1
-	fi
+	start_test_registry "$SERVERS/registry"
 	port=$(start_python_server fake "$REPO_DIR/test/fake-registry.py" "$SERVERS/fake.port") || {
 		echo "not ok - start test/fake-registry.py"
 		exit 1
