@@ -116,10 +116,11 @@ cri_setup() { # NAME [--portmap] [--registry]
 }
 
 cri_run_py() { # SCRIPT ARGS...
-	local script=$1 line
+	local script=$1 line rc
 	shift
 	NET=$NET BRIDGE=$BRIDGE SUBNET_PREFIX=$SUBNET_PREFIX IPAM_DIR=$IPAM_DIR \
 		timeout -k 5 300 "$PY" "$REPO_DIR/test/e2e/$script" "$@" | tee "$E2E/tap"
+	rc=${PIPESTATUS[0]}
 	while read -r line; do
 		case $line in
 		"ok "*) echo ok >>"$WORK/results" ;;
@@ -127,5 +128,9 @@ cri_run_py() { # SCRIPT ARGS...
 		esac
 	done <"$E2E/tap"
 	[ -s "$E2E/tap" ] || not_ok "$script printed results" "$(tail -5 "$E2E/huskd.log" 2>/dev/null)"
+	# A script killed or timed out part way has printed only oks so far.
+	if [ "$rc" -ne 0 ] && ! grep -q '^not ok' "$E2E/tap"; then
+		not_ok "$script exited with status $rc (124: timed out after 300 s) before all its checks ran"
+	fi
 	if grep -q '^not ok' "$E2E/tap"; then diag "huskd log: $(tail -8 "$E2E/huskd.log")"; fi
 }
