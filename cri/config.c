@@ -10,27 +10,10 @@
 
 #include "cri/cdi/cdi.h"
 #include "cri/config.h"
+#include "cri/cri_spec.h"
+#include "cri/ocispec.h"
 #include "husk/cleanup.h"
 #include "husk/util.h"
-
-/* Docker's (and containerd's) default capabilities. */
-static const char *const default_caps[] = {
-  "CAP_CHOWN",
-  "CAP_DAC_OVERRIDE",
-  "CAP_FSETID",
-  "CAP_FOWNER",
-  "CAP_MKNOD",
-  "CAP_NET_RAW",
-  "CAP_SETGID",
-  "CAP_SETUID",
-  "CAP_SETFCAP",
-  "CAP_SETPCAP",
-  "CAP_NET_BIND_SERVICE",
-  "CAP_SYS_CHROOT",
-  "CAP_KILL",
-  "CAP_AUDIT_WRITE",
-  NULL,
-};
 
 static void
 add_runtime (struct huskd_config *cfg, const char *name, const char *path, const char *root)
@@ -104,8 +87,8 @@ set_defaults (struct huskd_config *cfg)
   cfg->max_image_bytes = UINT64_C (32) << 30;
   cfg->pull_min_bytes_per_s = 1024;
   cfg->pull_stall_timeout_s = 60;
-  for (size_t i = 0; default_caps[i]; i++)
-    cfg->default_capabilities = husk_strv_append (cfg->default_capabilities, default_caps[i]);
+  for (size_t i = 0; ocispec_default_caps[i]; i++)
+    cfg->default_capabilities = husk_strv_append (cfg->default_capabilities, ocispec_default_caps[i]);
   cfg->cdi_spec_dirs = husk_strv_append (NULL, "/etc/cdi");
   cfg->cdi_spec_dirs = husk_strv_append (cfg->cdi_spec_dirs, "/var/run/cdi");
   cfg->nvidia_visible_devices = CDI_NVIDIA_ENV_CONTAINER;
@@ -281,6 +264,57 @@ check_known_keys (json_t *doc, const char *path, struct husk_error **err)
   return 0;
 }
 
+/* The set every container starts from: capability names ("CAP_CHOWN",
+ * "chown" or "CHOWN"), kept as "CAP_X"; an unknown one stops huskd. */
+static int
+take_capabilities (json_t *caps, struct huskd_config *cfg, const char *path, struct husk_error **err)
+{
+  size_t i;
+  json_t *cap;
+
+  if (!json_is_array (caps))
+    return husk_error_make (err, 0, "%s: default_capabilities: must be a list of capability names", path);
+  husk_strvfreep (&cfg->default_capabilities);
+  cfg->default_capabilities = xcalloc (1, sizeof (char *));
+  json_array_foreach (caps, i, cap)
+  {
+    cleanup_free char *name
+        = json_is_string (cap) ? cri_spec_capability_name (json_string_value (cap)) : NULL;
+    if (name == NULL)
+      return husk_error_make (err, 0, "%s: default_capabilities[%zu]: %s", path, i,
+                              json_is_string (cap) ? "not a capability this kernel knows" : "must be a name");
+    cfg->default_capabilities = husk_strv_append (cfg->default_capabilities, name);
+  }
+  return 0;
+}
+
+/* seccomp_profile: an OCI linux.seccomp object, read once at start so a
+ * bad file stops huskd instead of failing every RuntimeDefault container. */
+static int
+load_seccomp_profile (struct huskd_config *cfg, const char *path, struct husk_error **err)
+{
+  json_error_t jerr;
+  json_t *profile, *action;
+
+  if (cfg->seccomp_profile[0] != '/')
+    return husk_error_make (err, 0, "%s: seccomp_profile `%s`: must be an absolute path", path,
+                            cfg->seccomp_profile);
+  profile = json_load_file (cfg->seccomp_profile, 0, &jerr);
+  if (profile == NULL)
+    return husk_error_make (err, 0, "%s: seccomp_profile `%s`: %s", path, cfg->seccomp_profile, jerr.text);
+  action = json_object_get (profile, "defaultAction");
+  if (!json_is_object (profile) || !json_is_string (action))
+    {
+      json_decref (profile);
+      return husk_error_make (err, 0,
+                              "%s: seccomp_profile `%s`: not an OCI seccomp profile (no defaultAction)", path,
+                              cfg->seccomp_profile);
+    }
+  json_decref (cfg->seccomp_default);
+  cfg->seccomp_default = profile;
+  return 0;
+}
+
 static int
 apply_file (const char *path, struct huskd_config *cfg, struct husk_error **err)
 {
@@ -310,16 +344,9 @@ apply_file (const char *path, struct huskd_config *cfg, struct husk_error **err)
     ret = take_cdi_options (doc, cfg, path, err);
   caps = json_object_get (doc, "default_capabilities");
   if (ret == 0 && caps)
-    {
-      size_t i;
-      json_t *cap;
-      if (!json_is_array (caps))
-        ret = husk_error_make (err, 0, "%s: default_capabilities: must be a list of names", path);
-      husk_strvfreep (&cfg->default_capabilities);
-      cfg->default_capabilities = xcalloc (1, sizeof (char *));
-      json_array_foreach (caps, i, cap) if (ret == 0 && json_is_string (cap)) cfg->default_capabilities
-          = husk_strv_append (cfg->default_capabilities, json_string_value (cap));
-    }
+    ret = take_capabilities (caps, cfg, path, err);
+  if (ret == 0 && cfg->seccomp_profile)
+    ret = load_seccomp_profile (cfg, path, err);
   json_decref (doc);
   return ret;
 }
@@ -371,6 +398,7 @@ huskd_config_clear (struct huskd_config *cfg)
   free (cfg->registries_file);
   husk_strvfreep (&cfg->default_capabilities);
   free (cfg->seccomp_profile);
+  json_decref (cfg->seccomp_default);
   free (cfg->log_level);
   free (cfg->stream_address);
   free (cfg->stream_port);

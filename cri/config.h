@@ -3,6 +3,7 @@
 #ifndef HUSK_CRI_CONFIG_H
 #define HUSK_CRI_CONFIG_H
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -32,7 +33,8 @@ struct huskd_config
   char *cni_bin_dirs;
   char *registries_file; /* hosts config of the image library; NULL: its default */
   char **default_capabilities;
-  char *seccomp_profile; /* a file; NULL: the built-in default */
+  char *seccomp_profile;   /* a file; NULL: the built-in default */
+  json_t *seccomp_default; /* seccomp_profile's contents, read at load */
   char *log_level;
   /* The streaming server of Exec, Attach and PortForward: a numeric
    * address, a port ("0": a free one), the seconds its URLs live. */

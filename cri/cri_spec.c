@@ -281,6 +281,17 @@ add_capabilities (json_t *config, const struct cri_spec_input *in, struct husk_e
       = is_privileged (in->config) ? all_caps () : caps_mask (json_object_get (process_caps, "bounding"));
   uint64_t ambient = 0;
 
+  if (in->default_capabilities && !is_privileged (in->config))
+    {
+      mask = 0;
+      for (size_t i = 0; in->default_capabilities[i]; i++)
+        {
+          int cap = spec_capability_from_name (in->default_capabilities[i]);
+          if (cap >= 0)
+            mask |= UINT64_C (1) << cap;
+        }
+    }
+
   if (caps && !is_privileged (in->config))
     {
       for (size_t i = 0; i < caps->n_drop_capabilities; i++)
@@ -832,7 +843,8 @@ set_seccomp (json_t *config, const struct cri_spec_input *in, struct husk_error 
     case RUNTIME__V1__SECURITY_PROFILE__PROFILE_TYPE__Unconfined:
       return 0;
     case RUNTIME__V1__SECURITY_PROFILE__PROFILE_TYPE__RuntimeDefault:
-      profile = seccomp_default_profile (caps);
+      /* huskd's seccomp_profile replaces the built-in one as it is. */
+      profile = in->seccomp_default ? json_deep_copy (in->seccomp_default) : seccomp_default_profile (caps);
       break;
     case RUNTIME__V1__SECURITY_PROFILE__PROFILE_TYPE__Localhost:
       if (!nonempty (localhost))

@@ -41,6 +41,11 @@ struct cri_spec_input
   /* pid namespace of namespace_options.target_id (TARGET mode), found by
    * the caller; NULL when there is none. */
   const char *target_pidns_path;
+  /* huskd's config: the capabilities a container starts from (names as
+   * "CAP_X"; NULL: the built-in default set), and RuntimeDefault's seccomp
+   * profile (NULL: the built-in one, fitted to the container's caps). */
+  const char *const *default_capabilities;
+  const json_t *seccomp_default;
 };
 
 /* Builds the OCI config.  Bad input fails with errnum EINVAL (or the

@@ -10,12 +10,24 @@
 #include "image/passwd.h"
 #include "runtime/spec.h"
 
-/* Docker's default capability set, which image authors expect. */
-static const char *const default_caps[] = {
-  "CAP_CHOWN",   "CAP_DAC_OVERRIDE", "CAP_FSETID",           "CAP_FOWNER",
-  "CAP_MKNOD",   "CAP_NET_RAW",      "CAP_SETGID",           "CAP_SETUID",
-  "CAP_SETFCAP", "CAP_SETPCAP",      "CAP_NET_BIND_SERVICE", "CAP_SYS_CHROOT",
-  "CAP_KILL",    "CAP_AUDIT_WRITE",
+/* Docker's (and containerd's) default capability set, which image authors
+ * expect; huskd's default_capabilities starts from it. */
+const char *const ocispec_default_caps[] = {
+  "CAP_CHOWN",
+  "CAP_DAC_OVERRIDE",
+  "CAP_FSETID",
+  "CAP_FOWNER",
+  "CAP_MKNOD",
+  "CAP_NET_RAW",
+  "CAP_SETGID",
+  "CAP_SETUID",
+  "CAP_SETFCAP",
+  "CAP_SETPCAP",
+  "CAP_NET_BIND_SERVICE",
+  "CAP_SYS_CHROOT",
+  "CAP_KILL",
+  "CAP_AUDIT_WRITE",
+  NULL,
 };
 
 #define DEFAULT_PATH "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -112,8 +124,8 @@ caps_json (void)
 {
   json_t *set = json_array (), *caps;
 
-  for (size_t i = 0; i < sizeof default_caps / sizeof default_caps[0]; i++)
-    json_array_append_new (set, json_string (default_caps[i]));
+  for (size_t i = 0; ocispec_default_caps[i]; i++)
+    json_array_append_new (set, json_string (ocispec_default_caps[i]));
   caps = json_pack ("{s:O, s:O, s:O, s:[]}", "bounding", set, "effective", set, "permitted", set, "ambient");
 
   /* Each "O" took its own reference. */

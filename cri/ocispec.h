@@ -56,4 +56,7 @@ int ocispec_build (const struct image_config *image, const struct ocispec_reques
  * Returns a new NULL-terminated list. */
 char **ocispec_merge_env (char *const *base, char *const *overrides);
 
+/* Docker's default capability set ("CAP_X" names, NULL-terminated). */
+extern const char *const ocispec_default_caps[];
+
 #endif

@@ -397,6 +397,8 @@ build_bundle (struct create_job *job, struct husk_error **err)
     .image = &job->image->config,
     .image_name = job->req->config->image->image,
     .target_pidns_path = target,
+    .default_capabilities = (const char *const *) job->svc->cfg->default_capabilities,
+    .seccomp_default = job->svc->cfg->seccomp_default,
   };
   json_t *config = NULL;
   char node_name[HOST_NAME_MAX + 1];

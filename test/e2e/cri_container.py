@@ -666,6 +666,50 @@ def test_crash_during_start(c, s):
     ok(left == [], "after removing them nothing is left of any crashed create or start", left)
 
 
+def test_config_defaults(c, s):
+    """huskd's default_capabilities and seccomp_profile: the set every
+    container starts from, and RuntimeDefault's profile; bad values stop
+    huskd at start naming the key."""
+    path = os.path.join(WORK, "config.json")
+    with open(path) as f:
+        base = json.load(f)
+    profile = os.path.join(WORK, "no-mkdir.json")
+    with open(profile, "w") as f:
+        json.dump({"defaultAction": "SCMP_ACT_ALLOW",
+                   "syscalls": [{"names": ["mkdir", "mkdirat"], "action": "SCMP_ACT_ERRNO"}]}, f)
+
+    def write(extra):
+        with open(path, "w") as f:
+            json.dump(dict(base, **extra), f)
+
+    for extra, named in (({"default_capabilities": ["CAP_FLY"]}, "default_capabilities[0]"),
+                         ({"seccomp_profile": os.path.join(WORK, "missing.json")}, "seccomp_profile")):
+        write(extra)
+        r = subprocess.run([HUSKD, "--listen", "unix://" + os.path.join(WORK, "bad.sock"), "--root", ROOT + "-bad",
+                            "--state", STATE + "-bad", "--config", path], capture_output=True, text=True, timeout=30)
+        ok(r.returncode != 0 and named in r.stderr and r.stderr.count("\n") == 1,
+           f"config {extra}: huskd refuses to start, one line naming {named}", r.stderr)
+    restart(c, s, lambda: write({"default_capabilities": ["chown", "CAP_KILL"], "seccomp_profile": profile}))
+    try:
+        runtime_default = pb.LinuxContainerSecurityContext(
+            seccomp=pb.SecurityProfile(profile_type=pb.SecurityProfile.RuntimeDefault))
+        script = "grep CapBnd /proc/self/status; mkdir /tmp/made && echo made || echo refused"
+        cid, st = run_to_exit(c, s, "cfg-default", script, runtime_default)
+        out = log_lines("main", "cfg-default")
+        ok(any(line.endswith("CapBnd:\t0000000000000021") for line in out),
+           "default_capabilities [chown, CAP_KILL]: the bounding set is exactly CAP_CHOWN and CAP_KILL", out)
+        ok(any(line.endswith(" refused") for line in out) and not any(line.endswith(" made") for line in out),
+           "seccomp_profile: RuntimeDefault gets the config's profile (mkdir refused)", out)
+        cid2, st2 = run_to_exit(c, s, "cfg-unconfined", script)
+        out = log_lines("main", "cfg-unconfined")
+        ok(any(line.endswith(" made") for line in out), "an Unconfined container is not given the config's profile",
+           out)
+        c.remove(cid)
+        c.remove(cid2)
+    finally:
+        restart(c, s, lambda: write({}))
+
+
 def test_latency(c, s):
     times, ids = [], []
     for i in range(10):
@@ -690,7 +734,7 @@ def main():
         s["pod"] = c.run_pod(s["pod_config"])
         ok(len(s["pod"]) == 64, "pull busybox and run a pod")
         for test in (test_exit_and_logs, test_exec_sync, test_stop_remove, test_security, test_bad_input,
-                     test_shared_shm, test_pod_sharing, test_parallel_start, test_update, test_reopen_log, test_restart, test_recovery, test_crash_during_start, test_latency):
+                     test_shared_shm, test_pod_sharing, test_parallel_start, test_update, test_reopen_log, test_restart, test_recovery, test_crash_during_start, test_config_defaults, test_latency):
             try:
                 test(c, s)
             except Exception as e:  # a crash of one test is one failure

@@ -678,6 +678,45 @@ test_seccomp (void **state)
   build_fails (f, EINVAL, "seccomp.localhost_ref");
 }
 
+/* huskd's default_capabilities and seccomp_profile (config keys) replace
+ * the built-in set and profile; privileged and Unconfined are untouched. */
+static void
+test_config_defaults (void **state)
+{
+  struct fixture *f = *state;
+  Runtime__V1__SecurityProfile seccomp = RUNTIME__V1__SECURITY_PROFILE__INIT;
+  Runtime__V1__Capability caps = RUNTIME__V1__CAPABILITY__INIT;
+  const char *const defaults[] = { "CAP_CHOWN", "CAP_KILL", NULL };
+  char *add[] = { "NET_ADMIN" };
+  json_t *profile = json_pack ("{s:s, s:[{s:[s], s:s}]}", "defaultAction", "SCMP_ACT_ALLOW", "syscalls",
+                               "names", "mkdirat", "action", "SCMP_ACT_ERRNO");
+  json_t *eff;
+
+  f->in.default_capabilities = defaults;
+  eff = at (build_ok (f), "process.capabilities.effective");
+  assert_int_equal (json_array_size (eff), 2);
+  assert_true (array_has (eff, "CAP_CHOWN"));
+  assert_true (array_has (eff, "CAP_KILL"));
+  assert_int_equal (json_array_size (at (f->spec, "process.capabilities.bounding")), 2);
+  /* add/drop work on that set. */
+  f->sc.capabilities = &caps;
+  caps.n_add_capabilities = 1, caps.add_capabilities = add;
+  eff = at (build_ok (f), "process.capabilities.effective");
+  assert_int_equal (json_array_size (eff), 3);
+  assert_true (array_has (eff, "CAP_NET_ADMIN"));
+  f->sc.capabilities = NULL;
+
+  f->sc.seccomp = &seccomp;
+  seccomp.profile_type = RUNTIME__V1__SECURITY_PROFILE__PROFILE_TYPE__RuntimeDefault;
+  f->in.seccomp_default = profile;
+  build_ok (f);
+  assert_true (json_equal (at (f->spec, "linux.seccomp"), profile));
+  assert_ptr_not_equal (at (f->spec, "linux.seccomp"), profile); /* a copy: the config's stays as it is */
+  seccomp.profile_type = RUNTIME__V1__SECURITY_PROFILE__PROFILE_TYPE__Unconfined;
+  assert_null (at (build_ok (f), "linux.seccomp"));
+  json_decref (profile);
+}
+
 /* ------------------------------------------------------------------ */
 /* RuntimeDefault, for real: each rule family compiled by husk's runtime,
  * loaded in a child (under no_new_privs, so no root needed) and probed. */
@@ -1233,6 +1272,7 @@ main (void)
 {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test_setup_teardown (test_command_and_args, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_config_defaults, setup, teardown),
     cmocka_unit_test_setup_teardown (test_working_dir_and_env, setup, teardown),
     cmocka_unit_test_setup_teardown (test_mounts, setup, teardown),
     cmocka_unit_test_setup_teardown (test_sandbox_files_readonly_rootfs, setup, teardown),
