@@ -24,6 +24,7 @@
 #define ANNOTATION_NAME "io.kubernetes.cri.container-name"
 #define ANNOTATION_IMAGE "io.kubernetes.cri.image-name"
 #define ANNOTATION_PREFIX "io.kubernetes.cri."
+#define ANNOTATION_STOP_SIGNAL "org.opencontainers.image.stopSignal"
 
 static const char *const state_names[] = { "created", "running", "exited" };
 
@@ -415,6 +416,7 @@ record_from_disk (const char *dir, const char *id, bool *stand_in)
     c->image = xstrdup (c->config->image->image);
   else
     c->image = annotation (annotations, ANNOTATION_IMAGE) ?: xstrdup ("");
+  c->stop_signal = annotation (annotations, ANNOTATION_STOP_SIGNAL);
   c->image_id = xstrdup ("");
   c->image_ref = xstrdup ("");
   c->runtime_handler = xstrdup ("");

@@ -965,6 +965,11 @@ set_annotations (json_t *config, const struct cri_spec_input *in, struct husk_er
     json_object_set_new (annotations, "io.kubernetes.cri.container-name", json_string (cc->metadata->name));
   if (in->image_name)
     json_object_set_new (annotations, "io.kubernetes.cri.image-name", json_string (in->image_name));
+  /* The image's StopSignal, as podman writes it: a record rebuilt from the
+   * bundle (container_store.c) keeps stopping the container with it. */
+  if (in->image && nonempty (in->image->stop_signal))
+    json_object_set_new (annotations, "org.opencontainers.image.stopSignal",
+                         json_string (in->image->stop_signal));
   return 0;
 }
 

@@ -362,6 +362,10 @@ def test_damaged_record(c, s):
     ok(st.metadata.name == "both", "record and config both garbled: its name comes from the bundle", st.metadata)
     warned = {name: len(warnings_of(cid)) for name, cid in ids.items()}
     ok(all(n == 1 for n in warned.values()), "each damaged record is warned about once", warned)
+    with open(os.path.join(cdir("garbage"), "cri.json")) as f:
+        rebuilt = json.load(f)
+    ok(rebuilt.get("stop_signal") == "SIGTERM", "the rebuilt record keeps the image's StopSignal (SIGTERM, from "
+       "the bundle's org.opencontainers.image.stopSignal)", rebuilt)
     t0 = time.monotonic()
     e = rpc_error(lambda: c.remove(ids["empty"]))
     ok(e is None and ids["empty"] not in c.list() and not proc_alive(live["empty"][1]),
