@@ -116,27 +116,7 @@ NET_HUSK[2]=$(free_subnet) && NET_CTRD[2]=$(free_subnet) || die "no free 10.x.y.
 
 write_conflist() { # DIR NAME BRIDGE SUBNET_PREFIX
 	mkdir -p "$1"
-	cat >"$1/10-$2.conflist" <<EOJ
-{
-  "cniVersion": "1.0.0",
-  "name": "$2",
-  "plugins": [
-    {
-      "type": "bridge",
-      "bridge": "$3",
-      "isGateway": true,
-      "ipMasq": true,
-      "ipam": {
-        "type": "host-local",
-        "ranges": [[{ "subnet": "$4.0/24" }]],
-        "routes": [{ "dst": "0.0.0.0/0" }]
-      }
-    },
-    { "type": "portmap", "capabilities": { "portMappings": true } },
-    { "type": "loopback" }
-  ]
-}
-EOJ
+	"$REPO_DIR/hack/cni-conflist.sh" "$2" "$3" "$4" --portmap >"$1/10-$2.conflist"
 }
 
 # containerd's CRI wants a sandbox image: busybox as /bin/sleep, which

@@ -83,19 +83,7 @@ prefix=$(free_subnet) || {
 }
 reg=127.0.0.1:${REG_PORT:-41529}
 mkdir -p "$work/net.d" "$work/root" "$work/state"
-cat >"$work/net.d/10-$net.conflist" <<EOF
-{
-  "cniVersion": "1.0.0",
-  "name": "$net",
-  "plugins": [
-    { "type": "bridge", "bridge": "$bridge", "isGateway": true, "ipMasq": true,
-      "ipam": { "type": "host-local", "ranges": [[{ "subnet": "$prefix.0/24" }]],
-                "routes": [{ "dst": "0.0.0.0/0" }] } },
-    { "type": "portmap", "capabilities": { "portMappings": true } },
-    { "type": "loopback" }
-  ]
-}
-EOF
+"$repo/hack/cni-conflist.sh" "$net" "$bridge" "$prefix" --portmap >"$work/net.d/10-$net.conflist"
 cat >"$work/registries.json" <<EOF
 { "registries": {
     "registry.k8s.io": { "mirrors": ["http://$reg"], "mirrorsOnly": true },

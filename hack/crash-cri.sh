@@ -114,26 +114,7 @@ trap 'exit 130' INT TERM
 W=$(mktemp -d /tmp/husk-crash-cri.XXXXXX) || die "no temp dir under /tmp"
 SUBNET_PREFIX=$(free_subnet) || die "no free 10.x.y.0/24 subnet for the bridge"
 mkdir -p "$W/gen" "$W/net.d" "$W/logs"
-cat >"$W/net.d/10-$NET.conflist" <<EOJ
-{
-  "cniVersion": "1.0.0",
-  "name": "$NET",
-  "plugins": [
-    {
-      "type": "bridge",
-      "bridge": "$BRIDGE",
-      "isGateway": true,
-      "ipMasq": true,
-      "ipam": {
-        "type": "host-local",
-        "ranges": [[{ "subnet": "$SUBNET_PREFIX.0/24" }]],
-        "routes": [{ "dst": "0.0.0.0/0" }]
-      }
-    },
-    { "type": "loopback" }
-  ]
-}
-EOJ
+"$REPO_DIR/hack/cni-conflist.sh" "$NET" "$BRIDGE" "$SUBNET_PREFIX" >"$W/net.d/10-$NET.conflist"
 echo "{\"cni_conf_dir\": \"$W/net.d\"}" >"$W/config.json"
 protoc --python_out="$W/gen" -I "$REPO_DIR/cri/proto" "$REPO_DIR/cri/proto/api.proto" ||
 	die "protoc could not generate the Python CRI messages"

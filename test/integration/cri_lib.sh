@@ -44,29 +44,11 @@ cri_stop_all() {
 }
 
 cri_conflist() { # PORTMAP(yes|no)
-	local portmap=
-	[ "$1" = yes ] && portmap='{ "type": "portmap", "capabilities": { "portMappings": true } },'
-	cat <<CONF
-{
-  "cniVersion": "1.0.0",
-  "name": "$NET",
-  "plugins": [
-    {
-      "type": "bridge",
-      "bridge": "$BRIDGE",
-      "isGateway": true,
-      "ipMasq": true,
-      "ipam": {
-        "type": "host-local",
-        "ranges": [[{ "subnet": "$SUBNET_PREFIX.0/24" }]],
-        "routes": [{ "dst": "0.0.0.0/0" }]
-      }
-    },
-    $portmap
-    { "type": "loopback" }
-  ]
-}
-CONF
+	if [ "$1" = yes ]; then
+		"$REPO_DIR/hack/cni-conflist.sh" "$NET" "$BRIDGE" "$SUBNET_PREFIX" --portmap
+	else
+		"$REPO_DIR/hack/cni-conflist.sh" "$NET" "$BRIDGE" "$SUBNET_PREFIX"
+	fi
 }
 
 cri_setup() { # NAME [--portmap] [--registry]
