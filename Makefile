@@ -235,9 +235,19 @@ vm-test: deps
 	$(MAKE) --no-print-directory build
 	./hack/vm-test.sh $(BUILD)
 
+# The binaries, the plugins, huskd's systemd unit (PREFIX/lib/systemd/system,
+# on systemd's search path for /usr/local too; SYSTEMD_UNIT_DIR= moves it)
+# and an example config (PREFIX/share/husk; huskd reads
+# /etc/husk/huskd.json when it exists).  `systemctl daemon-reload` and
+# `systemctl enable --now huskd` start it.
+SYSTEMD_UNIT_DIR ?= $(PREFIX)/lib/systemd/system
 install: build
 	install -D -m 0755 $(HUSK) $(DESTDIR)$(PREFIX)/bin/husk
 	$(if $(HUSKD_SRCS),install -D -m 0755 $(HUSKD) $(DESTDIR)$(PREFIX)/bin/huskd)
+	install -d $(DESTDIR)$(SYSTEMD_UNIT_DIR)
+	sed 's|@BINDIR@|$(PREFIX)/bin|g' cri/huskd/huskd.service.in >$(DESTDIR)$(SYSTEMD_UNIT_DIR)/huskd.service
+	chmod 0644 $(DESTDIR)$(SYSTEMD_UNIT_DIR)/huskd.service
+	install -D -m 0644 cri/huskd/huskd.json.example $(DESTDIR)$(PREFIX)/share/husk/huskd.json.example
 	$(if $(MONITOR_SRCS),install -D -m 0755 $(MONITOR) $(DESTDIR)$(PREFIX)/bin/husk-monitor)
 	$(if $(PAUSE_SRCS),install -D -m 0755 $(PAUSE) $(DESTDIR)$(PREFIX)/bin/husk-pause)
 	$(if $(PLUGIN_SRCS),install -D -m 0644 $(PLUGIN) $(DESTDIR)$(PREFIX)/lib/husk/husk-image.so)

@@ -14,10 +14,11 @@ parse_address (struct sd_notifier *notifier, const char *value, struct husk_erro
   size_t len = strlen (value);
 
   if (value[0] != '/' && value[0] != '@')
-    return husk_error_make (err, 0, "NOTIFY_SOCKET `%s`: must be an absolute path or an @abstract name", value);
+    return husk_error_make (err, 0, "NOTIFY_SOCKET `%s`: must be an absolute path or an @abstract name",
+                            value);
   if (len >= sizeof notifier->addr.sun_path)
-    return husk_error_make (err, 0, "NOTIFY_SOCKET `%s`: longer than a unix socket address (%zu bytes)", value,
-                            sizeof notifier->addr.sun_path - 1);
+    return husk_error_make (err, 0, "NOTIFY_SOCKET `%s`: longer than a unix socket address (%zu bytes)",
+                            value, sizeof notifier->addr.sun_path - 1);
   memset (&notifier->addr, 0, sizeof notifier->addr);
   notifier->addr.sun_family = AF_UNIX;
   memcpy (notifier->addr.sun_path, value, len);
@@ -71,7 +72,8 @@ sd_notifier_send (struct sd_notifier *notifier, const char *state, struct husk_e
   if (sent < 0)
     return husk_error_make (err, errno, "notify systemd at `%s`", notifier->name);
   if ((size_t) sent != len)
-    return husk_error_make (err, 0, "notify systemd at `%s`: sent %zd of %zu bytes", notifier->name, sent, len);
+    return husk_error_make (err, 0, "notify systemd at `%s`: sent %zd of %zu bytes", notifier->name, sent,
+                            len);
   return 0;
 }
 
