@@ -240,6 +240,20 @@ notify (struct sd_notifier *notifier, const char *fmt, ...)
     }
 }
 
+/* A NOTIFY_SOCKET huskd cannot use does not keep the node's runtime from
+ * starting: systemd, if it is waiting, will say the start timed out. */
+static void
+open_notifier (struct sd_notifier *notifier)
+{
+  struct husk_error *err = NULL;
+
+  if (sd_notifier_open (notifier, &err) < 0)
+    {
+      husk_warn ("%s: not notifying systemd", err->msg);
+      husk_error_free (&err);
+    }
+}
+
 static int
 serve (struct huskd_config *cfg, struct sd_notifier *notifier, struct husk_error **err)
 {
@@ -327,7 +341,8 @@ main (int argc, char **argv)
       else
         {
           start_logging (&cfg);
-          if (sd_notifier_open (&notifier, &err) >= 0 && serve (&cfg, &notifier, &err) == 0)
+          open_notifier (&notifier);
+          if (serve (&cfg, &notifier, &err) == 0)
             ret = 0;
         }
     }

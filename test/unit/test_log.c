@@ -102,12 +102,14 @@ test_json_line (void **state)
   assert_string_equal (json_string_value (json_object_get (doc, "level")), "error");
   assert_string_equal (json_string_value (json_object_get (doc, "msg")), "rpc \"failed\"");
   assert_string_equal (json_string_value (json_object_get (doc, "time")), "2026-12-03T16:05:01.123456789Z");
-  assert_string_equal (json_string_value (json_object_get (doc, "method")), "/runtime.v1.ImageService/PullImage");
+  assert_string_equal (json_string_value (json_object_get (doc, "method")),
+                       "/runtime.v1.ImageService/PullImage");
   assert_true (json_is_real (json_object_get (doc, "duration_ms")));
   assert_true (json_real_value (json_object_get (doc, "duration_ms")) == 12.5);
   assert_string_equal (json_string_value (json_object_get (doc, "not_a_number")), "12 ms");
   assert_string_equal (json_string_value (json_object_get (doc, "nan")), "nan");
-  assert_string_equal (json_string_value (json_object_get (doc, "error")), "bad \"ref\"\n\ttab \x01 back\\slash");
+  assert_string_equal (json_string_value (json_object_get (doc, "error")),
+                       "bad \"ref\"\n\ttab \x01 back\\slash");
   assert_null (json_object_get (doc, "left_out"));
   json_decref (doc);
 }

@@ -142,7 +142,8 @@ test_no_listener (void **state)
   assert_int_equal (sd_notifier_open (&notifier, &err), 1);
   assert_int_equal (sd_notifier_send (&notifier, "READY=1", &err), -1);
   assert_non_null (err);
-  assert_string_equal (err->msg, "notify systemd at `/tmp/husk-notify-nobody-listens`: No such file or directory");
+  assert_string_equal (err->msg,
+                       "notify systemd at `/tmp/husk-notify-nobody-listens`: No such file or directory");
   husk_error_free (&err);
   sd_notifier_close (&notifier);
 }
