@@ -74,7 +74,10 @@ NOTIFY_SOCKET=$E2E/notify.sock start_huskd "$E2E/huskd.log" --log-level debug
 cat >"$E2E/pod.json" <<JSON
 {"metadata": {"name": "svc-pod", "namespace": "svc-ns", "uid": "svc-$$"}, "log_directory": "$E2E/logs"}
 JSON
-"${C[@]}" version >/dev/null
+# The README's /etc/crictl.yaml, pointed at this huskd.
+printf 'runtime-endpoint: unix://%s\nimage-endpoint: unix://%s\ntimeout: 30\n' "$SOCK" "$SOCK" >"$E2E/crictl.yaml"
+out=$(CRI_CONFIG_FILE=$E2E/crictl.yaml "$CRICTL" version 2>&1)
+assert_contains "crictl with the README's crictl.yaml reaches huskd" "$out" "RuntimeName:  husk"
 pod=$("${C[@]}" runp "$E2E/pod.json" 2>"$E2E/crictl.err") || not_ok "crictl runp" "$(cat "$E2E/crictl.err")"
 "${C[@]}" inspectp "$pod" >/dev/null
 "${C[@]}" inspect no-such-container >/dev/null 2>&1
