@@ -648,6 +648,8 @@ run_handler (void *arg)
 
   if (is_streaming (call))
     call_ref (call); /* the owner's, until the stream is finished */
+  if (is_streaming (call) && !is_batched (call))
+    rpc_call_log_started (call); /* its end may be hours away */
   if (rpc_call_cancelled (call))
     finish_call (call, GRPC_STATUS_CANCELLED, NULL, NULL);
   else

@@ -141,6 +141,8 @@ ssize_t rpc_batch_len (const uint8_t *bytes, size_t len, size_t limit);
  * or error (by CODE) with MSG, the cause, when not.  CLIENT_GONE: the
  * status found no one to go to. */
 void rpc_call_log (struct rpc_call *call, grpc_status_code code, const char *msg, bool client_gone);
+/* A debug line when a long-lived stream (GetContainerEvents) starts. */
+void rpc_call_log_started (struct rpc_call *call);
 const char *rpc_status_name (grpc_status_code code);
 enum husk_log_level rpc_status_log_level (grpc_status_code code);
 

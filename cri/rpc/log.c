@@ -1,8 +1,9 @@
 /* The log line of each call: method, status, duration, what the service
  * named the call by and, for a failure, its cause.  OK calls log at debug,
- * so a node at info sees only what went wrong; a failure the client caused
- * or may retry (NOT_FOUND, INVALID_ARGUMENT, CANCELLED, ...) is a warning,
- * one husk itself failed at (INTERNAL, UNKNOWN, DATA_LOSS) an error. */
+ * so a node at info sees only what went wrong; a call the client cancelled
+ * is info, a failure the client caused or may retry (NOT_FOUND,
+ * INVALID_ARGUMENT, DEADLINE_EXCEEDED, ...) a warning, one husk itself
+ * failed at (INTERNAL, UNKNOWN, DATA_LOSS) an error. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +46,8 @@ rpc_status_log_level (grpc_status_code code)
     {
     case GRPC_STATUS_OK:
       return HUSK_LOG_DEBUG;
+    case GRPC_STATUS_CANCELLED:
+      return HUSK_LOG_INFO; /* the client went away: its choice */
     case GRPC_STATUS_UNKNOWN:
     case GRPC_STATUS_INTERNAL:
     case GRPC_STATUS_DATA_LOSS:
@@ -105,4 +108,12 @@ rpc_call_log (struct rpc_call *call, grpc_status_code code, const char *msg, boo
   if (client_gone)
     fields[n++] = (struct husk_log_field){ "client", "gone", 0 };
   husk_log_fields (level, fields, n, code == GRPC_STATUS_OK ? "rpc" : "rpc failed");
+}
+
+void
+rpc_call_log_started (struct rpc_call *call)
+{
+  struct husk_log_field fields[] = { { "method", rpc_call_method (call), 0 } };
+
+  husk_log_fields (HUSK_LOG_DEBUG, fields, 1, "rpc stream started");
 }

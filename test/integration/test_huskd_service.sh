@@ -80,6 +80,7 @@ out=$(CRI_CONFIG_FILE=$E2E/crictl.yaml "$CRICTL" version 2>&1)
 assert_contains "crictl with the README's crictl.yaml reaches huskd" "$out" "RuntimeName:  husk"
 pod=$("${C[@]}" runp "$E2E/pod.json" 2>"$E2E/crictl.err") || not_ok "crictl runp" "$(cat "$E2E/crictl.err")"
 "${C[@]}" inspectp "$pod" >/dev/null
+timeout -s INT 1 "${C[@]}" events >/dev/null 2>&1
 "${C[@]}" inspect no-such-container >/dev/null 2>&1
 "${C[@]}" pull 127.0.0.1:1/svc/none:1 >/dev/null 2>&1
 "${C[@]}" stopp "$pod" >/dev/null
@@ -102,6 +103,10 @@ assert_match "a failing RPC at warning with its cause" "$LOG" \
 	'warning: rpc failed method=/runtime.v1.RuntimeService/ContainerStatus status=NOT_FOUND duration_ms=[0-9.]+ container_id=no-such-container error="container `no-such-container` not found"'
 assert_match "a failing pull at warning or error, the image and the registry it could not reach" "$LOG" \
 	'(warning|error): rpc failed method=/runtime.v1.ImageService/PullImage status=[A-Z_]+ duration_ms=[0-9.]+ image=127.0.0.1:1/svc/none:1 error="[^"]*127.0.0.1:1'
+assert_contains "a stream's start at debug" "$LOG" \
+	"debug: rpc stream started method=/runtime.v1.RuntimeService/GetContainerEvents"
+assert_match "... and its end when the client goes, at info" "$LOG" \
+	"info: rpc failed method=/runtime.v1.RuntimeService/GetContainerEvents status=CANCELLED duration_ms=[0-9.]+ "
 assert_match "CNI ADD: network, sandbox, plugins, the pod's address" "$LOG" \
 	"info: CNI ADD done network=$NET sandbox_id=$pod netns=[^ ]+ ifname=eth0 plugins=bridge,loopback duration_ms=[0-9.]+ ips=$SUBNET_PREFIX\.[0-9]+/24"
 assert_match "CNI DEL: the plugins in reverse" "$LOG" \
