@@ -331,6 +331,8 @@ main (int argc, char **argv)
 
   husk_log_set_prog ("huskd");
   husk_log_set_level (HUSK_LOG_INFO);
+  /* First, so that a bad config file is in `systemctl status` too. */
+  open_notifier (&notifier);
   if (parse_args (argc, argv, &args, &err) == 0 && load_config (&args, &cfg, &err) == 0)
     {
       if (args.print_config)
@@ -341,7 +343,6 @@ main (int argc, char **argv)
       else
         {
           start_logging (&cfg);
-          open_notifier (&notifier);
           if (serve (&cfg, &notifier, &err) == 0)
             ret = 0;
         }
