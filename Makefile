@@ -75,13 +75,21 @@ MONITOR := $(BUILD)/husk-monitor
 PAUSE := $(BUILD)/husk-pause
 UNIT_TESTS := $(patsubst test/unit/%.c,$(BUILD)/test/unit/%,$(UNIT_SRCS))
 
-.PHONY: all deps build test unit-test integration-test vm-test run demo bench clean format format-check \
+.PHONY: all deps deps-run deps-test deps-bench build test unit-test integration-test vm-test run demo bench clean format format-check \
 	check-layers conformance install sanitize unit-bins
 
 all: build
 
+# hack/deps.sh installs what is missing: `run` (build, huskd's pods), `test`
+# (that and the tests' tools), `bench` (and hyperfine); `make deps`: all.
 deps:
 	@./hack/deps.sh
+deps-run:
+	@./hack/deps.sh run
+deps-test:
+	@./hack/deps.sh test
+deps-bench:
+	@./hack/deps.sh bench
 
 build: $(HUSK) $(if $(PLUGIN_SRCS),$(PLUGIN)) $(if $(HOOK_PLUGIN_SRCS),$(HOOK_PLUGIN)) $(if $(HUSKD_SRCS),$(HUSKD)) $(if $(MONITOR_SRCS),$(MONITOR)) \
 	$(if $(PAUSE_SRCS),$(PAUSE))
@@ -184,7 +192,7 @@ $(BUILD)/test/unit/%: $(BUILD)/test/unit/%.o $(LIBS_ALL)
 
 # `make test`: install what is missing, build, run every test, print one
 # summary line at the end.
-test: deps
+test: deps-test
 	$(MAKE) --no-print-directory format-check check-layers build $(UNIT_TESTS)
 	./test/run-all.sh $(BUILD)
 
@@ -196,19 +204,20 @@ unit-test: build $(UNIT_TESTS)
 integration-test: build
 	./test/run-all.sh --integration-only $(BUILD)
 
-# `make run`: install, build, and start huskd with its built-in defaults
-# (unix:///run/husk/husk.sock, /var/lib/husk, /run/husk) in the foreground.
-run: deps
+# `make run`: install, build, and start huskd in the foreground with its
+# built-in defaults (unix:///run/husk/husk.sock, /var/lib/husk, /run/husk),
+# or /etc/husk/huskd.json when it exists.
+run: deps-run
 	$(MAKE) --no-print-directory build
-	@echo "huskd: serving CRI v1 on unix:///run/husk/husk.sock (Ctrl-C stops it; 'make demo' runs a container)"
-	$(HUSKD) --log-level info
+	@echo "huskd: serving CRI v1 (Ctrl-C stops it; 'make demo' runs a container)"
+	$(HUSKD)
 
 # A busybox container through `husk run`, no daemon.
 demo: deps
 	$(MAKE) --no-print-directory build
 	./hack/demo.sh $(BUILD)
 
-bench: deps
+bench: deps-bench
 	$(MAKE) --no-print-directory build
 	./hack/bench.sh $(BUILD)
 	./hack/bench-pull.sh $(BUILD)
@@ -231,13 +240,23 @@ conformance: deps
 	./hack/conformance.sh $(BUILD)
 
 # The cgroup v2 tests, in a qemu VM (also part of `make test`).
-vm-test: deps
+vm-test: deps-test
 	$(MAKE) --no-print-directory build
 	./hack/vm-test.sh $(BUILD)
 
+# The binaries, the plugins, huskd's systemd unit (PREFIX/lib/systemd/system,
+# on systemd's search path for /usr/local too; SYSTEMD_UNIT_DIR= moves it)
+# and an example config (PREFIX/share/husk; huskd reads
+# /etc/husk/huskd.json when it exists).  `systemctl daemon-reload` and
+# `systemctl enable --now huskd` start it.
+SYSTEMD_UNIT_DIR ?= $(PREFIX)/lib/systemd/system
 install: build
 	install -D -m 0755 $(HUSK) $(DESTDIR)$(PREFIX)/bin/husk
 	$(if $(HUSKD_SRCS),install -D -m 0755 $(HUSKD) $(DESTDIR)$(PREFIX)/bin/huskd)
+	install -d $(DESTDIR)$(SYSTEMD_UNIT_DIR)
+	sed 's|@BINDIR@|$(PREFIX)/bin|g' cri/huskd/huskd.service.in >$(DESTDIR)$(SYSTEMD_UNIT_DIR)/huskd.service
+	chmod 0644 $(DESTDIR)$(SYSTEMD_UNIT_DIR)/huskd.service
+	install -D -m 0644 cri/huskd/huskd.json.example $(DESTDIR)$(PREFIX)/share/husk/huskd.json.example
 	$(if $(MONITOR_SRCS),install -D -m 0755 $(MONITOR) $(DESTDIR)$(PREFIX)/bin/husk-monitor)
 	$(if $(PAUSE_SRCS),install -D -m 0755 $(PAUSE) $(DESTDIR)$(PREFIX)/bin/husk-pause)
 	$(if $(PLUGIN_SRCS),install -D -m 0644 $(PLUGIN) $(DESTDIR)$(PREFIX)/lib/husk/husk-image.so)

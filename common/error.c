@@ -1,5 +1,6 @@
 /* The husk error type and the log sink shared by every component. */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,9 +109,10 @@ static struct
 {
   int fd;
   int json;
+  int timestamps;
   enum husk_log_level level;
   const char *prog;
-} log_sink = { 2, 0, HUSK_LOG_WARNING, "husk" };
+} log_sink = { 2, 0, 0, HUSK_LOG_WARNING, "husk" };
 
 void
 husk_log_set_file (int fd, int json)
@@ -131,10 +133,22 @@ husk_log_set_prog (const char *prog)
   log_sink.prog = prog;
 }
 
+void
+husk_log_set_timestamps (int on)
+{
+  log_sink.timestamps = on;
+}
+
 int
 husk_log_is_redirected (void)
 {
   return log_sink.fd != 2;
+}
+
+int
+husk_log_enabled (enum husk_log_level level)
+{
+  return level <= log_sink.level;
 }
 
 static const char *
@@ -153,61 +167,225 @@ level_name (enum husk_log_level level)
     }
 }
 
-/* JSON string escaping for the --log-format json lines runc writes. */
-static void
-append_json_escaped (char *out, size_t size, const char *in)
+/* One log line in a fixed buffer.  Pieces go in whole or not at all, and
+ * once one does not fit nothing more does: the closing bytes (a quote, a
+ * brace, the newline) always have their room, so a cut JSON line still
+ * parses. */
+struct line_buf
 {
-  size_t o = 0;
+  char *buf;
+  size_t size, len;
+  bool full;
+  bool in_string; /* a JSON string is open */
+};
 
-  for (; *in && o + 7 < size; in++)
+#define LINE_RESERVE 4 /* "}\n and the NUL */
+
+static bool
+line_put (struct line_buf *line, const char *bytes, size_t n)
+{
+  if (line->full || line->len + n + LINE_RESERVE > line->size)
     {
-      unsigned char c = (unsigned char) *in;
-      if (c == '"' || c == '\\')
-        {
-          out[o++] = '\\';
-          out[o++] = (char) c;
-        }
-      else if (c < 0x20)
-        o += (size_t) snprintf (out + o, size - o, "\\u%04x", c);
-      else
-        out[o++] = (char) c;
+      line->full = true;
+      return false;
     }
-  out[o] = '\0';
+  memcpy (line->buf + line->len, bytes, n);
+  line->len += n;
+  return true;
+}
+
+static void
+line_puts (struct line_buf *line, const char *text)
+{
+  line_put (line, text, strlen (text));
+}
+
+/* TEXT escaped for a JSON string, without the quotes. */
+static void
+line_put_json_chars (struct line_buf *line, const char *text)
+{
+  for (; *text && !line->full; text++)
+    {
+      unsigned char c = (unsigned char) *text;
+      char escaped[8];
+
+      if (c == '"' || c == '\\')
+        line_put (line, (char[]){ '\\', (char) c }, 2);
+      else if (c == '\n')
+        line_put (line, "\\n", 2);
+      else if (c == '\t')
+        line_put (line, "\\t", 2);
+      else if (c < 0x20 || c == 0x7f)
+        line_put (line, escaped, (size_t) snprintf (escaped, sizeof escaped, "\\u%04x", c));
+      else
+        line_put (line, (const char *) &c, 1);
+    }
+}
+
+/* ,"KEY":"VALUE" (or the opening {"KEY":"VALUE" when FIRST). */
+static void
+line_put_json_member (struct line_buf *line, bool first, const char *key, const char *value, bool number)
+{
+  char head[128];
+
+  snprintf (head, sizeof head, "%s\"%s\":%s", first ? "{" : ",", key, number ? "" : "\"");
+  if (!line_put (line, head, strlen (head)))
+    return;
+  if (number)
+    {
+      line_puts (line, value);
+      return;
+    }
+  line->in_string = true;
+  line_put_json_chars (line, value);
+  if (line_put (line, "\"", 1))
+    line->in_string = false;
+}
+
+static bool
+is_json_number (const char *value)
+{
+  char *end;
+
+  if (value[0] == '\0' || value[0] == '+' || value[0] == '.' || strpbrk (value, "xXnNiIpP") != NULL)
+    return false;
+  strtod (value, &end);
+  return *end == '\0';
+}
+
+static bool
+needs_quotes (const char *value)
+{
+  return value[0] == '\0' || strpbrk (value, " \t\n\"\\=") != NULL;
+}
+
+/* " KEY=VALUE", quoted as the header says; newlines become \n so that a
+ * line stays one line. */
+static void
+line_put_text_field (struct line_buf *line, const char *key, const char *value)
+{
+  bool quoted = needs_quotes (value);
+  char head[128];
+
+  snprintf (head, sizeof head, " %s=%s", key, quoted ? "\"" : "");
+  if (!line_put (line, head, strlen (head)))
+    return;
+  for (const char *p = value; *p && !line->full; p++)
+    if (*p == '"' || *p == '\\')
+      line_put (line, (char[]){ '\\', *p }, 2);
+    else if (*p == '\n')
+      line_put (line, "\\n", 2);
+    else
+      line_put (line, p, 1);
+  if (quoted)
+    line_put (line, "\"", 1);
+}
+
+static void
+format_json (struct line_buf *line, enum husk_log_level level, const struct timespec *now,
+             const struct husk_log_field *fields, size_t n_fields, const char *msg)
+{
+  char stamp[64], time_value[96];
+  struct tm tm;
+
+  gmtime_r (&now->tv_sec, &tm);
+  strftime (stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &tm);
+  snprintf (time_value, sizeof time_value, "%s.%09ldZ", stamp, now->tv_nsec);
+  line_put_json_member (line, true, "level", level_name (level), false);
+  line_put_json_member (line, false, "msg", msg, false);
+  line_put_json_member (line, false, "time", time_value, false);
+  for (size_t i = 0; i < n_fields; i++)
+    if (fields[i].value)
+      line_put_json_member (line, false, fields[i].key, fields[i].value,
+                            fields[i].number && is_json_number (fields[i].value));
+  /* The reserve holds these. */
+  if (line->in_string)
+    line->buf[line->len++] = '"';
+  if (line->len > 0)
+    line->buf[line->len++] = '}';
+}
+
+static void
+format_text (struct line_buf *line, enum husk_log_level level, const struct timespec *now,
+             const struct husk_log_field *fields, size_t n_fields, const char *msg)
+{
+  char head[128];
+
+  if (log_sink.timestamps)
+    {
+      char stamp[64];
+      struct tm tm;
+
+      gmtime_r (&now->tv_sec, &tm);
+      strftime (stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &tm);
+      snprintf (head, sizeof head, "%s.%06ldZ %s: ", stamp, now->tv_nsec / 1000, level_name (level));
+    }
+  else if (log_sink.fd == 2 && level == HUSK_LOG_ERROR)
+    snprintf (head, sizeof head, "%s: ", log_sink.prog);
+  else
+    snprintf (head, sizeof head, "%s: %s: ", log_sink.prog, level_name (level));
+  line_puts (line, head);
+  for (const char *p = msg; *p && !line->full; p++)
+    line_put (line, *p == '\n' ? " " : p, 1);
+  for (size_t i = 0; i < n_fields; i++)
+    if (fields[i].value)
+      line_put_text_field (line, fields[i].key, fields[i].value);
+}
+
+size_t
+husk_log_format (char *buf, size_t size, enum husk_log_level level, const struct timespec *now,
+                 const struct husk_log_field *fields, size_t n_fields, const char *msg)
+{
+  struct line_buf line = { .buf = buf, .size = size };
+
+  if (size < 64)
+    abort (); /* a caller's bug: not even the head fits */
+  if (log_sink.json)
+    format_json (&line, level, now, fields, n_fields, msg);
+  else
+    format_text (&line, level, now, fields, n_fields, msg);
+  line.buf[line.len++] = '\n';
+  line.buf[line.len] = '\0';
+  return line.len;
+}
+
+static void
+log_line (enum husk_log_level level, const struct husk_log_field *fields, size_t n_fields, const char *fmt,
+          va_list ap)
+{
+  char msg[4096];
+  char line[16384];
+  struct timespec now;
+  size_t n;
+
+  vsnprintf (msg, sizeof msg, fmt, ap);
+  clock_gettime (CLOCK_REALTIME, &now);
+  n = husk_log_format (line, sizeof line, level, &now, fields, n_fields, msg);
+  /* One write per line: lines of threads do not interleave. */
+  husk_write_all (log_sink.fd, line, n);
 }
 
 void
 husk_log (enum husk_log_level level, const char *fmt, ...)
 {
-  char msg[4096];
-  char line[9000];
   va_list ap;
-  int n;
 
   if (level > log_sink.level)
     return;
   va_start (ap, fmt);
-  vsnprintf (msg, sizeof msg, fmt, ap);
+  log_line (level, NULL, 0, fmt, ap);
   va_end (ap);
+}
 
-  if (log_sink.json)
-    {
-      char escaped[8192];
-      char stamp[64];
-      struct timespec ts;
-      struct tm tm;
+void
+husk_log_fields (enum husk_log_level level, const struct husk_log_field *fields, size_t n_fields,
+                 const char *fmt, ...)
+{
+  va_list ap;
 
-      clock_gettime (CLOCK_REALTIME, &ts);
-      gmtime_r (&ts.tv_sec, &tm);
-      strftime (stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &tm);
-      append_json_escaped (escaped, sizeof escaped, msg);
-      n = snprintf (line, sizeof line, "{\"level\":\"%s\",\"msg\":\"%s\",\"time\":\"%s.%09ldZ\"}\n",
-                    level_name (level), escaped, stamp, ts.tv_nsec);
-    }
-  else if (log_sink.fd == 2 && level == HUSK_LOG_ERROR)
-    n = snprintf (line, sizeof line, "%s: %s\n", log_sink.prog, msg);
-  else
-    n = snprintf (line, sizeof line, "%s: %s: %s\n", log_sink.prog, level_name (level), msg);
-  if (n > (int) sizeof line - 1)
-    n = (int) sizeof line - 1;
-  husk_write_all (log_sink.fd, line, (size_t) n);
+  if (level > log_sink.level)
+    return;
+  va_start (ap, fmt);
+  log_line (level, fields, n_fields, fmt, ap);
+  va_end (ap);
 }

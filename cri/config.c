@@ -81,6 +81,7 @@ set_defaults (struct huskd_config *cfg)
   cfg->cni_conf_dir = xstrdup ("/etc/cni/net.d");
   cfg->cni_bin_dirs = xstrdup ("/usr/lib/cni:/opt/cni/bin");
   cfg->log_level = xstrdup ("info");
+  cfg->log_format = xstrdup ("text");
   cfg->stream_address = xstrdup ("127.0.0.1");
   cfg->stream_port = xstrdup ("0");
   cfg->stream_token_ttl_s = 60;
@@ -226,6 +227,7 @@ static const struct
   { "registries", offsetof (struct huskd_config, registries_file) },
   { "seccomp_profile", offsetof (struct huskd_config, seccomp_profile) },
   { "log_level", offsetof (struct huskd_config, log_level) },
+  { "log_format", offsetof (struct huskd_config, log_format) },
   { "stream_address", offsetof (struct huskd_config, stream_address) },
   { "stream_port", offsetof (struct huskd_config, stream_port) },
 };
@@ -368,6 +370,43 @@ huskd_config_finish (struct huskd_config *cfg, const char *path, struct husk_err
   return 0;
 }
 
+static json_t *
+strv_json (char *const *strv)
+{
+  json_t *list = json_array ();
+
+  for (size_t i = 0; strv && strv[i]; i++)
+    json_array_append_new (list, json_string (strv[i]));
+  return list;
+}
+
+json_t *
+huskd_config_to_json (const struct huskd_config *cfg)
+{
+  json_t *doc = json_object (), *runtimes = json_object ();
+
+  for (size_t i = 0; i < sizeof string_keys / sizeof string_keys[0]; i++)
+    {
+      const char *value = *(char *const *) ((const char *) cfg + string_keys[i].offset);
+      json_object_set_new (doc, string_keys[i].key, value ? json_string (value) : json_null ());
+    }
+  for (size_t i = 0; i < cfg->n_runtimes; i++)
+    json_object_set_new (
+        runtimes, cfg->runtimes[i].name,
+        json_pack ("{s:s, s:s}", "path", cfg->runtimes[i].path, "root", cfg->runtimes[i].root));
+  json_object_set_new (doc, "runtimes", runtimes);
+  json_object_set_new (doc, "default_capabilities", strv_json (cfg->default_capabilities));
+  json_object_set_new (doc, "max_image_bytes", json_integer ((json_int_t) cfg->max_image_bytes));
+  json_object_set_new (doc, "pull_min_bytes_per_s", json_integer ((json_int_t) cfg->pull_min_bytes_per_s));
+  json_object_set_new (doc, "pull_stall_timeout_s", json_integer ((json_int_t) cfg->pull_stall_timeout_s));
+  json_object_set_new (doc, "stream_token_ttl_s", json_integer ((json_int_t) cfg->stream_token_ttl_s));
+  json_object_set_new (doc, "cdi_spec_dirs", strv_json (cfg->cdi_spec_dirs));
+  json_object_set_new (doc, "nvidia_visible_devices",
+                       json_string (cdi_nvidia_env_name ((enum cdi_nvidia_env) cfg->nvidia_visible_devices)));
+  json_object_set_new (doc, "cdi_numa_align", json_boolean (cfg->cdi_numa_align));
+  return doc;
+}
+
 const struct huskd_runtime *
 huskd_config_runtime (const struct huskd_config *cfg, const char *handler)
 {
@@ -400,6 +439,7 @@ huskd_config_clear (struct huskd_config *cfg)
   free (cfg->seccomp_profile);
   json_decref (cfg->seccomp_default);
   free (cfg->log_level);
+  free (cfg->log_format);
   free (cfg->stream_address);
   free (cfg->stream_port);
   husk_strvfreep (&cfg->cdi_spec_dirs);

@@ -12,6 +12,8 @@
 #define HUSKD_DEFAULT_LISTEN "unix:///run/husk/husk.sock"
 #define HUSKD_DEFAULT_ROOT "/var/lib/husk"
 #define HUSKD_DEFAULT_STATE "/run/husk"
+/* Read when it exists and no --config is given. */
+#define HUSKD_DEFAULT_CONFIG "/etc/husk/huskd.json"
 
 /* An OCI runtime a CRI runtime_handler can pick. */
 struct huskd_runtime
@@ -36,6 +38,7 @@ struct huskd_config
   char *seccomp_profile;   /* a file; NULL: the built-in default */
   json_t *seccomp_default; /* seccomp_profile's contents, read at load */
   char *log_level;
+  char *log_format; /* "text" or "json" */
   /* The streaming server of Exec, Attach and PortForward: a numeric
    * address, a port ("0": a free one), the seconds its URLs live. */
   char *stream_address;
@@ -62,6 +65,11 @@ int huskd_config_load (const char *path, struct huskd_config *cfg, struct husk_e
  * (their roots under cfg->state) and checks the default one exists. */
 int huskd_config_finish (struct huskd_config *cfg, const char *path, struct husk_error **err);
 void huskd_config_clear (struct huskd_config *cfg);
+
+/* The effective configuration as a config file would say it (every key,
+ * defaults included): `huskd --print-config`, and what huskd_config_load
+ * reads back to the same settings. */
+json_t *huskd_config_to_json (const struct huskd_config *cfg);
 
 /* The runtime for HANDLER (NULL or "" = default); NULL when unknown. */
 const struct huskd_runtime *huskd_config_runtime (const struct huskd_config *cfg, const char *handler);

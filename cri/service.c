@@ -151,6 +151,53 @@ cri_service_clear (struct cri_service *svc)
   pthread_mutex_destroy (&svc->lock);
 }
 
+/* A singular string field of MSG by name, or NULL when absent or "". */
+static const char *
+string_field (const ProtobufCMessage *msg, const char *name)
+{
+  const ProtobufCFieldDescriptor *field
+      = protobuf_c_message_descriptor_get_field_by_name (msg->descriptor, name);
+  const char *value;
+
+  if (field == NULL || field->type != PROTOBUF_C_TYPE_STRING || field->label == PROTOBUF_C_LABEL_REPEATED)
+    return NULL;
+  value = *(const char *const *) ((const char *) msg + field->offset);
+  return value && *value ? value : NULL;
+}
+
+static const ProtobufCMessage *
+message_field (const ProtobufCMessage *msg, const char *name)
+{
+  const ProtobufCFieldDescriptor *field
+      = protobuf_c_message_descriptor_get_field_by_name (msg->descriptor, name);
+
+  if (field == NULL || field->type != PROTOBUF_C_TYPE_MESSAGE || field->label == PROTOBUF_C_LABEL_REPEATED)
+    return NULL;
+  return *(const ProtobufCMessage *const *) ((const char *) msg + field->offset);
+}
+
+/* What a request or reply names, for the call's log line: the ids, the
+ * image, and the pod or container name a Run/Create asks for. */
+static void
+log_names (struct rpc_call *call, const ProtobufCMessage *msg)
+{
+  static const char *const id_fields[] = { "pod_sandbox_id", "container_id", "image_ref" };
+  const ProtobufCMessage *image = message_field (msg, "image");
+  const ProtobufCMessage *config = message_field (msg, "config");
+  const ProtobufCMessage *metadata = config ? message_field (config, "metadata") : NULL;
+  const char *value;
+
+  for (size_t i = 0; i < sizeof id_fields / sizeof id_fields[0]; i++)
+    if ((value = string_field (msg, id_fields[i])) != NULL)
+      rpc_call_log_field (call, id_fields[i], value);
+  if (image && (value = string_field (image, "image")) != NULL)
+    rpc_call_log_field (call, "image", value);
+  if (metadata && (value = string_field (metadata, "name")) != NULL)
+    rpc_call_log_field (call, "name", value);
+  if (metadata && (value = string_field (metadata, "namespace")) != NULL)
+    rpc_call_log_field (call, "namespace", value);
+}
+
 void
 cri_reply (struct rpc_call *call, const ProtobufCMessage *msg)
 {
@@ -158,6 +205,8 @@ cri_reply (struct rpc_call *call, const ProtobufCMessage *msg)
   cleanup_free uint8_t *buf = xmalloc (size ? size : 1);
 
   protobuf_c_message_pack (msg, buf);
+  if (husk_log_enabled (HUSK_LOG_DEBUG))
+    log_names (call, msg); /* the id a Run or Create made */
   rpc_reply (call, buf, size);
 }
 
@@ -168,6 +217,8 @@ cri_unpack (struct rpc_call *call, const ProtobufCMessageDescriptor *desc, const
 
   if (msg == NULL)
     rpc_fail (call, GRPC_STATUS_INVALID_ARGUMENT, "malformed %s", desc->name);
+  else
+    log_names (call, msg);
   return msg;
 }
 

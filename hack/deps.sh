@@ -1,24 +1,50 @@
 #!/usr/bin/env bash
-# Installs the Debian packages husk needs to build, test and benchmark.
-# Idempotent: asks apt only for what dpkg says is missing.
+# Installs the Debian packages husk needs, by what for:
+#
+#   hack/deps.sh run     to build husk and run huskd (`make run`)
+#   hack/deps.sh test    that, and what the tests use (`make test`)
+#   hack/deps.sh bench   that, and the benchmarks' tools (`make bench`)
+#   hack/deps.sh         everything (`make deps`)
+#
+# Idempotent: asks apt only for what dpkg says is missing.  When another
+# apt or dpkg holds the package lock (unattended-upgrades on a fresh
+# machine), it waits for it, up to DEPS_LOCK_WAIT_S seconds (default 600).
 set -euo pipefail
 
-packages=(
-	# build
-	build-essential pkg-config clang-format
-	libjansson-dev libseccomp-dev libcap-dev libcmocka-dev
-	libarchive-dev libcurl4-openssl-dev libssl-dev libyaml-dev libsqlite3-dev
-	libgrpc-dev libprotobuf-c-dev protobuf-c-compiler protobuf-compiler
-	# integration tests: busybox rootfs, networking, registry, image tools
+build=(
+	build-essential pkg-config
+	libjansson-dev libseccomp-dev libcap-dev libyaml-dev
+	libarchive-dev libcurl4-openssl-dev libssl-dev
+	libgrpc-dev libprotobuf-c-dev protobuf-c-compiler
+)
+# Pods' networks: the CNI plugins, and iptables for the bridge plugin's
+# masquerade and portmap's rules.
+run=(containernetworking-plugins iptables)
+test=(
+	clang-format libcmocka-dev
+	# busybox rootfs, networking, registry, image tools
 	busybox-static iproute2 util-linux procps psmisc zstd curl openssl
 	docker-registry skopeo umoci apache2-utils
-	containernetworking-plugins iptables
-	python3-grpcio python3-pytest python3-protobuf
-	# peers for benchmarks
-	crun runc containerd conmon hyperfine
-	# cgroup v2 VM
+	# the CRI end-to-end tests (Python gRPC client, messages from api.proto)
+	python3-grpcio python3-protobuf protobuf-compiler
+	# peers the tests compare with or drive husk through
+	crun runc containerd conmon
+	# huskd.service under a real systemd (test_huskd_systemd)
+	systemd
+	# the cgroup v2 VM
 	qemu-system-x86 cpio
 )
+bench=(hyperfine)
+
+case ${1:-all} in
+run) packages=("${build[@]}" "${run[@]}") ;;
+test) packages=("${build[@]}" "${run[@]}" "${test[@]}") ;;
+bench | all) packages=("${build[@]}" "${run[@]}" "${test[@]}" "${bench[@]}") ;;
+*)
+	echo "usage: hack/deps.sh [run|test|bench|all]" >&2
+	exit 2
+	;;
+esac
 
 missing=()
 for p in "${packages[@]}"; do
@@ -36,7 +62,26 @@ if [ "$(id -u)" -ne 0 ]; then
 	exit 1
 fi
 
+# apt-get waits DPkg::Lock::Timeout for dpkg's lock; the lists lock of
+# `apt-get update` it does not wait for, so a busy lock is retried here.
+lock_wait=${DEPS_LOCK_WAIT_S:-600}
+apt_get() { # ARGS...
+	local deadline=$((SECONDS + lock_wait)) out
+	while :; do
+		if out=$(apt-get -o DPkg::Lock::Timeout="$lock_wait" "$@" 2>&1 >/dev/null); then
+			return 0
+		fi
+		if ! grep -qE 'Could not get lock|Unable to acquire the dpkg frontend lock|Unable to lock' <<<"$out" ||
+			[ "$SECONDS" -ge "$deadline" ]; then
+			echo "hack/deps.sh: apt-get $1 failed: $out" >&2
+			return 1
+		fi
+		echo "hack/deps.sh: waiting for another apt or dpkg to finish ($(grep -m1 -E 'lock' <<<"$out"))" >&2
+		sleep 5
+	done
+}
+
 echo "hack/deps.sh: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+apt_get update -qq
+apt_get install -y -qq --no-install-recommends "${missing[@]}"

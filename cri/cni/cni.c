@@ -9,6 +9,8 @@
 #include <string.h>
 #include <sys/statfs.h>
 #include <sys/wait.h>
+#include <stdio.h>
+#include <time.h>
 
 #include "cri/cni/internal.h"
 #include "husk/cleanup.h"
@@ -396,6 +398,69 @@ run_plugin (const struct plugin_call *call, size_t index, json_t *prev_result, j
  * from 0.4.0, which brought prevResult to it).  The first failure stops
  * the list; *RESULT (ADD) then holds the last result there was, for the
  * DEL that undoes it. */
+static double
+ms_since (const struct timespec *start)
+{
+  struct timespec now;
+
+  clock_gettime (CLOCK_MONOTONIC, &now);
+  return (double) (now.tv_sec - start->tv_sec) * 1e3 + (double) (now.tv_nsec - start->tv_nsec) / 1e6;
+}
+
+/* "10.88.0.5/16,fd00::5/64": the addresses of an ADD result. */
+static char *
+result_addresses (json_t *result)
+{
+  json_t *ips = json_object_get (result, "ips"), *ip;
+  char *list = xstrdup ("");
+  size_t i;
+
+  json_array_foreach (ips, i, ip)
+  {
+    const char *address = json_string_value (json_object_get (ip, "address"));
+    char *longer;
+
+    if (address == NULL)
+      continue;
+    longer = xasprintf ("%s%s%s", list, *list ? "," : "", address);
+    free (list);
+    list = longer;
+  }
+  return list;
+}
+
+/* What a list operation did, for the node's log: ADD and DEL at info (a
+ * failure at warning, with the plugin that failed and why), CHECK at debug.
+ * PLUGINS: those that ran, in order. */
+static void
+log_list (const struct attachment *att, enum cni_command command, const char *plugins, double ms,
+          json_t *result, const struct husk_error *failure)
+{
+  enum husk_log_level level = failure                ? HUSK_LOG_WARNING
+                              : command == CNI_CHECK ? HUSK_LOG_DEBUG
+                                                     : HUSK_LOG_INFO;
+  cleanup_free char *addresses = NULL;
+  char duration[32];
+
+  if (!husk_log_enabled (level))
+    return;
+  snprintf (duration, sizeof duration, "%.3f", ms);
+  if (command == CNI_ADD && failure == NULL && result)
+    addresses = result_addresses (result);
+  struct husk_log_field fields[] = {
+    { "network", att->net->name, 0 },
+    { "sandbox_id", att->container_id, 0 },
+    { "netns", att->netns && *att->netns ? att->netns : NULL, 0 },
+    { "ifname", att->ifname, 0 },
+    { "plugins", plugins, 0 },
+    { "duration_ms", duration, 1 },
+    { "ips", addresses, 0 },
+    { "error", failure ? failure->msg : NULL, 0 },
+  };
+  husk_log_fields (level, fields, sizeof fields / sizeof fields[0], "CNI %s %s", command_names[command],
+                   failure ? "failed" : "done");
+}
+
 static int
 run_list (const struct cni_ctx *ctx, const struct attachment *att, enum cni_command command, json_t **result,
           struct husk_error **err)
@@ -404,22 +469,32 @@ run_list (const struct cni_ctx *ctx, const struct attachment *att, enum cni_comm
   struct plugin_call call = { .ctx = ctx, .att = att, .env = env, .command = command };
   bool add = command == CNI_ADD, del = command == CNI_DEL;
   size_t n = att->net->n_plugins;
+  cleanup_free char *plugins = xstrdup ("");
+  struct husk_error *local_err = NULL;
+  struct timespec start;
   json_t *prev = NULL;
   int ret = 0;
 
+  clock_gettime (CLOCK_MONOTONIC, &start);
   if (!add && (!del || cni_version_at_least (att->net->cni_version, 0, 4)))
     prev = json_incref (att->cached_result);
   for (size_t k = 0; k < n && ret == 0; k++)
     {
+      size_t index = del ? n - 1 - k : k;
+      char *longer = xasprintf ("%s%s%s", plugins, k ? "," : "", att->net->plugins[index].type);
       json_t *out = NULL;
 
-      ret = run_plugin (&call, del ? n - 1 - k : k, prev, add ? &out : NULL, err);
+      free (plugins);
+      plugins = longer;
+      ret = run_plugin (&call, index, prev, add ? &out : NULL, err ? err : &local_err);
       if (out != NULL)
         {
           json_decref (prev);
           prev = out;
         }
     }
+  log_list (att, command, plugins, ms_since (&start), prev, ret < 0 ? (err ? *err : local_err) : NULL);
+  husk_error_free (&local_err);
   if (result)
     *result = prev;
   else

@@ -3,8 +3,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <jansson.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,11 +18,13 @@
 #include "cri/rpc/server.h"
 #include "cri/service.h"
 #include "husk/cleanup.h"
+#include "husk/sd_notify.h"
 #include "husk/util.h"
 
 struct huskd_args
 {
-  const char *config, *listen, *root, *state, *log_level;
+  const char *config, *listen, *root, *state, *log_level, *log_format;
+  bool print_config;
 };
 
 static void
@@ -30,8 +35,12 @@ usage (FILE *out)
                 "  --listen ADDR      unix socket to serve (default " HUSKD_DEFAULT_LISTEN ")\n"
                 "  --root DIR         persistent state: images, containers (default " HUSKD_DEFAULT_ROOT ")\n"
                 "  --state DIR        volatile state: runtime, sockets (default " HUSKD_DEFAULT_STATE ")\n"
-                "  --config FILE      JSON configuration (runtimes, CNI dirs, registries, ...)\n"
-                "  --log-level LEVEL  error, warning, info or debug (default info)\n"
+                "  --config FILE      JSON configuration (runtimes, CNI dirs, registries, ...);\n"
+                "                     default " HUSKD_DEFAULT_CONFIG " when it exists\n"
+                "  --log-level LEVEL  error, warning, info or debug (default info; debug logs every RPC)\n"
+                "  --log-format FMT   text or json, one object per line (default text)\n"
+                "  --print-config     print the effective configuration (defaults, file, flags) as\n"
+                "                     JSON and exit\n"
                 "  --help, --version\n");
 }
 
@@ -41,13 +50,14 @@ parse_args (int argc, char **argv, struct huskd_args *args, struct husk_error **
   static const struct option options[] = {
     { "config", required_argument, NULL, 'c' },    { "listen", required_argument, NULL, 'l' },
     { "root", required_argument, NULL, 'r' },      { "state", required_argument, NULL, 's' },
-    { "log-level", required_argument, NULL, 'L' }, { "help", no_argument, NULL, 'h' },
+    { "log-level", required_argument, NULL, 'L' }, { "log-format", required_argument, NULL, 'F' },
+    { "print-config", no_argument, NULL, 'P' },    { "help", no_argument, NULL, 'h' },
     { "version", no_argument, NULL, 'v' },         { NULL, 0, NULL, 0 },
   };
   int c;
 
   opterr = 0;
-  while ((c = getopt_long (argc, argv, "hv", options, NULL)) != -1)
+  while ((c = getopt_long (argc, argv, ":hv", options, NULL)) != -1)
     switch (c)
       {
       case 'c':
@@ -65,12 +75,20 @@ parse_args (int argc, char **argv, struct huskd_args *args, struct husk_error **
       case 'L':
         args->log_level = optarg;
         break;
+      case 'F':
+        args->log_format = optarg;
+        break;
+      case 'P':
+        args->print_config = true;
+        break;
       case 'h':
         usage (stdout);
         exit (0);
       case 'v':
         printf ("huskd version %s\nCRI API v1\n", HUSK_VERSION);
         exit (0);
+      case ':':
+        return husk_error_make (err, 0, "option `%s` needs a value (see huskd --help)", argv[optind - 1]);
       default:
         return husk_error_make (err, 0, "unknown option `%s` (see huskd --help)", argv[optind - 1]);
       }
@@ -88,8 +106,9 @@ override (char **field, const char *value)
   *field = xstrdup (value);
 }
 
+/* SOURCE names where the value came from: the flag or the config file. */
 static int
-set_log_level (const char *level, struct husk_error **err)
+set_log_level (const char *level, const char *source, struct husk_error **err)
 {
   static const struct
   {
@@ -107,7 +126,42 @@ set_log_level (const char *level, struct husk_error **err)
         husk_log_set_level (levels[i].level);
         return 0;
       }
-  return husk_error_make (err, 0, "--log-level `%s`: must be error, warning, info or debug", level);
+  return husk_error_make (err, 0, "%s `%s`: must be error, warning, info or debug", source, level);
+}
+
+static int
+check_log_format (const char *format, const char *source, struct husk_error **err)
+{
+  if (strcmp (format, "text") == 0 || strcmp (format, "json") == 0)
+    return 0;
+  return husk_error_make (err, 0, "%s `%s`: must be text or json", source, format);
+}
+
+/* From here on every line carries its time; json lines are objects. */
+static void
+start_logging (const struct huskd_config *cfg)
+{
+  husk_log_set_file (2, strcmp (cfg->log_format, "json") == 0);
+  husk_log_set_timestamps (1);
+}
+
+static void
+print_config (const struct huskd_config *cfg)
+{
+  json_t *doc = huskd_config_to_json (cfg);
+  cleanup_free char *text = json_dumps (doc, JSON_INDENT (2) | JSON_SORT_KEYS);
+
+  json_decref (doc);
+  printf ("%s\n", text);
+}
+
+/* --config, or the default file when it is there. */
+static const char *
+config_path (const struct huskd_args *args)
+{
+  if (args->config)
+    return args->config;
+  return access (HUSKD_DEFAULT_CONFIG, F_OK) == 0 ? HUSKD_DEFAULT_CONFIG : NULL;
 }
 
 /* Two daemons on one root or state would each roll back what they take
@@ -163,8 +217,45 @@ sweep_stale_tmp (const struct huskd_config *cfg)
     }
 }
 
+/* Tells systemd (Type=notify) how far huskd is; without NOTIFY_SOCKET a
+ * no-op.  A failure is only a warning: systemd then reports the unit
+ * itself. */
+static void notify (struct sd_notifier *notifier, const char *fmt, ...)
+    __attribute__ ((format (printf, 2, 3)));
+
+static void
+notify (struct sd_notifier *notifier, const char *fmt, ...)
+{
+  struct husk_error *err = NULL;
+  char state[1024];
+  va_list ap;
+
+  va_start (ap, fmt);
+  vsnprintf (state, sizeof state, fmt, ap);
+  va_end (ap);
+  if (sd_notifier_send (notifier, state, &err) < 0)
+    {
+      husk_warn ("%s", err->msg);
+      husk_error_free (&err);
+    }
+}
+
+/* A NOTIFY_SOCKET huskd cannot use does not keep the node's runtime from
+ * starting: systemd, if it is waiting, will say the start timed out. */
+static void
+open_notifier (struct sd_notifier *notifier)
+{
+  struct husk_error *err = NULL;
+
+  if (sd_notifier_open (notifier, &err) < 0)
+    {
+      husk_warn ("%s: not notifying systemd", err->msg);
+      husk_error_free (&err);
+    }
+}
+
 static int
-serve (struct huskd_config *cfg, struct husk_error **err)
+serve (struct huskd_config *cfg, struct sd_notifier *notifier, struct husk_error **err)
 {
   struct cri_service svc;
   struct rpc_server_options opts = { .socket_path = cfg->listen };
@@ -188,6 +279,7 @@ serve (struct huskd_config *cfg, struct husk_error **err)
   if (lock_dir (cfg->root, "--root", err) < 0 || lock_dir (cfg->state, "--state", err) < 0)
     return -1;
   sweep_stale_tmp (cfg);
+  notify (notifier, "STATUS=recovering pods and containers under %s and %s", cfg->root, cfg->state);
   if (cri_service_init (&svc, cfg, err) < 0)
     return -1;
   methods = cri_service_methods (&svc, &n);
@@ -198,12 +290,34 @@ serve (struct huskd_config *cfg, struct husk_error **err)
       return -1;
     }
   husk_log (HUSK_LOG_INFO, "serving CRI v1 on %s (root %s, state %s)", cfg->listen, cfg->root, cfg->state);
+  notify (notifier, "READY=1\nSTATUS=serving CRI v1 on %s", cfg->listen);
   sig = rpc_server_run (server);
   husk_log (HUSK_LOG_INFO, "signal %d: shutting down", sig);
+  notify (notifier, "STOPPING=1\nSTATUS=shutting down (signal %d)", sig);
   rpc_server_shutdown (server);
   cri_service_clear (&svc);
   free ((void *) methods);
   return 0;
+}
+
+static int
+load_config (const struct huskd_args *args, struct huskd_config *cfg, struct husk_error **err)
+{
+  const char *path = config_path (args);
+  cleanup_free char *level_source = NULL, *format_source = NULL;
+
+  if (huskd_config_load (path, cfg, err) < 0)
+    return -1;
+  override (&cfg->listen, args->listen);
+  override (&cfg->root, args->root);
+  override (&cfg->state, args->state);
+  override (&cfg->log_level, args->log_level);
+  override (&cfg->log_format, args->log_format);
+  level_source = args->log_level ? xstrdup ("--log-level") : xasprintf ("%s: log_level", path);
+  format_source = args->log_format ? xstrdup ("--log-format") : xasprintf ("%s: log_format", path);
+  if (huskd_config_finish (cfg, path, err) < 0 || set_log_level (cfg->log_level, level_source, err) < 0)
+    return -1;
+  return check_log_format (cfg->log_format, format_source, err);
 }
 
 int
@@ -211,23 +325,36 @@ main (int argc, char **argv)
 {
   struct huskd_args args = { 0 };
   struct huskd_config cfg = { 0 };
+  struct sd_notifier notifier = { .fd = -1 };
   struct husk_error *err = NULL;
   int ret = 1;
 
   husk_log_set_prog ("huskd");
   husk_log_set_level (HUSK_LOG_INFO);
-  if (parse_args (argc, argv, &args, &err) == 0 && huskd_config_load (args.config, &cfg, &err) == 0)
+  /* First, so that a bad config file is in `systemctl status` too. */
+  open_notifier (&notifier);
+  if (parse_args (argc, argv, &args, &err) == 0 && load_config (&args, &cfg, &err) == 0)
     {
-      override (&cfg.listen, args.listen);
-      override (&cfg.root, args.root);
-      override (&cfg.state, args.state);
-      override (&cfg.log_level, args.log_level);
-      if (huskd_config_finish (&cfg, args.config, &err) == 0 && set_log_level (cfg.log_level, &err) == 0
-          && serve (&cfg, &err) == 0)
-        ret = 0;
+      if (args.print_config)
+        {
+          print_config (&cfg);
+          ret = 0;
+        }
+      else
+        {
+          start_logging (&cfg);
+          if (serve (&cfg, &notifier, &err) == 0)
+            ret = 0;
+        }
     }
   if (err)
-    husk_error_report (&err, "huskd");
+    {
+      /* systemctl status shows why, beside the journal's line. */
+      if (notifier.fd >= 0)
+        notify (&notifier, "STATUS=failed: %s", err->msg);
+      husk_error_report (&err, "huskd");
+    }
+  sd_notifier_close (&notifier);
   huskd_config_clear (&cfg);
   return ret;
 }

@@ -117,6 +117,8 @@ call_destroy (struct rpc_call *call)
   gpr_free (call->peer);
   free (call->unknown_path);
   free (call->final_msg);
+  for (unsigned i = 0; i < call->n_log_fields; i++)
+    free ((char *) call->log_fields[i].value);
   pthread_mutex_destroy (&call->lock);
   free (call);
   rpc_server_unref (server);
@@ -258,6 +260,8 @@ finish_call (struct rpc_call *call, grpc_status_code code, char *msg, grpc_byte_
 
   pthread_mutex_lock (&call->lock);
   ret = finish_locked (call, code, msg, reply);
+  if (ret != EALREADY)
+    rpc_call_log (call, code, msg, ret == ECANCELED);
   pthread_mutex_unlock (&call->lock);
   if (ret != EALREADY && is_streaming (call))
     rpc_call_unref (call);
@@ -644,6 +648,8 @@ run_handler (void *arg)
 
   if (is_streaming (call))
     call_ref (call); /* the owner's, until the stream is finished */
+  if (is_streaming (call) && !is_batched (call))
+    rpc_call_log_started (call); /* its end may be hours away */
   if (rpc_call_cancelled (call))
     finish_call (call, GRPC_STATUS_CANCELLED, NULL, NULL);
   else
@@ -713,6 +719,7 @@ rpc_call_arrived (struct rpc_call *call)
 {
   const struct rpc_method *method = call->slot->method;
 
+  clock_gettime (CLOCK_MONOTONIC, &call->arrived);
   watch_close (call);
   if (method == NULL)
     {

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <time.h>
 
 #include <grpc/grpc.h>
 
@@ -83,6 +84,12 @@ struct rpc_call
   void *cancel_user;
   void (*cancel_user_free) (void *);
   char *peer; /* gpr_malloc'd by grpc_call_get_peer, on first use */
+
+  /* For the call's log line (log.c): when it arrived (CLOCK_MONOTONIC)
+   * and what the service named it by (under lock). */
+  struct timespec arrived;
+  struct husk_log_field log_fields[RPC_LOG_FIELDS_MAX];
+  unsigned n_log_fields;
 };
 
 struct rpc_server
@@ -128,6 +135,16 @@ struct rpc_call *rpc_call_from_tag (struct rpc_tag *tag);
  * when it is larger.  0 when `len` is 0; -1 when a field it reads does not
  * parse (cut short, field number 0, wire type 3, 4, 6 or 7). */
 ssize_t rpc_batch_len (const uint8_t *bytes, size_t len, size_t limit);
+
+/* log.c */
+/* The call's one log line, once it has its status: debug when OK, warning
+ * or error (by CODE) with MSG, the cause, when not.  CLIENT_GONE: the
+ * status found no one to go to. */
+void rpc_call_log (struct rpc_call *call, grpc_status_code code, const char *msg, bool client_gone);
+/* A debug line when a long-lived stream (GetContainerEvents) starts. */
+void rpc_call_log_started (struct rpc_call *call);
+const char *rpc_status_name (grpc_status_code code);
+enum husk_log_level rpc_status_log_level (grpc_status_code code);
 
 /* socket.c */
 /* Checks and clears `path` for binding: see rpc_server_start(). */

@@ -139,6 +139,12 @@ int64_t rpc_call_deadline_ms_left (struct rpc_call *call);
 const char *rpc_call_method (struct rpc_call *call);
 /* "unix:" for unix-socket peers, as gRPC reports them. */
 const char *rpc_call_peer (struct rpc_call *call);
+/* Adds KEY=VALUE to the call's log line (method, status, duration and
+ * these): what the call is about, as "pod_sandbox_id" or "container_id".
+ * KEY must outlive the call; VALUE is copied.  At most
+ * RPC_LOG_FIELDS_MAX fields; a key given again replaces its value. */
+#define RPC_LOG_FIELDS_MAX 6
+void rpc_call_log_field (struct rpc_call *call, const char *key, const char *value);
 /* The first value of request metadata `key` (lowercase), not
  * NUL-terminated; valid for the life of the call.  False if absent. */
 bool rpc_call_metadata (struct rpc_call *call, const char *key, const char **value, size_t *len);

@@ -6,6 +6,8 @@
 #define HUSK_ERROR_H
 
 #include <stdarg.h>
+#include <stddef.h>
+#include <time.h>
 
 struct husk_error
 {
@@ -48,8 +50,36 @@ enum husk_log_level
 void husk_log_set_file (int fd, int json);
 void husk_log_set_level (enum husk_log_level level);
 void husk_log_set_prog (const char *prog);
+/* A daemon's lines: text lines open with an RFC 3339 UTC time to the
+ * microsecond and the level ("2026-12-03T16:05:01.123456Z warning: ...")
+ * in place of "PROG: LEVEL: ".  JSON lines always carry their time. */
+void husk_log_set_timestamps (int on);
 int husk_log_is_redirected (void);
+/* True when a line at LEVEL would be written (to skip building costly
+ * fields). */
+int husk_log_enabled (enum husk_log_level level);
 void husk_log (enum husk_log_level level, const char *fmt, ...) __attribute__ ((format (printf, 2, 3)));
+
+/* A key and value a line carries besides its message: in JSON a member of
+ * the line's object (a number when NUMBER and VALUE is one), in text
+ * " KEY=VALUE" after the message, the value in double quotes (with \" and
+ * \\) when it is empty or holds a space, a quote, a backslash or '='.
+ * KEY is [a-z_]+; a NULL VALUE leaves the field out. */
+struct husk_log_field
+{
+  const char *key;
+  const char *value;
+  int number;
+};
+
+void husk_log_fields (enum husk_log_level level, const struct husk_log_field *fields, size_t n_fields,
+                      const char *fmt, ...) __attribute__ ((format (printf, 4, 5)));
+/* The line husk_log_fields writes for MSG at time NOW (CLOCK_REALTIME)
+ * into BUF (at most SIZE - 1 bytes and a NUL; a longer line is cut, and
+ * still ends in a newline; a JSON one still parses).  Returns its length.
+ * For tests. */
+size_t husk_log_format (char *buf, size_t size, enum husk_log_level level, const struct timespec *now,
+                        const struct husk_log_field *fields, size_t n_fields, const char *msg);
 #define husk_warn(...) husk_log (HUSK_LOG_WARNING, __VA_ARGS__)
 #define husk_debug(...) husk_log (HUSK_LOG_DEBUG, __VA_ARGS__)
 
