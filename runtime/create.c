@@ -312,6 +312,7 @@ spawn_init (struct create_job *job, struct husk_error **err)
         .console_fd = child_console,
         .new_user_ns = ns_new (job->spec, SPEC_NS_USER),
         .new_cgroup_ns = ns_new (job->spec, SPEC_NS_CGROUP),
+        .cgroup_path = job->state.cgroup_path,
       };
       close (pair[0]);
       if (job->console_fd >= 0)

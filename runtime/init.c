@@ -193,7 +193,7 @@ setup_before_pivot (const struct init_config *cfg, const char *state_json, struc
     return -1;
   if (spec->has_process && security_apply_oom_score_adj (&spec->process, err) < 0)
     return -1;
-  if (rootfs_prepare (spec, err) < 0)
+  if (rootfs_prepare (spec, cfg->cgroup_path, err) < 0)
     return -1;
   if (security_apply_sysctls (spec, err) < 0)
     return -1;

@@ -20,6 +20,7 @@ struct init_config
   int console_fd; /* socket that receives the pty master, or -1 */
   bool new_user_ns;
   bool new_cgroup_ns;
+  const char *cgroup_path; /* the container's cgroup, made before the clone; NULL: none */
 };
 
 /* The container's init: runs in the cloned child, never returns. */

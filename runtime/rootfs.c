@@ -18,6 +18,7 @@
 
 #include "husk/cleanup.h"
 #include "husk/util.h"
+#include "runtime/cgroup.h"
 #include "runtime/rootfs.h"
 #include "runtime/rootfs_internal.h"
 
@@ -315,11 +316,18 @@ host_source (const struct spec *spec, const struct spec_mount *mnt)
 
 /* ---- mount handlers, one per kind ------------------------------------- */
 
-typedef int (*mount_handler) (const struct spec *spec, int root_fd, const struct spec_mount *mnt,
+/* What a mount handler may need besides the mount. */
+struct mount_ctx
+{
+  const struct spec *spec;
+  const char *cgroup_path; /* the container's cgroup (absolute), or NULL */
+};
+
+typedef int (*mount_handler) (const struct mount_ctx *ctx, int root_fd, const struct spec_mount *mnt,
                               struct husk_error **err);
 
 static int
-mount_bind (const struct spec *spec, int root_fd, const struct spec_mount *mnt, struct husk_error **err)
+bind_mount (const struct spec *spec, int root_fd, const struct spec_mount *mnt, struct husk_error **err)
 {
   cleanup_free char *source = host_source (spec, mnt);
   cleanup_close int target_fd = -1;
@@ -359,7 +367,13 @@ mount_bind_fallback (const struct spec *spec, int root_fd, const struct spec_mou
   fallback.bind = true;
   fallback.flags = mnt->flags | MS_BIND | MS_REC;
   fallback.data = NULL;
-  return mount_bind (spec, root_fd, &fallback, err);
+  return bind_mount (spec, root_fd, &fallback, err);
+}
+
+static int
+mount_bind (const struct mount_ctx *ctx, int root_fd, const struct spec_mount *mnt, struct husk_error **err)
+{
+  return bind_mount (ctx->spec, root_fd, mnt, err);
 }
 
 static int
@@ -378,7 +392,8 @@ mount_fs (int root_fd, const struct spec_mount *mnt, const char *fstype, const c
 }
 
 static int
-mount_generic (const struct spec *spec, int root_fd, const struct spec_mount *mnt, struct husk_error **err)
+mount_generic (const struct mount_ctx *ctx, int root_fd, const struct spec_mount *mnt,
+               struct husk_error **err)
 {
   if (mnt->type == NULL)
     return mount_error (err, EINVAL, mnt);
@@ -388,7 +403,7 @@ mount_generic (const struct spec *spec, int root_fd, const struct spec_mount *mn
 /* sysfs needs a network namespace owned by our user namespace; without
  * one the kernel says EPERM and the host's /sys is the best there is. */
 static int
-mount_sysfs (const struct spec *spec, int root_fd, const struct spec_mount *mnt, struct husk_error **err)
+mount_sysfs (const struct mount_ctx *ctx, int root_fd, const struct spec_mount *mnt, struct husk_error **err)
 {
   struct husk_error *first = NULL;
 
@@ -397,7 +412,7 @@ mount_sysfs (const struct spec *spec, int root_fd, const struct spec_mount *mnt,
   if (first->errnum != EPERM)
     return pass_error (err, first);
   husk_error_free (&first);
-  return mount_bind_fallback (spec, root_fd, mnt, "/sys", err);
+  return mount_bind_fallback (ctx->spec, root_fd, mnt, "/sys", err);
 }
 
 static const char *
@@ -410,20 +425,111 @@ host_unified_cgroup (void)
   return "/sys/fs/cgroup/unified";
 }
 
-/* husk is cgroup v2 only: "cgroup" gets the unified hierarchy too.  Without
- * a cgroup namespace of our own the kernel may refuse; bind the host's. */
+/* One v1 hierarchy (or the hybrid host's unified one) inside the tmpfs at
+ * TMPFS_FD: DIR_NAME, a bind of the container's own cgroup directory in it,
+ * remounted with the mount's flags.  Without a cgroup path: the hierarchy's
+ * root, as the host shows it. */
 static int
-mount_cgroup (const struct spec *spec, int root_fd, const struct spec_mount *mnt, struct husk_error **err)
+bind_hierarchy (int tmpfs_fd, const char *dir_name, const char *source, const struct spec_mount *mnt,
+                struct husk_error **err)
+{
+  cleanup_close int dir_fd = -1;
+
+  if (mkdirat (tmpfs_fd, dir_name, 0755) < 0 && errno != EEXIST)
+    return husk_error_make (err, errno, "mount cgroup on `%s`: mkdir `%s`", mnt->destination, dir_name);
+  dir_fd = openat (tmpfs_fd, dir_name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (dir_fd < 0 || mount (source, fd_path (dir_fd).path, NULL, MS_BIND, NULL) < 0)
+    return husk_error_make (err, errno, "mount cgroup on `%s`: bind `%s`", mnt->destination, source);
+  husk_closep (&dir_fd);
+  dir_fd = openat (tmpfs_fd, dir_name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (dir_fd < 0
+      || remount_bind (fd_path (dir_fd).path, MS_NOSUID | MS_NODEV | MS_NOEXEC | (mnt->flags & MS_RDONLY))
+             < 0)
+    return husk_error_make (err, errno, "mount cgroup on `%s`: remount `%s`", mnt->destination, dir_name);
+  return 0;
+}
+
+/* Where SOURCE_MOUNT's hierarchy keeps the container's cgroup. */
+static char *
+container_dir_in (const char *hierarchy, char *const *dirs)
+{
+  size_t len = strlen (hierarchy);
+
+  for (size_t i = 0; dirs && dirs[i]; i++)
+    if (strncmp (dirs[i], hierarchy, len) == 0 && (dirs[i][len] == '/' || dirs[i][len] == '\0'))
+      return xstrdup (dirs[i]);
+  return xstrdup (hierarchy);
+}
+
+/* "cgroup" on a host whose controllers are on v1 (this is how runc lays
+ * it out): a tmpfs, then per v1 hierarchy a directory named as on the
+ * host (memory, cpu,cpuacct, systemd, ...) bound from the container's own
+ * cgroup in it, the links of co-mounted controllers (cpu -> cpu,cpuacct),
+ * and the hybrid host's unified one.  JVMs and Go read their limits there
+ * (memory/memory.limit_in_bytes); a cgroup2 mount would show none. */
+static int
+mount_cgroup_v1 (const struct mount_ctx *ctx, int root_fd, const struct spec_mount *mnt,
+                 char *const *hierarchies, struct husk_error **err)
+{
+  cleanup_strv char **dirs = ctx->cgroup_path ? cgroup_dirs (ctx->cgroup_path) : NULL;
+  const char *unified = cgroup_unified_mount ();
+  unsigned long flags = (mnt->flags & (MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RELATIME)) | MS_NOSUID;
+  cleanup_close int target_fd = open_target (root_fd, mnt, ROOTFS_CREATE_DIR, err);
+  cleanup_close int tmpfs_fd = -1;
+
+  if (target_fd < 0)
+    return -1;
+  if (mount ("tmpfs", fd_path (target_fd).path, "tmpfs", flags, "mode=755") < 0)
+    return mount_error (err, errno, mnt);
+  tmpfs_fd = open_target (root_fd, mnt, ROOTFS_CREATE_NONE, err);
+  if (tmpfs_fd < 0)
+    return -1;
+  for (size_t i = 0; hierarchies[i]; i++)
+    {
+      cleanup_free char *source = container_dir_in (hierarchies[i], dirs);
+      const char *name = strrchr (hierarchies[i], '/') + 1;
+
+      if (bind_hierarchy (tmpfs_fd, name, source, mnt, err) < 0)
+        return -1;
+      if (strchr (name, ',') != NULL)
+        {
+          cleanup_free char *parts = xstrdup (name);
+          char *save = NULL;
+          for (char *part = strtok_r (parts, ",", &save); part; part = strtok_r (NULL, ",", &save))
+            if (symlinkat (name, tmpfs_fd, part) < 0 && errno != EEXIST)
+              return husk_error_make (err, errno, "mount cgroup on `%s`: link `%s`", mnt->destination, part);
+        }
+    }
+  if (unified && strcmp (unified, "/sys/fs/cgroup") != 0)
+    {
+      cleanup_free char *source = container_dir_in (unified, dirs);
+      if (bind_hierarchy (tmpfs_fd, "unified", source, mnt, err) < 0)
+        return -1;
+    }
+  if ((mnt->flags & MS_RDONLY)
+      && mount (NULL, fd_path (tmpfs_fd).path, NULL, MS_REMOUNT | MS_RDONLY | flags, "mode=755") < 0)
+    return mount_error (err, errno, mnt);
+  return 0;
+}
+
+/* "cgroup2", or "cgroup" where the controllers are on v2: the unified
+ * hierarchy.  Without a cgroup namespace of our own the kernel may refuse;
+ * bind the host's. */
+static int
+mount_cgroup (const struct mount_ctx *ctx, int root_fd, const struct spec_mount *mnt, struct husk_error **err)
 {
   struct husk_error *first = NULL;
   bool is_v2 = strcmp (mnt->type, "cgroup2") == 0;
+  char *const *hierarchies = cgroup_v1_hierarchies ();
 
+  if (!is_v2 && hierarchies && hierarchies[0])
+    return mount_cgroup_v1 (ctx, root_fd, mnt, hierarchies, err);
   if (mount_fs (root_fd, mnt, "cgroup2", is_v2 ? mnt->data : NULL, &first) == 0)
     return 0;
   if (first->errnum != EPERM && first->errnum != EBUSY)
     return pass_error (err, first);
   husk_error_free (&first);
-  return mount_bind_fallback (spec, root_fd, mnt, host_unified_cgroup (), err);
+  return mount_bind_fallback (ctx->spec, root_fd, mnt, host_unified_cgroup (), err);
 }
 
 static const struct
@@ -491,8 +597,9 @@ create_cwd (const struct spec *spec, int root_fd, struct husk_error **err)
 }
 
 int
-rootfs_prepare (const struct spec *spec, struct husk_error **err)
+rootfs_prepare (const struct spec *spec, const char *cgroup_path, struct husk_error **err)
 {
+  const struct mount_ctx ctx = { .spec = spec, .cgroup_path = cgroup_path };
   cleanup_close int root_fd = -1;
 
   /* In the runtime's own mount namespace nothing of the host's is
@@ -506,7 +613,7 @@ rootfs_prepare (const struct spec *spec, struct husk_error **err)
     {
       const struct spec_mount *mnt = &spec->mounts[i];
 
-      if (find_mount_handler (mnt) (spec, root_fd, mnt, err) < 0
+      if (find_mount_handler (mnt) (&ctx, root_fd, mnt, err) < 0
           || apply_mount_attributes (root_fd, mnt, err) < 0)
         return -1;
     }

@@ -14,8 +14,10 @@
 /* Step 1, in the child after it entered its mount namespace: makes / private
  * (or linux.rootfsPropagation), bind-mounts root.path onto itself, performs
  * spec->mounts in order, creates /dev (default devices, linux.devices,
- * /dev/pts + ptmx, /dev/shm, /dev/fd and std links).  Does not pivot. */
-int rootfs_prepare (const struct spec *spec, struct husk_error **err);
+ * /dev/pts + ptmx, /dev/shm, /dev/fd and std links).  Does not pivot.
+ * CGROUP_PATH (the container's cgroup, or NULL) is what a "cgroup" mount
+ * shows on a host whose controllers are on v1. */
+int rootfs_prepare (const struct spec *spec, const char *cgroup_path, struct husk_error **err);
 
 /* Step 2, after createContainer hooks: pivot_root (or chroot with
  * NO_PIVOT), then makes the root read-only if root.readonly, applies

@@ -100,6 +100,25 @@ spec_mknod() {
 	spec_set 'for k in c["process"]["capabilities"]: c["process"]["capabilities"][k].append("CAP_MKNOD")'
 }
 
+t_cgroup_mount() {
+	local m
+	need_v1 "the cgroup mount shows v1 hierarchies" "$MEMORY" "$PIDS" || return
+	BUNDLE=$(new_bundle)
+	spec_set 'c["linux"]["resources"]={"memory":{"limit":67108864},"pids":{"limit":42}}'
+	spec_set 'c["mounts"]=[m for m in c["mounts"] if m["destination"] != "/sys/fs/cgroup"]+[{"destination":"/sys/fs/cgroup","type":"cgroup","source":"cgroup","options":["nosuid","noexec","nodev","relatime","ro"]}]'
+	spec_args sh -c 'cat /sys/fs/cgroup/memory/memory.limit_in_bytes /sys/fs/cgroup/pids/pids.max; ls /sys/fs/cgroup | tr "\n" " "; echo; (touch /sys/fs/cgroup/x) 2>&1; (echo 1 >/sys/fs/cgroup/pids/pids.max) 2>&1; echo end'
+	run_ctr
+	assert_rc "cgroup mount: the container runs" 0 "$RC"
+	assert_contains "cgroup mount: memory/memory.limit_in_bytes is the container's limit (JVMs read it there)" "$OUT" "67108864"
+	assert_contains "cgroup mount: pids/pids.max is the container's limit" "$OUT" "42"
+	# Controller hierarchies only: named ones (name=systemd) are not given.
+	for m in $(awk '$3 == "cgroup" && $4 !~ /name=/ { n = split($2, p, "/"); print p[n] }' /proc/mounts); do
+		assert_contains "cgroup mount: the $m hierarchy is there by its host name" "$OUT" "$m"
+	done
+	assert_contains "cgroup mount: read-only (no new file in the tmpfs)" "$OUT" "Read-only file system"
+	assert_not_contains "cgroup mount: ... and no limit can be changed" "$OUT" "$(printf '\nend\n')1"
+}
+
 t_devices() {
 	need_v1 "devices: deny by default" "$DEVICES" || return
 	BUNDLE=$(new_bundle)
@@ -195,6 +214,7 @@ run_test t_memory_oom
 run_test t_memory_under_limit
 run_test t_pids_limit
 run_test t_cpu_and_files
+run_test t_cgroup_mount
 run_test t_devices
 run_test t_freeze
 run_test t_stats

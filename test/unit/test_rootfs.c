@@ -23,6 +23,7 @@
 
 #include "husk/cleanup.h"
 #include "husk/util.h"
+#include "runtime/cgroup.h"
 #include "runtime/rootfs.h"
 
 #define TMPFS_MAGIC_ 0x01021994
@@ -31,6 +32,7 @@
 #define DEVPTS_MAGIC_ 0x1cd1
 #define MQUEUE_MAGIC_ 0x19800202
 #define CGROUP2_MAGIC_ 0x63677270
+#define CGROUP_MAGIC_ 0x27e0eb
 
 #define HOST_TEXT "hello from the host\n"
 
@@ -596,7 +598,19 @@ check_full_mounts (struct fixture *fx)
 
   CHECK (fs_type (P (r, "proc")) == PROC_MAGIC_);
   CHECK (fs_type (P (r, "sys")) == SYSFS_MAGIC_ && (mount_flags (P (r, "sys")) & ST_RDONLY));
-  CHECK (fs_type (P (r, "sys/fs/cgroup")) == CGROUP2_MAGIC_);
+  if (cgroup_v1_hierarchies ()[0])
+    {
+      /* Controllers on v1: runc's layout, a read-only tmpfs holding each
+       * hierarchy under its host name (no cgroup path: the host's root),
+       * and links for co-mounted controllers. */
+      const char *h = strrchr (cgroup_v1_hierarchies ()[0], '/') + 1;
+      cleanup_free char *in = xasprintf ("sys/fs/cgroup/%s", h);
+      CHECK (fs_type (P (r, "sys/fs/cgroup")) == TMPFS_MAGIC_);
+      CHECK (fs_type (P (r, in)) == CGROUP_MAGIC_ && (mount_flags (P (r, in)) & ST_RDONLY));
+      CHECK (write_fails (P (r, "sys/fs/cgroup/new"), EROFS));
+    }
+  else
+    CHECK (fs_type (P (r, "sys/fs/cgroup")) == CGROUP2_MAGIC_);
   CHECK (mount_flags (P (r, "sys/fs/cgroup")) & ST_RDONLY);
   CHECK (has_text (P (r, "etc/hostfile"), HOST_TEXT));
   CHECK (lstat (P (r, "work/dir"), &st) == 0 && S_ISDIR (st.st_mode)); /* process.cwd */
@@ -663,7 +677,7 @@ child_full (struct fixture *fx)
   full_spec (fx, &spec);
   CHECK (mount ("tmpfs", P (fx->base, "hostdir2/sub"), "tmpfs", 0, NULL) == 0);
   CHECK (stat (P (fx->rootfs, "I-am-rootfs"), &rootfs_marker) == 0);
-  CHECK_OK (rootfs_prepare (&spec, err_));
+  CHECK_OK (rootfs_prepare (&spec, NULL, err_));
   check_full_dev (fx);
   check_full_mounts (fx);
   check_no_magic_links (fx);
@@ -692,7 +706,7 @@ child_shared_propagation (struct fixture *fx)
   spec.mounts = mounts;
   spec.n_mounts = 3;
   spec.rootfs_propagation = MS_REC | MS_SHARED;
-  CHECK_OK (rootfs_prepare (&spec, err_));
+  CHECK_OK (rootfs_prepare (&spec, NULL, err_));
   CHECK_OK (rootfs_finalize (&spec, false, err_));
   CHECK (has_text ("/I-am-rootfs", "rootfs\n"));
   CHECK (!mount_point_mentions ("husk-rootfs-test"));
@@ -719,7 +733,7 @@ child_no_pivot (struct fixture *fx)
   struct stat st;
 
   spec.masked_paths = masked;
-  CHECK_OK (rootfs_prepare (&spec, err_));
+  CHECK_OK (rootfs_prepare (&spec, NULL, err_));
   CHECK (is_node (P (fx->rootfs, "dev/null"), S_IFCHR, 1, 3, 0666));
   CHECK_OK (rootfs_finalize (&spec, true, err_));
   CHECK (getcwd (cwd, sizeof cwd) && strcmp (cwd, "/") == 0);
@@ -786,13 +800,13 @@ child_user_namespace (struct fixture *fx)
   CHECK (mount ("tmpfs", P (fx->base, "locked"), "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) == 0);
   enter_user_namespace ();
   user_ns_spec (fx, &spec);
-  CHECK_OK (rootfs_prepare (&spec, err_));
+  CHECK_OK (rootfs_prepare (&spec, NULL, err_));
   CHECK (is_node (P (r, "dev/null"), S_IFCHR, 1, 3, 0)); /* the host's node, bound */
   CHECK (is_node (P (r, "dev/full"), S_IFCHR, 1, 7, 0));
   CHECK (is_node (P (r, "dev/fifo0"), S_IFIFO, 0, 0, 0644));
   CHECK (fs_type (P (r, "dev/pts")) == DEVPTS_MAGIC_); /* without gid=5 */
   CHECK (fs_type (P (r, "sys")) == SYSFS_MAGIC_ && (mount_flags (P (r, "sys")) & ST_RDONLY));
-  CHECK (fs_type (P (r, "sys/fs/cgroup")) == CGROUP2_MAGIC_);
+  CHECK (fs_type (P (r, "sys/fs/cgroup")) == CGROUP2_MAGIC_); /* cgroup2: the unified one */
   CHECK (mount_flags (P (r, "sys/fs/cgroup")) & ST_RDONLY);
   CHECK ((mount_flags (P (r, "data/locked")) & locked_flags) == locked_flags);
   CHECK_OK (rootfs_finalize (&spec, false, err_));
@@ -821,7 +835,7 @@ child_dev_bind (struct fixture *fx)
   mounts[0] = MNT_BIND ("/dev", (char *) P (fx->base, "fakedev"), MS_REC);
   spec.mounts = mounts;
   spec.n_mounts = 1;
-  CHECK_OK (rootfs_prepare (&spec, err_));
+  CHECK_OK (rootfs_prepare (&spec, NULL, err_));
   CHECK (has_text (P (fx->rootfs, "dev/ptmx"), "not a node\n"));
   CHECK (lstat (P (fx->base, "fakedev/null"), &st) < 0 && errno == ENOENT);
   CHECK (lstat (P (fx->base, "fakedev/fd"), &st) < 0 && errno == ENOENT);
@@ -847,7 +861,7 @@ expect_prepare_error (struct fixture *fx, struct spec_mount mnt, const char *exp
 
   spec.mounts = &mnt;
   spec.n_mounts = 1;
-  CHECK (rootfs_prepare (&spec, &err) < 0 && err != NULL);
+  CHECK (rootfs_prepare (&spec, NULL, &err) < 0 && err != NULL);
   if (strcmp (err->msg, expected) != 0)
     child_fail (__LINE__, "got `%s`, want `%s`", err->msg, expected);
 }
