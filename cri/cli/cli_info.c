@@ -266,7 +266,7 @@ human_bytes (uint64_t bytes, char out[16])
 
   while (v >= 1000 && u + 1 < sizeof units / sizeof units[0])
     v /= 1000, u++;
-  snprintf (out, 16, u ? "%.3g%s" : "%.0f%s", v, units[u]);
+  snprintf (out, 16, u ? "%.4g%s" : "%.0f%s", v, units[u]);
 }
 
 struct stats_target
@@ -275,10 +275,18 @@ struct stats_target
   uint64_t cpu_usec, at_ns;
 };
 
+/* 1.57%, as podman prints it. */
+static const char *
+percent (double v, char out[16])
+{
+  snprintf (out, 16, "%.2f%%", v);
+  return out;
+}
+
 static void
 print_stats_row (struct stats_target *t, const struct husk_cgroup_stats *s)
 {
-  char usage[16], limit[16], both[40];
+  char usage[16], limit[16], both[40], cpu_text[16], mem_text[16];
   double cpu = 0, mem = 0;
   uint64_t mem_limit = s->memory.limit;
 
@@ -290,8 +298,8 @@ print_stats_row (struct stats_target *t, const struct husk_cgroup_stats *s)
   human_bytes (s->memory.usage, usage);
   human_bytes (mem_limit, limit);
   snprintf (both, sizeof both, "%s / %s", usage, limit);
-  printf ("%-14.12s %-20.20s %-8.2f %-20s %-8.2f %llu\n", t->id, t->name, cpu, both, mem,
-          (unsigned long long) s->pids.current);
+  printf ("%-14.12s %-20.20s %-8s %-20s %-8s %llu\n", t->id, t->name, percent (cpu, cpu_text), both,
+          percent (mem, mem_text), (unsigned long long) s->pids.current);
 }
 
 static int
@@ -390,7 +398,8 @@ container_cli_stats (const struct container_cli_env *env, int argc, char **argv,
 
 #define TOP_USAGE                                                                                            \
   "usage: husk container top CONTAINER\n"                                                                    \
-  "  The container's processes: USER PID PPID %CPU ELAPSED TTY TIME COMMAND, as podman top.\n"               \
+  "  The container's processes: USER PID PPID %CPU ELAPSED TTY TIME COMMAND, as podman top\n"                \
+  "  (pids as the container sees them; PPID 0: a parent outside it).\n"                                      \
   "  -h, --help  this text\n"
 
 /* The name of UID in the container's /etc/passwd, else the number. */
@@ -425,8 +434,39 @@ format_seconds (long long s, char out[32])
     snprintf (out, 32, "%llds", s);
 }
 
+/* PID as the container sees it: the last NSpid of /proc/PID/status; 0
+ * for a process outside the container (init's parent, the monitor). */
+static long
+ns_pid (pid_t pid, const pid_t *members, size_t n)
+{
+  cleanup_free char *path = xasprintf ("/proc/%d/status", (int) pid);
+  cleanup_free char *status = NULL;
+  struct husk_error *ignored = NULL;
+  const char *line;
+  long last = 0;
+  size_t len;
+  bool member = false;
+
+  for (size_t i = 0; i < n; i++)
+    member |= members[i] == pid;
+  if (!member || husk_read_file (path, &status, &len, &ignored) < 0)
+    {
+      husk_error_free (&ignored);
+      return 0;
+    }
+  line = strstr (status, "\nNSpid:");
+  for (char *p = line ? (char *) line + 7 : NULL, *end; p && *p != '\n' && *p; p = end)
+    {
+      long v = strtol (p, &end, 10);
+      if (end == p)
+        break;
+      last = v;
+    }
+  return last ? last : (long) pid;
+}
+
 static void
-print_process (pid_t pid, const char *rootfs)
+print_process (pid_t pid, const char *rootfs, const pid_t *members, size_t n_members)
 {
   cleanup_free char *stat_path = xasprintf ("/proc/%d/stat", (int) pid);
   cleanup_free char *status_path = xasprintf ("/proc/%d/status", (int) pid);
@@ -477,8 +517,9 @@ print_process (pid_t pid, const char *rootfs)
     format_seconds ((long long) cpu_s, cputime);
     if (tty)
       snprintf (tty_name, sizeof tty_name, "pts/%d", tty & 0xff);
-    printf ("%-10s %-8d %-8d %-6.3f %-12s %-6s %-10s %s\n", user, (int) pid, ppid,
-            age > 0 ? 100.0 * cpu_s / age : 0.0, elapsed, tty_name, cputime, cmd && cmd[0] ? cmd : "");
+    printf ("%-10s %-8ld %-8ld %-6.3f %-12s %-6s %-10s %s\n", user, ns_pid (pid, members, n_members),
+            ns_pid (ppid, members, n_members), age > 0 ? 100.0 * cpu_s / age : 0.0, elapsed, tty_name,
+            cputime, cmd && cmd[0] ? cmd : "");
   }
 }
 
@@ -519,7 +560,7 @@ container_cli_top (const struct container_cli_env *env, int argc, char **argv, s
   printf ("%-10s %-8s %-8s %-6s %-12s %-6s %-10s %s\n", "USER", "PID", "PPID", "%CPU", "ELAPSED", "TTY",
           "TIME", "COMMAND");
   for (size_t i = 0; i < n; i++)
-    print_process (pids[i], state->rootfs);
+    print_process (pids[i], state->rootfs, pids, n);
   state_free (state);
   free (pids);
   container_record_free (rec);

@@ -38,6 +38,12 @@ container_net_cleanup() {
 	[ -n "$CNET" ] || return 0
 	ip link del "$CBRIDGE" 2>/dev/null
 	cni_purge_rules "$CNET"
+	# The firewall plugin's rules name addresses, not the network.
+	local rule
+	iptables-save -t filter 2>/dev/null | grep '^-A CNI-FORWARD ' | grep -F -- " $CPREFIX." |
+		while read -r rule; do
+			eval "iptables -w -t filter -D ${rule#-A }" 2>/dev/null
+		done
 	rm -rf "/var/lib/cni/networks/${CNET:?}"
 	release_subnets
 	return 0

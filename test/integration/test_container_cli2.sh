@@ -95,7 +95,9 @@ store_snapshot() {
 		ls -A "$ROOT" 2>/dev/null | sed 's/^/runtime: /'
 		mounts_under "$STORE/containers"
 		ip -o link show master "$CBRIDGE" 2>/dev/null | awk '{ print "veth: " $2 }'
-		iptables-save 2>/dev/null | grep -F -- "$CNET" | sed 's/^/rule: /'
+		# by the network's name, or by an address of its subnet (the
+		# firewall plugin's CNI-FORWARD rules name no network)
+		iptables-save 2>/dev/null | grep -F -e "$CNET" -e " $CPREFIX." | sed 's/^/rule: /'
 		ls -A "/var/lib/cni/networks/$CNET" 2>/dev/null | grep -v -E '^(last_reserved_ip|lock)' | sed 's/^/lease: /'
 	} | sort
 }
@@ -417,18 +419,22 @@ t_inspect() {
 	ctr top husk-it-insp
 	assert_rc "top: rc 0" 0 "$RC"
 	assert_eq "top: podman's columns" "USER PID PPID %CPU ELAPSED TTY TIME COMMAND" "$(echo "$OUT" | head -n 1 | tr -s ' ')"
-	assert_contains "top: the init with its pid and command" "$(echo "$OUT" | awk -v p="$pid" '$2 == p')" "sleep 60"
-	assert_eq "top: the user by the image's passwd" tester "$(echo "$OUT" | awk -v p="$pid" '$2 == p { print $1 }')"
-	assert_match "top: the tty of -t" "$(echo "$OUT" | awk -v p="$pid" '$2 == p { print $6 }')" '^pts/[0-9]+$'
+	assert_contains "top: the init as the container sees it (PID 1, PPID 0) with its command" \
+		"$(echo "$OUT" | awk '$2 == 1 && $3 == 0')" "sleep 60"
+	assert_eq "top: the user by the image's passwd" tester "$(echo "$OUT" | awk '$2 == 1 { print $1 }')"
+	assert_match "top: the tty of -t" "$(echo "$OUT" | awk '$2 == 1 { print $6 }')" '^pts/[0-9]+$'
 	ctr stats --no-stream husk-it-insp
 	assert_rc "stats --no-stream: rc 0" 0 "$RC"
 	assert_eq "stats: podman's columns" "ID NAME CPU % MEM USAGE / LIMIT MEM % PIDS" "$(echo "$OUT" | head -n 1 | tr -s ' ')"
 	assert_match "stats: the row: id, name, cpu, usage / 64 MiB limit, mem %, pids" \
-		"$(echo "$OUT" | sed -n 2p | tr -s ' ')" "^${id:0:12} husk-it-insp [0-9.]+ [0-9.]+[kMG]?B / 67.1MB [0-9.]+ 1$"
+		"$(echo "$OUT" | sed -n 2p | tr -s ' ')" "^${id:0:12} husk-it-insp [0-9.]+% [0-9.]+[kMG]?B / 67.11MB [0-9.]+% 1$"
 	ctr stats --no-stream
 	assert_contains "stats without names: every running container" "$OUT" husk-it-insp
 	timeout 3 "$HUSK" --root "$ROOT" container --root "$STORE" stats husk-it-insp >"$WORK/stats.out" 2>&1
 	assert_true "stats streams (a sample a second) until stopped" test "$(grep -c husk-it-insp "$WORK/stats.out")" -ge 2
+	ctr exec husk-it-insp sh -c 'sleep 30 >/dev/null 2>&1 & sleep 0.2; echo started'
+	ctr top husk-it-insp
+	assert_eq "top: an exec'd process too (the pid namespace's pids)" 1 "$(echo "$OUT" | awk '$NF == 30 && $2 > 1' | wc -l)"
 	ctr stop -t 0 husk-it-insp
 	ctr top husk-it-insp
 	assert_fails "top of a stopped container fails" "$RC"
