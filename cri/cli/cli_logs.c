@@ -3,6 +3,7 @@
  * each stream back to its own fd, with podman's --follow, --tail,
  * --since and --timestamps. */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -102,32 +103,48 @@ count_lines (const char *text, size_t len, const struct logs_opts *opts)
   return n;
 }
 
+/* Reads what the monitor appends from OFFSET on (the file is opened once
+ * and read incrementally) until the container no longer runs, then once
+ * more for what the monitor drained after its init exited. */
 static int
 follow (const struct container_cli_env *env, const char *id, const char *path, off_t offset,
         const struct logs_opts *opts, bool *line_start, struct husk_error **err)
 {
+  cleanup_close int fd = open (path, O_RDONLY | O_CLOEXEC);
+  cleanup_free char *pending = NULL;
+  size_t len = 0, size = 0;
   bool last_round = false;
 
+  if (fd < 0)
+    return errno == ENOENT ? 0 : husk_error_make (err, errno, "open `%s`", path);
+  if (lseek (fd, offset, SEEK_SET) < 0)
+    return husk_error_make (err, errno, "seek `%s`", path);
   for (;;)
     {
-      cleanup_free char *text = NULL;
-      size_t len = 0;
       bool running = containers_running (&env->containers, id);
+      ssize_t got;
 
-      if (husk_read_file (path, &text, &len, err) < 0)
-        return (*err)->errnum == ENOENT ? (husk_error_free (err), 0) : -1;
-      if ((size_t) offset < len)
-        offset += (off_t) print_records (text + offset, len - (size_t) offset, opts, 0, line_start);
+      do
+        {
+          if (size - len < 65537)
+            pending = xrealloc (pending, size = 2 * size + 65537);
+          got = read (fd, pending + len, size - len - 1);
+          if (got > 0)
+            len += (size_t) got;
+        }
+      while (got > 0 || (got < 0 && errno == EINTR));
+      if (got < 0)
+        return husk_error_make (err, errno, "read `%s`", path);
+      pending[len] = '\0';
+      {
+        size_t used = print_records (pending, len, opts, 0, line_start);
+        memmove (pending, pending + used, len - used);
+        len -= used;
+      }
       if (last_round)
         return 0;
-      /* Once it stopped, one more read takes what the monitor drained. */
-      if (!running)
-        {
-          poll (NULL, 0, 200);
-          last_round = true;
-        }
-      else
-        poll (NULL, 0, 100);
+      last_round = !running;
+      poll (NULL, 0, running ? 100 : 200);
     }
 }
 
