@@ -211,10 +211,11 @@ t_default_bridge() {
 }
 
 t_publish() {
-	local port id pid ip before
+	local port uport id pid ip before
 	before=$(store_snapshot)
 	port=$(free_port)
-	ctr run -d --name husk-it-web -p "$port:8080" "$IMG" \
+	uport=$(free_port)
+	ctr run -d --name husk-it-web -p "$port:8080" -p "127.0.0.1:$uport:9090/udp" "$IMG" \
 		'while :; do echo hi-from-husk | nc -l -p 8080; done'
 	assert_rc "run -d -p $port:8080: rc 0" 0 "$RC" || return 1
 	id=$OUT
@@ -224,10 +225,13 @@ t_publish() {
 	ip=$(field husk-it-web '{{.NetworkSettings.IPAddress}}')
 	assert_match "inspect: IPAddress in the bridge's subnet" "$ip" "^${CPREFIX//./\\.}\\.[0-9]+$"
 	assert_eq "the container's own address, port 8080" hi-from-husk "$(tcp_read "$ip" 8080)"
-	assert_eq "inspect: NetworkSettings.Ports as podman's" "{\"8080/tcp\":[{\"HostIp\":\"\",\"HostPort\":\"$port\"}]}" \
+	assert_eq "inspect: NetworkSettings.Ports as podman's" \
+		"{\"8080/tcp\":[{\"HostIp\":\"\",\"HostPort\":\"$port\"}],\"9090/udp\":[{\"HostIp\":\"127.0.0.1\",\"HostPort\":\"$uport\"}]}" \
 		"$(field husk-it-web '{{.NetworkSettings.Ports}}')"
 	ctr ls
-	assert_contains "ls: PORTS as podman's" "$OUT" "0.0.0.0:$port->8080/tcp"
+	assert_contains "ls: PORTS as podman's" "$OUT" "0.0.0.0:$port->8080/tcp,127.0.0.1:$uport->9090/udp"
+	assert_true "iptables: a udp DNAT to the container for 127.0.0.1:$uport" \
+		sh -c "iptables-save -t nat | grep -- '-d 127.0.0.1/32 -p udp' | grep -- '--dport $uport ' | grep -q DNAT"
 	assert_true "iptables: portmap's DNAT rule for the port, naming the container" \
 		sh -c "iptables-save -t nat | grep -F -- '$id' | grep -q -- '--dports $port'"
 	pid=$(field husk-it-web '{{.State.Pid}}')
