@@ -91,8 +91,7 @@ containers_log_parse_since (const char *text, long long now_ns, long long *out, 
       *out = now_ns - v;
       return 0;
     }
-  return husk_error_make (
-      err, 0, "--since `%s`: expected RFC 3339, unix seconds or a duration", text);
+  return husk_error_make (err, 0, "--since `%s`: expected RFC 3339, unix seconds or a duration", text);
 }
 
 bool
@@ -119,4 +118,3 @@ containers_log_parse_record (const char *line, size_t len, struct containers_log
   rec->len = len - (size_t) (p - line);
   return true;
 }
-
