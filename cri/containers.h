@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 
+#include "cri/cni/cni.h"
 #include "cri/ocispec.h"
 #include "husk/error.h"
 
@@ -29,6 +30,20 @@ struct container_record
   bool has_exit_code;
   int exit_code;
   char *stop_signal; /* the image's StopSignal, or NULL */
+  /* The network: "bridge" (CNI, the default), "none" (only lo) or
+   * "host"; the pinned netns (NULL for host, and once released); the
+   * bridge address (without prefix) and the port mappings given to
+   * portmap (host_ip and protocol owned by the record). */
+  char *network;
+  char *netns;
+  char *ip;
+  struct cni_port_mapping *ports;
+  size_t n_ports;
+  bool detached;    /* runs under husk-monitor: the log and exit file are its */
+  bool auto_remove; /* --rm: removed once it exits */
+  bool tty;
+  char *started;  /* RFC 3339, or NULL */
+  char *finished; /* RFC 3339, or NULL */
 };
 
 void container_record_free (struct container_record *rec);
@@ -45,7 +60,24 @@ struct container_create_request
   struct cdi_registry *cdi;
   char **cdi_names;
   int nvidia_env;
+  /* The network (OCISPEC_NETWORK_NONE gets a pinned netns with lo up),
+   * and with BRIDGE the CNI conflist (NULL: containers_network_config)
+   * and the port mappings. */
+  bool bridge;
+  const char *network_config;
+  const struct cni_port_mapping *ports;
+  size_t n_ports;
+  bool auto_remove;
+  bool detached;
 };
+
+/* Where the bridge network's conflist comes from: $HUSK_NETWORK_CONFIG,
+ * else /etc/husk/container-network.conflist when it exists, else NULL
+ * (the built-in one: bridge husk0, 10.89.0.0/16, portmap, firewall,
+ * tuning). */
+const char *containers_network_config (void);
+/* The built-in conflist's text. */
+const char *containers_default_network (void);
 
 /* Creates the snapshot, bundle and record; *ID gets the new id.  Nothing is
  * left behind on failure. */
@@ -60,14 +92,29 @@ int containers_list (const struct containers_ctx *ctx, struct container_record *
                      struct husk_error **err);
 void container_records_free (struct container_record **recs, size_t n);
 
-/* Starts the container through husk's runtime.  DETACH: returns once it
- * runs, with its stdout/stderr going to its log file.  Otherwise waits,
+/* Starts the container through husk's runtime.  A detached one (see
+ * the request) runs under husk-monitor, which holds its stdio, writes its
+ * log (the CRI format) and exit file; a waiter process started here then
+ * calls containers_finish when the monitor exits (podman's conmon
+ * exit-command does the same).  Otherwise waits in the foreground,
  * records the exit code and stores it in *EXIT_CODE. */
-int containers_start (const struct containers_ctx *ctx, const char *id, bool detach, int *exit_code,
+int containers_start (const struct containers_ctx *ctx, const char *id, int *exit_code,
                       struct husk_error **err);
 
-/* "created", "running", "stopped", "exited (N)". */
+/* Once the container is no longer running: its exit code into the record,
+ * its network released (CNI DEL, the netns unpinned) and, when it was run
+ * with --rm, the container removed.  Idempotent; a running container is
+ * left alone. */
+int containers_finish (const struct containers_ctx *ctx, const char *id, struct husk_error **err);
+
+/* "created", "running", "paused", "stopped", "exited (N)". */
 char *containers_status (const struct containers_ctx *ctx, const struct container_record *rec);
+/* True while the runtime has it created, running or paused. */
+bool containers_running (const struct containers_ctx *ctx, const char *id);
+/* The exit code the monitor wrote for a detached container, or the one
+ * the record holds; false when none is known yet. */
+bool containers_exit_code (const struct containers_ctx *ctx, const struct container_record *rec, int *code,
+                           char **finished_at);
 
 /* SIGTERM (or the image's StopSignal), then SIGKILL after TIMEOUT seconds. */
 int containers_stop (const struct containers_ctx *ctx, const char *id, int timeout, struct husk_error **err);
@@ -89,7 +136,41 @@ int containers_prepare_rootfs (const char *image_root, const char *id, const str
 /* Writes BUNDLE/config.json atomically, creating BUNDLE. */
 int containers_write_config (const char *bundle, json_t *config, struct husk_error **err);
 
-/* The log file of a detached container. */
+/* The netns (pinned under BUNDLE, with lo up) of every network but host,
+ * set in CONFIG, and for the bridge network CNI ADD with the port
+ * mappings; fills REC's netns and ip.  Nothing is left on failure. */
+int containers_network_setup (const struct containers_ctx *ctx, struct container_record *rec,
+                              const char *bundle, const struct container_create_request *req, json_t *config,
+                              struct husk_error **err);
+/* CNI DEL (warning only when it fails) and the netns unpinned; REC's
+ * netns becomes NULL. */
+void containers_network_release (const struct containers_ctx *ctx, struct container_record *rec);
+
+/* One record of the CRI log: `<RFC3339Nano> <stdout|stderr> <F|P> <text>`;
+ * TEXT and STAMP point into the line. */
+struct containers_log_record
+{
+  long long ns;
+  bool is_stderr, full; /* full: F, the end of a line */
+  const char *text;
+  size_t len;
+  const char *stamp;
+};
+
+/* Parses LINE (LEN bytes, no newline); false for a line not in the format. */
+bool containers_log_parse_record (const char *line, size_t len, struct containers_log_record *rec);
+/* 2024-01-02T15:04:05[.fraction](Z|+hh:mm|-hh:mm) -> ns since the epoch;
+ * *REST (may be NULL) after it. */
+int containers_log_parse_time (const char *text, long long *out, const char **rest);
+/* --since: RFC 3339, unix seconds, or a Go duration (1h30m, 10s, 500ms)
+ * before NOW_NS. */
+int containers_log_parse_since (const char *text, long long now_ns, long long *out, struct husk_error **err);
+
+/* -p [IP:]HOST:CTR[/tcp|udp|sctp], as podman takes it; *OUT's strings are
+ * new (freed by the caller). */
+int containers_parse_publish (const char *arg, struct cni_port_mapping *out, struct husk_error **err);
+
+/* The log file of a detached container (the CRI log format). */
 char *containers_log_path (const struct containers_ctx *ctx, const char *id);
 
 #endif

@@ -75,12 +75,13 @@ strv_json (char *const *v)
 }
 
 /* Entrypoint + Cmd, with the request's replacements (docker semantics: a
- * new entrypoint drops the image's Cmd). */
+ * new entrypoint drops the image's Cmd; an empty one, podman's
+ * `--entrypoint ""`, clears the Entrypoint and keeps the Cmd). */
 static json_t *
 process_args (const struct image_config *image, const struct ocispec_request *req, struct husk_error **err)
 {
   char *const *entrypoint = req->entrypoint ? req->entrypoint : image->entrypoint;
-  char *const *cmd = req->args ? req->args : (req->entrypoint ? NULL : image->cmd);
+  char *const *cmd = req->args ? req->args : (req->entrypoint && req->entrypoint[0] ? NULL : image->cmd);
   json_t *args = json_array ();
 
   for (size_t i = 0; entrypoint && entrypoint[i]; i++)

@@ -165,7 +165,7 @@ same_gpus() { # WHAT OUTPUT
 }
 
 # ------------------------------------------------- 1. husk container run
-out=$("$HUSK" container --root "$T/root" run --rm --name gpu-cli --cdi-spec-dir "$T/cdi" --gpus all \
+out=$("$HUSK" container --root "$T/root" run --rm --network none --name gpu-cli --cdi-spec-dir "$T/cdi" --gpus all \
 	"$IMAGE" nvidia-smi -L 2>&1)
 same_gpus "husk container run --gpus all" "$out"
 

@@ -2,6 +2,8 @@
 #ifndef HUSK_CRI_CLI_H
 #define HUSK_CRI_CLI_H
 
+#include <getopt.h>
+
 #include "cri/containers.h"
 #include "husk/error.h"
 #include "image/cli/image_cli.h"
@@ -15,6 +17,34 @@ struct container_cli_env
 int container_cli_main (int argc, char **argv, const char *runtime_root, struct husk_error **err);
 /* husk cdi generate|list (cdi_cli.c). */
 int cdi_cli_main (int argc, char **argv, struct husk_error **err);
+
+/* A verb's options for cli_getopt: SHORTOPTS as getopt's (without the
+ * leading "+:" and "h"), LONGOPTS ending with a zero entry and holding
+ * { "help", no_argument, NULL, 'h' }. */
+struct cli_verb
+{
+  const char *name;
+  const char *usage;
+  const char *shortopts;
+  const struct option *longopts;
+};
+
+enum
+{
+  CLI_ERROR = -2, /* *ERR says what was wrong */
+  CLI_HELP = -3,  /* the usage went to stdout: exit 0 */
+};
+
+/* The next option's value (optarg set), -1 after the last, or CLI_ERROR
+ * or CLI_HELP.  Set optind = 1 before the first call. */
+int cli_getopt (const struct cli_verb *verb, int argc, char **argv, struct husk_error **err);
+
+/* The verbs of cli_logs.c, cli_info.c. */
+int container_cli_logs (const struct container_cli_env *env, int argc, char **argv, struct husk_error **err);
+int container_cli_inspect (const struct container_cli_env *env, int argc, char **argv,
+                           struct husk_error **err);
+int container_cli_stats (const struct container_cli_env *env, int argc, char **argv, struct husk_error **err);
+int container_cli_top (const struct container_cli_env *env, int argc, char **argv, struct husk_error **err);
 
 int container_cli_exec (const struct container_cli_env *env, int argc, char **argv, struct husk_error **err);
 /* husk cdi-hook VERB ... (cdi_hook_cli.c) */

@@ -17,17 +17,46 @@
 #include "runtime/container.h"
 
 #define CONTAINER_USAGE                                                                                      \
-  "usage: husk container [--root DIR] [--registries FILE] VERB\n"                                            \
-  "  run [--rm] [-d] [-i] [-t] [--name N] [-e K=V] [-v SRC:DST[:ro]] [-w DIR] [-u USER]\n"                   \
-  "      [--network host|none] [--memory M] [--cpus C] [--pids-limit N] [--device PATH]\n"                   \
-  "      [--device VENDOR/CLASS=NAME] [--gpus all|N|device=IDX|UUID[,...]] [--cdi-spec-dir DIR]\n"           \
-  "      [--nvidia-env off|container-config|image-too]\n"                                                    \
-  "      [--read-only] [--entrypoint CMD] [--security-opt seccomp=unconfined] IMAGE [CMD...]\n"              \
-  "  ls [-q]\n"                                                                                              \
-  "  exec [-t] [-e K=V] [-w DIR] [-u UID[:GID]] CONTAINER CMD...\n"                                          \
-  "  logs CONTAINER\n"                                                                                       \
-  "  stop [-t SECONDS] CONTAINER...\n"                                                                       \
-  "  rm [-f] CONTAINER...\n"
+  "usage: husk container [--root DIR] [--registries FILE] VERB [--help]\n"                                   \
+  "  run      run a command in a new container (see run --help)\n"                                           \
+  "  ls, ps   list containers (running only; -a all)\n"                                                      \
+  "  exec     run a command in a running container\n"                                                        \
+  "  logs     a detached container's output\n"                                                               \
+  "  inspect  a container's configuration and state, as JSON\n"                                              \
+  "  stats    cpu, memory and pids of running containers\n"                                                  \
+  "  top      the processes of a container\n"                                                                \
+  "  stop     stop containers\n"                                                                             \
+  "  rm       remove containers\n"
+
+#define RUN_USAGE                                                                                            \
+  "usage: husk container run [OPTIONS] IMAGE [CMD...]\n"                                                     \
+  "      --rm                   remove the container when it exits (with -d too)\n"                          \
+  "  -d, --detach               run in the background under husk-monitor; print the id\n"                    \
+  "  -i, --interactive          keep stdin open\n"                                                           \
+  "  -t, --tty                  a terminal (TERM=xterm unless -e sets TERM)\n"                               \
+  "      --name NAME            the container's name\n"                                                      \
+  "  -e, --env KEY=VALUE        an environment variable\n"                                                   \
+  "  -v, --volume SRC:DST[:ro]  a bind mount\n"                                                              \
+  "  -w, --workdir DIR          the working directory\n"                                                     \
+  "  -u, --user USER            the user (name, uid, uid:gid)\n"                                             \
+  "  -p, --publish [IP:]HOST:CTR[/tcp|udp|sctp]\n"                                                           \
+  "                             a host port forwarded to the container (CNI portmap)\n"                      \
+  "      --network bridge|none|host\n"                                                                       \
+  "                             bridge (default): CNI from $HUSK_NETWORK_CONFIG, else\n"                     \
+  "                             /etc/husk/container-network.conflist, else husk0 10.89.0.0/16;\n"            \
+  "                             none: its own namespace with only lo (up)\n"                                 \
+  "      --memory SIZE          a memory limit (512m, 1g)\n"                                                 \
+  "      --cpus N               a cpu limit\n"                                                               \
+  "      --pids-limit N         a pids limit\n"                                                              \
+  "      --device PATH|VENDOR/CLASS=NAME\n"                                                                  \
+  "                             a host device, or a CDI device\n"                                            \
+  "      --gpus all|N|device=IDX|UUID[,...]\n"                                                               \
+  "      --cdi-spec-dir DIR     where CDI specs are (repeatable)\n"                                          \
+  "      --nvidia-env off|container-config|image-too\n"                                                      \
+  "      --read-only            a read-only root filesystem\n"                                               \
+  "      --entrypoint CMD       replaces the image's entrypoint (\"\" clears it)\n"                          \
+  "      --security-opt seccomp=unconfined\n"                                                                \
+  "  -h, --help                 this text\n"
 
 struct run_cli
 {
@@ -41,6 +70,8 @@ struct run_cli
   char *entrypoint[2];
   struct ocispec_mount *mounts;
   size_t n_mounts;
+  struct cni_port_mapping *ports;
+  size_t n_ports;
 };
 
 static int
@@ -106,6 +137,18 @@ parse_volume (struct run_cli *cli, const char *arg, struct husk_error **err)
   return 0;
 }
 
+static int
+parse_publish (struct run_cli *cli, const char *arg, struct husk_error **err)
+{
+  struct cni_port_mapping port;
+
+  if (containers_parse_publish (arg, &port, err) < 0)
+    return -1;
+  cli->ports = xrealloc (cli->ports, (cli->n_ports + 1) * sizeof *cli->ports);
+  cli->ports[cli->n_ports++] = port;
+  return 0;
+}
+
 enum
 {
   OPT_RM = 1000,
@@ -151,6 +194,8 @@ parse_run_option (struct run_cli *cli, int c, const char *arg, struct husk_error
       return 0;
     case 'v':
       return parse_volume (cli, arg, err);
+    case 'p':
+      return parse_publish (cli, arg, err);
     case 'w':
       spec->workdir = arg;
       return 0;
@@ -185,7 +230,8 @@ parse_run_option (struct run_cli *cli, int c, const char *arg, struct husk_error
         return 0;
       }
     case OPT_ENTRYPOINT:
-      cli->entrypoint[0] = (char *) arg;
+      /* "" clears the image's entrypoint, as podman's does. */
+      cli->entrypoint[0] = arg[0] ? (char *) arg : NULL;
       spec->entrypoint = cli->entrypoint;
       return 0;
     case OPT_SECURITY_OPT:
@@ -195,9 +241,10 @@ parse_run_option (struct run_cli *cli, int c, const char *arg, struct husk_error
       cli->req.seccomp_unconfined = true;
       return 0;
     case OPT_NETWORK:
-      if (strcmp (arg, "host") != 0 && strcmp (arg, "none") != 0)
-        return husk_error_make (err, 0, "--network `%s`: must be host or none", arg);
+      if (strcmp (arg, "host") != 0 && strcmp (arg, "none") != 0 && strcmp (arg, "bridge") != 0)
+        return husk_error_make (err, 0, "--network `%s`: must be bridge, none or host", arg);
       spec->network = strcmp (arg, "host") == 0 ? OCISPEC_NETWORK_HOST : OCISPEC_NETWORK_NONE;
+      cli->req.bridge = strcmp (arg, "bridge") == 0;
       return 0;
     case OPT_MEMORY:
       if (parse_size (arg, &spec->memory_limit) < 0)
@@ -214,64 +261,81 @@ parse_run_option (struct run_cli *cli, int c, const char *arg, struct husk_error
       spec->pids_limit = n;
       return 0;
     default:
-      return husk_error_make (err, 0, "container run: unknown option (see husk container --help)");
+      return husk_error_make (err, 0, "container run: unknown option (see husk container run --help)");
     }
+}
+
+static const struct option run_options[] = {
+  { "rm", no_argument, NULL, OPT_RM },
+  { "detach", no_argument, NULL, 'd' },
+  { "interactive", no_argument, NULL, 'i' },
+  { "tty", no_argument, NULL, 't' },
+  { "name", required_argument, NULL, OPT_NAME },
+  { "env", required_argument, NULL, 'e' },
+  { "volume", required_argument, NULL, 'v' },
+  { "workdir", required_argument, NULL, 'w' },
+  { "user", required_argument, NULL, 'u' },
+  { "publish", required_argument, NULL, 'p' },
+  { "network", required_argument, NULL, OPT_NETWORK },
+  { "memory", required_argument, NULL, OPT_MEMORY },
+  { "cpus", required_argument, NULL, OPT_CPUS },
+  { "pids-limit", required_argument, NULL, OPT_PIDS },
+  { "device", required_argument, NULL, OPT_DEVICE },
+  { "read-only", no_argument, NULL, OPT_READ_ONLY },
+  { "entrypoint", required_argument, NULL, OPT_ENTRYPOINT },
+  { "security-opt", required_argument, NULL, OPT_SECURITY_OPT },
+  { "gpus", required_argument, NULL, OPT_GPUS },
+  { "cdi-spec-dir", required_argument, NULL, OPT_CDI_SPEC_DIR },
+  { "nvidia-env", required_argument, NULL, OPT_NVIDIA_ENV },
+  { "help", no_argument, NULL, 'h' },
+  { NULL, 0, NULL, 0 },
+};
+
+static const struct cli_verb run_verb = { "run", RUN_USAGE, "dite:v:w:u:p:", run_options };
+
+/* -t: TERM=xterm, as podman sets it, unless -e gives one. */
+static void
+add_term (struct run_cli *cli)
+{
+  char *const term[] = { "TERM=xterm", NULL };
+  char **merged;
+
+  if (!cli->req.spec.terminal)
+    return;
+  merged = ocispec_merge_env (term, cli->env);
+  husk_strvfreep (&cli->env);
+  cli->env = merged;
 }
 
 static int
 parse_run (int argc, char **argv, struct run_cli *cli, struct husk_error **err)
 {
-  static const struct option options[] = {
-    { "rm", no_argument, NULL, OPT_RM },
-    { "detach", no_argument, NULL, 'd' },
-    { "interactive", no_argument, NULL, 'i' },
-    { "tty", no_argument, NULL, 't' },
-    { "name", required_argument, NULL, OPT_NAME },
-    { "env", required_argument, NULL, 'e' },
-    { "volume", required_argument, NULL, 'v' },
-    { "workdir", required_argument, NULL, 'w' },
-    { "user", required_argument, NULL, 'u' },
-    { "network", required_argument, NULL, OPT_NETWORK },
-    { "memory", required_argument, NULL, OPT_MEMORY },
-    { "cpus", required_argument, NULL, OPT_CPUS },
-    { "pids-limit", required_argument, NULL, OPT_PIDS },
-    { "device", required_argument, NULL, OPT_DEVICE },
-    { "read-only", no_argument, NULL, OPT_READ_ONLY },
-    { "entrypoint", required_argument, NULL, OPT_ENTRYPOINT },
-    { "security-opt", required_argument, NULL, OPT_SECURITY_OPT },
-    { "gpus", required_argument, NULL, OPT_GPUS },
-    { "cdi-spec-dir", required_argument, NULL, OPT_CDI_SPEC_DIR },
-    { "nvidia-env", required_argument, NULL, OPT_NVIDIA_ENV },
-    { NULL, 0, NULL, 0 },
-  };
   int c;
 
   optind = 1;
-  opterr = 0;
-  while ((c = getopt_long (argc, argv, "+dite:v:w:u:", options, NULL)) != -1)
-    {
-      if (c == '?' || c == ':')
-        {
-          char buf[3];
-          return husk_error_make (err, 0, "container run: unknown option `%s` (see husk container --help)",
-                                  husk_getopt_bad_option (argv, buf));
-        }
-      if (parse_run_option (cli, c, optarg, err) < 0)
-        return -1;
-    }
+  cli->req.bridge = true; /* rootful podman's default */
+  while ((c = cli_getopt (&run_verb, argc, argv, err)) >= 0)
+    if (parse_run_option (cli, c, optarg, err) < 0)
+      return -1;
+  if (c != -1)
+    return c;
   if (optind >= argc)
-    return husk_error_make (err, 0, "container run: missing IMAGE (see husk container --help)");
-  if (cli->remove && cli->detach)
-    return husk_error_make (err, 0, "container run: --rm and --detach cannot be combined yet (no monitor)");
-  if (cli->req.spec.terminal && cli->detach)
-    return husk_error_make (err, 0,
-                            "container run: --tty needs the foreground (no monitor for detached ttys)");
+    return husk_error_make (err, 0, "container run: missing IMAGE (see husk container run --help)");
+  if (cli->n_ports && !cli->req.bridge)
+    return husk_error_make (err, 0, "container run: --publish needs the bridge network, not --network %s",
+                            cli->req.spec.network == OCISPEC_NETWORK_HOST ? "host" : "none");
+  add_term (cli);
   cli->req.image = argv[optind];
   cli->req.spec.args = optind + 1 < argc ? argv + optind + 1 : NULL;
   cli->req.spec.env = cli->env;
   cli->req.spec.devices = cli->devices;
   cli->req.spec.mounts = cli->mounts;
   cli->req.spec.n_mounts = cli->n_mounts;
+  cli->req.ports = cli->ports;
+  cli->req.n_ports = cli->n_ports;
+  cli->req.auto_remove = cli->remove;
+  cli->req.detached = cli->detach;
+  cli->req.network_config = containers_network_config ();
   return 0;
 }
 
@@ -291,6 +355,12 @@ run_cli_clear (struct run_cli *cli)
       free ((char *) cli->mounts[i].destination);
     }
   free (cli->mounts);
+  for (size_t i = 0; i < cli->n_ports; i++)
+    {
+      free ((char *) cli->ports[i].protocol);
+      free ((char *) cli->ports[i].host_ip);
+    }
+  free (cli->ports);
 }
 
 /* docker's behaviour: an image that is not here yet is pulled first. */
@@ -337,72 +407,100 @@ verb_run (const struct container_cli_env *env, int argc, char **argv, struct hus
 {
   struct run_cli cli = { 0 };
   cleanup_free char *id = NULL;
-  int exit_code = 0, ret = -1;
+  int exit_code = 0, ret = -1, parsed;
 
   cli.req.nvidia_env = CDI_NVIDIA_ENV_CONTAINER;
-  if (parse_run (argc, argv, &cli, err) == 0 && resolve_cdi (&cli, err) == 0
-      && ensure_image (env, cli.req.image, err) == 0
-      && containers_create (&env->containers, &cli.req, &id, err) == 0)
+  parsed = parse_run (argc, argv, &cli, err);
+  if (parsed == CLI_HELP)
+    ret = exit_code = 0;
+  else if (parsed == 0 && resolve_cdi (&cli, err) == 0 && ensure_image (env, cli.req.image, err) == 0
+           && containers_create (&env->containers, &cli.req, &id, err) == 0)
     {
+      struct husk_error *ignored = NULL;
+
       if (!cli.interactive && !cli.req.spec.terminal && !cli.detach)
         freopen ("/dev/null", "r", stdin);
-      ret = containers_start (&env->containers, id, cli.detach, &exit_code, err);
+      ret = containers_start (&env->containers, id, &exit_code, err);
       if (ret == 0 && cli.detach)
         printf ("%s\n", id);
-      if (cli.remove || ret < 0)
-        {
-          struct husk_error *ignored = NULL;
-          containers_remove (&env->containers, id, true, &ignored);
-          husk_error_free (&ignored);
-        }
+      /* A detached one is finished by its waiter; a failed start leaves
+       * nothing. */
+      if (ret < 0)
+        containers_remove (&env->containers, id, true, &ignored);
+      else if (!cli.detach)
+        containers_finish (&env->containers, id, &ignored);
+      husk_error_free (&ignored);
     }
   run_cli_clear (&cli);
   return ret < 0 ? -1 : exit_code;
 }
 
-static int
-verb_ls (const struct container_cli_env *env, int argc, char **argv, struct husk_error **err)
-{
-  struct container_record **recs = NULL;
-  bool quiet = argc > 1 && strcmp (argv[1], "-q") == 0;
-  size_t n = 0;
+#define LS_USAGE                                                                                             \
+  "usage: husk container ls [-a] [-q]\n"                                                                     \
+  "  -a, --all    every container (default: the running ones)\n"                                             \
+  "  -q, --quiet  only the ids\n"                                                                            \
+  "  -h, --help   this text\n"
 
-  if (containers_list (&env->containers, &recs, &n, err) < 0)
-    return -1;
-  if (!quiet)
-    printf ("%-14s %-30s %-30s %-16s %s\n", "CONTAINER ID", "IMAGE", "COMMAND", "STATUS", "NAME");
-  for (size_t i = 0; i < n; i++)
+/* podman's PORTS: 0.0.0.0:8080->80/tcp, ... */
+static char *
+ports_text (const struct container_record *rec)
+{
+  char *out = xstrdup ("");
+
+  for (size_t i = 0; i < rec->n_ports; i++)
     {
-      cleanup_free char *status = containers_status (&env->containers, recs[i]);
-      if (quiet)
-        printf ("%s\n", recs[i]->id);
-      else
-        printf ("%-14.12s %-30.30s %-30.30s %-16s %s\n", recs[i]->id, recs[i]->image, recs[i]->command,
-                status, recs[i]->name);
+      const struct cni_port_mapping *p = &rec->ports[i];
+      char *next = xasprintf ("%s%s%s:%d->%d/%s", out, i ? "," : "",
+                              p->host_ip && p->host_ip[0] ? p->host_ip : "0.0.0.0", p->host_port,
+                              p->container_port, p->protocol);
+      free (out);
+      out = next;
     }
-  container_records_free (recs, n);
-  return 0;
+  return out;
 }
 
 static int
-verb_logs (const struct container_cli_env *env, int argc, char **argv, struct husk_error **err)
+verb_ls (const struct container_cli_env *env, int argc, char **argv, struct husk_error **err)
 {
-  struct container_record *rec = NULL;
-  cleanup_free char *path = NULL;
-  cleanup_free char *text = NULL;
-  size_t len = 0;
+  static const struct option options[] = { { "all", no_argument, NULL, 'a' },
+                                           { "quiet", no_argument, NULL, 'q' },
+                                           { "help", no_argument, NULL, 'h' },
+                                           { NULL, 0, NULL, 0 } };
+  static const struct cli_verb verb = { "ls", LS_USAGE, "aq", options };
+  struct container_record **recs = NULL;
+  bool quiet = false, all = false;
+  size_t n = 0;
+  int c;
 
-  if (argc != 2)
-    return husk_error_make (err, 0, "container logs: expected one container");
-  if (containers_lookup (&env->containers, argv[1], &rec, err) < 0)
+  optind = 1;
+  while ((c = cli_getopt (&verb, argc, argv, err)) >= 0)
+    if (c == 'a')
+      all = true;
+    else
+      quiet = true;
+  if (c != -1)
+    return c == CLI_HELP ? 0 : -1;
+  if (optind < argc)
+    return husk_error_make (err, 0, "container ls: unexpected argument `%s`", argv[optind]);
+  if (containers_list (&env->containers, &recs, &n, err) < 0)
     return -1;
-  path = containers_log_path (&env->containers, rec->id);
-  container_record_free (rec);
-  if (access (path, F_OK) < 0)
-    return 0; /* a foreground container wrote to the terminal */
-  if (husk_read_file (path, &text, &len, err) < 0)
-    return -1;
-  fwrite (text, 1, len, stdout);
+  if (!quiet)
+    printf ("%-14s %-30s %-24s %-12s %-24s %s\n", "CONTAINER ID", "IMAGE", "COMMAND", "STATUS", "PORTS",
+            "NAMES");
+  for (size_t i = 0; i < n; i++)
+    {
+      cleanup_free char *status = containers_status (&env->containers, recs[i]);
+      cleanup_free char *ports = ports_text (recs[i]);
+
+      if (!all && strcmp (status, "running") != 0 && strcmp (status, "paused") != 0)
+        continue;
+      if (quiet)
+        printf ("%s\n", recs[i]->id);
+      else
+        printf ("%-14.12s %-30.30s %-24.24s %-12s %-24s %s\n", recs[i]->id, recs[i]->image, recs[i]->command,
+                status, ports, recs[i]->name);
+    }
+  container_records_free (recs, n);
   return 0;
 }
 
@@ -442,32 +540,41 @@ do_rm (const struct containers_ctx *ctx, const char *id, bool force, int unused,
   return containers_remove (ctx, id, force, err);
 }
 
+#define STOP_USAGE                                                                                           \
+  "usage: husk container stop [-t SECONDS] CONTAINER...\n"                                                   \
+  "  -t, --time SECONDS  wait this long after the stop signal before SIGKILL (default 10)\n"                 \
+  "  -h, --help          this text\n"
+#define RM_USAGE                                                                                             \
+  "usage: husk container rm [-f] CONTAINER...\n"                                                             \
+  "  -f, --force  stop (SIGKILL) a running container first\n"                                                \
+  "  -h, --help   this text\n"
+
 static int
 verb_stop_rm (const struct container_cli_env *env, bool is_rm, int argc, char **argv, struct husk_error **err)
 {
+  static const struct option rm_options[]
+      = { { "force", no_argument, NULL, 'f' }, { "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 } };
+  static const struct option stop_options[] = { { "time", required_argument, NULL, 't' },
+                                                { "help", no_argument, NULL, 'h' },
+                                                { NULL, 0, NULL, 0 } };
+  static const struct cli_verb rm_verb = { "rm", RM_USAGE, "f", rm_options };
+  static const struct cli_verb stop_verb = { "stop", STOP_USAGE, "t:", stop_options };
   int timeout = 10, c;
   bool force = false;
   long long n;
 
-  static const struct option rm_options[] = { { "force", no_argument, NULL, 'f' }, { NULL, 0, NULL, 0 } };
-  static const struct option stop_options[]
-      = { { "time", required_argument, NULL, 't' }, { NULL, 0, NULL, 0 } };
-  char buf[3];
-
   optind = 1;
-  opterr = 0;
-  while ((c = getopt_long (argc, argv, is_rm ? "+f" : "+t:", is_rm ? rm_options : stop_options, NULL)) != -1)
+  while ((c = cli_getopt (is_rm ? &rm_verb : &stop_verb, argc, argv, err)) >= 0)
     {
       if (c == 'f')
         force = true;
-      else if (c == 't' && husk_parse_int64 (optarg, 0, 3600, &n) == 0)
+      else if (husk_parse_int64 (optarg, 0, 3600, &n) == 0)
         timeout = (int) n;
-      else if (c == 't')
-        return husk_error_make (err, 0, "container stop: -t `%s`: expected seconds (0-3600)", optarg);
       else
-        return husk_error_make (err, 0, "container %s: unknown option `%s`", argv[0],
-                                husk_getopt_bad_option (argv, buf));
+        return husk_error_make (err, 0, "container stop: -t `%s`: expected seconds (0-3600)", optarg);
     }
+  if (c != -1)
+    return c == CLI_HELP ? 0 : -1;
   if (optind >= argc)
     return husk_error_make (err, 0, "container %s: expected at least one container", argv[0]);
   return for_each_container (env, argv + optind, force, timeout, is_rm ? do_rm : do_stop, err);
@@ -501,7 +608,13 @@ container_cli_main (int argc, char **argv, const char *runtime_root, struct husk
   if (strcmp (verb, "exec") == 0)
     return container_cli_exec (&env, argc, argv, err);
   if (strcmp (verb, "logs") == 0)
-    return verb_logs (&env, argc, argv, err);
+    return container_cli_logs (&env, argc, argv, err);
+  if (strcmp (verb, "inspect") == 0)
+    return container_cli_inspect (&env, argc, argv, err);
+  if (strcmp (verb, "stats") == 0)
+    return container_cli_stats (&env, argc, argv, err);
+  if (strcmp (verb, "top") == 0)
+    return container_cli_top (&env, argc, argv, err);
   if (strcmp (verb, "stop") == 0)
     return verb_stop_rm (&env, false, argc, argv, err);
   if (strcmp (verb, "rm") == 0)

@@ -10,6 +10,15 @@
 #include "husk/util.h"
 #include "runtime/container.h"
 
+#define EXEC_USAGE                                                                                           \
+  "usage: husk container exec [-t] [-i] [-e K=V] [-w DIR] [-u UID[:GID]] CONTAINER CMD...\n"                 \
+  "  -t, --tty            a terminal\n"                                                                      \
+  "  -i, --interactive    keep stdin open (it always is)\n"                                                  \
+  "  -e, --env KEY=VALUE  an environment variable over the container's\n"                                    \
+  "  -w, --workdir DIR    the working directory\n"                                                           \
+  "  -u, --user UID[:GID] the user\n"                                                                        \
+  "  -h, --help           this text\n"
+
 static int
 apply_user (struct spec_process *process, const char *user, struct husk_error **err)
 {
@@ -59,21 +68,23 @@ container_cli_exec (const struct container_cli_env *env, int argc, char **argv, 
   bool tty = false;
   int c, exit_code = 0, ret = -1;
 
-  optind = 1;
-  opterr = 0;
   static const struct option options[] = {
-    { "tty", no_argument, NULL, 't' },        { "interactive", no_argument, NULL, 'i' },
-    { "env", required_argument, NULL, 'e' },  { "workdir", required_argument, NULL, 'w' },
-    { "user", required_argument, NULL, 'u' }, { NULL, 0, NULL, 0 },
+    { "tty", no_argument, NULL, 't' },
+    { "interactive", no_argument, NULL, 'i' },
+    { "env", required_argument, NULL, 'e' },
+    { "workdir", required_argument, NULL, 'w' },
+    { "user", required_argument, NULL, 'u' },
+    { "help", no_argument, NULL, 'h' },
+    { NULL, 0, NULL, 0 },
   };
+  static const struct cli_verb verb = { "exec", EXEC_USAGE, "tie:w:u:", options };
 
-  while ((c = getopt_long (argc, argv, "+tie:w:u:", options, NULL)) != -1)
+  optind = 1;
+  while ((c = cli_getopt (&verb, argc, argv, err)) >= 0)
     switch (c)
       {
       case 't':
         tty = true;
-        break;
-      case 'i':
         break;
       case 'e':
         {
@@ -89,11 +100,14 @@ container_cli_exec (const struct container_cli_env *env, int argc, char **argv, 
       case 'u':
         user = optarg;
         break;
-      default:
-        return husk_error_make (err, 0, "container exec: unknown option `%s`", argv[optind - 1]);
+      default: /* -i: stdin is passed through anyway */
+        break;
       }
+  if (c != -1)
+    return c == CLI_HELP ? 0 : -1;
   if (optind + 1 >= argc)
-    return husk_error_make (err, 0, "container exec: expected CONTAINER CMD...");
+    return husk_error_make (err, 0,
+                            "container exec: expected CONTAINER CMD... (see husk container exec --help)");
   if (containers_lookup (&env->containers, argv[optind], &rec, err) < 0)
     return -1;
   if (container_load_spec (&rt, rec->id, &spec, err) == 0

@@ -30,7 +30,7 @@ ctr() { # ARGS...: husk container --root $STORE ARGS...
 # The run of `husk container run --rm -u 0 --cdi-spec-dir $SPECS ARGS`
 # whose command lists the container's /dev/nvidia* as NAME MAJOR:MINOR.
 nv_run() { # ARGS... (options, then the image)
-	ctr run --rm -u 0 --cdi-spec-dir "$SPECS" "$@" \
+	ctr run --rm --network none -u 0 --cdi-spec-dir "$SPECS" "$@" \
 		'for f in /dev/nvidia*; do [ -e $f ] && stat -c "%n %t:%T" $f; done; true'
 	OUT=$(printf '%s' "$OUT" | paste -sd' ')
 }
@@ -45,7 +45,7 @@ store_snapshot() { # what a failed run must not leave: containers, runtime state
 
 global_cleanup() {
 	local id
-	for id in $("$HUSK" --root "$ROOT" container --root "$STORE" ls -q 2>/dev/null); do
+	for id in $("$HUSK" --root "$ROOT" container --root "$STORE" ls -a -q 2>/dev/null); do
 		timeout 20 "$HUSK" --root "$ROOT" container --root "$STORE" rm -f "$id" >/dev/null 2>&1
 	done
 	"$REPO_DIR/hack/registry.sh" stop "$REGDIR" >/dev/null 2>&1
@@ -107,13 +107,13 @@ t_device_cdi() {
 	assert_rc "run --device nvidia.com/gpu=0: rc 0" 0 "$RC" || diag "$ERR"
 	assert_eq "run --device nvidia.com/gpu=0: /dev/nvidia0 195:0 and the spec's nvidiactl 195:255" \
 		"/dev/nvidia0 c3:0 /dev/nvidiactl c3:ff" "$OUT"
-	ctr run --rm -u 0 --cdi-spec-dir "$SPECS" --device nvidia.com/gpu=0 "$IMG" \
+	ctr run --rm --network none -u 0 --cdi-spec-dir "$SPECS" --device nvidia.com/gpu=0 "$IMG" \
 		'cat /dev/nvidia0 2>&1; mknod /tmp/nv1 c 195 1 && cat /tmp/nv1 2>&1; true'
 	assert_contains "the injected node opens as far as the absent driver (ENXIO)" "$OUT" \
 		"'/dev/nvidia0': No such device or address"
 	assert_contains "195:1, not injected, made by mknod inside: open fails EPERM (device cgroup)" "$OUT" \
 		"'/tmp/nv1': Operation not permitted"
-	ctr run --rm -u 0 --cdi-spec-dir "$SPECS" --device nvidia.com/gpu=1 --device "$DEV/nvidia2" "$IMG" \
+	ctr run --rm --network none -u 0 --cdi-spec-dir "$SPECS" --device nvidia.com/gpu=1 --device "$DEV/nvidia2" "$IMG" \
 		"stat -c '%n %t:%T' /dev/nvidia1 $DEV/nvidia2; test -e /dev/nvidia0 || echo no-nvidia0"
 	assert_eq "--device nvidia.com/gpu=1 and --device PATH (a plain host node, kept at its path) together" \
 		"/dev/nvidia1 c3:1 $DEV/nvidia2 c3:2 no-nvidia0" "$(printf '%s' "$OUT" | paste -sd' ')"
@@ -157,7 +157,7 @@ refused() { # NAME NEEDLE ARGS...: the run fails with one line naming NEEDLE, le
 	local name=$1 needle=$2 before
 	shift 2
 	before=$(store_snapshot)
-	ctr run --rm -u 0 "$@" true
+	ctr run --rm --network none -u 0 "$@" true
 	assert_fails "$name: refused" "$RC"
 	diag "$ERR"
 	assert_contains "$name: the error names $needle" "$ERR" "$needle"

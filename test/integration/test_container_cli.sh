@@ -7,6 +7,8 @@
 # the trap, even on failure.
 # Run alone: ./test/integration/test_container_cli.sh   (HUSK=... to override)
 . "$(dirname "$0")/lib.sh"
+# shellcheck source=test/integration/container_net.sh
+. "$(dirname "$0")/container_net.sh"
 
 HUSK=${HUSK:-$BUILD_DIR/husk}
 IMAGES=${HUSK_TEST_IMAGES:-$CACHE_DIR/test-images}
@@ -31,14 +33,13 @@ ctr() { # ARGS...: capture `husk container --root $STORE ARGS...`
 
 remove_store_containers() { # STORE
 	local id
-	for id in $("$HUSK" --root "$ROOT" container --root "$1" ls -q 2>/dev/null); do
+	for id in $("$HUSK" --root "$ROOT" container --root "$1" ls -a -q 2>/dev/null); do
 		timeout 20 "$HUSK" --root "$ROOT" container --root "$1" rm -f "$id" >/dev/null 2>&1
 	done
 }
 
-status_of() { # NAME -> the STATUS column of ls
-	"$HUSK" --root "$ROOT" container --root "$STORE" ls 2>/dev/null |
-		awk -v n="$1" 'NR > 1 && $NF == n { print $(NF - 1) }'
+status_of() { # NAME -> running, exited, created (inspect's State.Status)
+	"$HUSK" --root "$ROOT" container --root "$STORE" inspect -f '{{.State.Status}}' "$1" 2>/dev/null
 }
 
 runtime_pid() { # ID -> the init pid the runtime recorded, or nothing
@@ -61,7 +62,7 @@ assert_container_gone() { # NAME ID [PID]
 	assert_true "$name: no runtime state dir left" test ! -e "$ROOT/$id"
 	assert_eq "$name: no cgroup left" "" "$(find /sys/fs/cgroup -maxdepth 6 -type d -name "*$id*" 2>/dev/null)"
 	assert_not_contains "$name: ls no longer lists it" \
-		"$("$HUSK" --root "$ROOT" container --root "$STORE" ls -q 2>&1)" "$id"
+		"$("$HUSK" --root "$ROOT" container --root "$STORE" ls -a -q 2>&1)" "$id"
 	if [ -n "$pid" ]; then
 		assert_true "$name: its process is gone" wait_gone "$pid" 5
 	fi
@@ -88,6 +89,7 @@ STORE=$WORK/store
 global_cleanup() {
 	[ -d "$STORE" ] && remove_store_containers "$STORE"
 	"$REPO_DIR/hack/registry.sh" stop "$REGDIR" >/dev/null 2>&1
+	container_net_cleanup
 	return 0
 }
 trap 'global_cleanup; cleanup_all' EXIT
@@ -98,6 +100,11 @@ setup() {
 		exit 1
 	fi
 	start_test_registry "$REGDIR" busybox multiarch
+	# The default network is a CNI bridge: this run's own subnet.
+	container_net_setup "$WORK" || {
+		echo "not ok - a free subnet for the test bridge"
+		exit 1
+	}
 	IMG=$REG/test/busybox:latest
 	mkdir -p "$STORE"
 	if ! husk_cmd image --root "$STORE" pull "$IMG" >/dev/null 2>"$WORK/pull.err"; then
@@ -184,17 +191,19 @@ t_volume() {
 
 t_network() {
 	local host_ifs
-	host_ifs=$(ls /sys/class/net | sort | tr '\n' ' ')
+	# Without veths and test bridges (hk*): other runs add and remove theirs.
+	host_ifs=$(ls /sys/class/net | grep -v -E '^(veth|hk)' | sort | tr '\n' ' ')
 	ctr run --rm "$IMG" 'ls /sys/class/net | sort | tr "\n" " "; echo; readlink /proc/self/ns/net'
-	assert_eq "default network: only lo" "lo " "$(echo "$OUT" | head -n 1)"
+	assert_eq "default network (bridge, as rootful podman's): eth0 and lo" "eth0 lo " "$(echo "$OUT" | head -n 1)"
 	assert_true "default network: its own net namespace" test "$(echo "$OUT" | tail -n 1)" != "$(host_ns net)"
 	ctr run --rm --network none "$IMG" 'ls /sys/class/net | tr "\n" " "'
 	assert_eq "--network none: only lo" "lo " "$OUT"
-	ctr run --rm --network host "$IMG" 'ls /sys/class/net | sort | tr "\n" " "; echo; readlink /proc/self/ns/net'
+	ctr run --rm --network host "$IMG" 'ls /sys/class/net | grep -v -E "^(veth|hk)" | sort | tr "\n" " "; echo; readlink /proc/self/ns/net'
 	assert_eq "--network host: the host's interfaces" "$host_ifs" "$(echo "$OUT" | head -n 1)"
 	assert_eq "--network host: the host's net namespace" "$(host_ns net)" "$(echo "$OUT" | tail -n 1)"
-	ctr run --rm --network bridge "$IMG" true
-	assert_fails "--network bridge is refused" "$RC"
+	ctr run --rm --network bogus "$IMG" true
+	assert_fails "--network bogus is refused" "$RC"
+	assert_contains "--network bogus: the error names the value" "$ERR" bogus
 }
 
 t_detached() {

@@ -45,7 +45,7 @@ new_store() {
 
 remove_store_containers() { # STORE
 	local id
-	for id in $("$HUSK" --root "$ROOT" container --root "$1" ls -q 2>/dev/null); do
+	for id in $("$HUSK" --root "$ROOT" container --root "$1" ls -a -q 2>/dev/null); do
 		timeout 20 "$HUSK" --root "$ROOT" container --root "$1" rm -f "$id" >/dev/null 2>&1
 	done
 }
@@ -537,7 +537,7 @@ t_whiteouts() {
 		echo "hardlinks=$(stat -c %h /data/new.txt)"
 		echo "long=$(find /data -name file-with-a-long-name.txt | wc -l)"
 		echo "owner=$(stat -c %u:%g:%a /data/tester-only)"'
-	capture husk_cmd container --root "$store" run --rm "$REG/test/busybox:latest" "$script"
+	capture husk_cmd container --root "$store" run --rm --network none "$REG/test/busybox:latest" "$script"
 	assert_rc "rootfs checks ran in a container" 0 "$RC" || return 1
 	val() { printf '%s\n' "$OUT" | sed -n "s/^$1=//p"; }
 	assert_eq "whiteout: /data/remove-me.txt is gone" no "$(val removed)"
@@ -629,7 +629,7 @@ t_import_dir() {
 	assert_blobs_verified "import: every blob matches its digest" "$store"
 	img "$store" import "$IMAGES/busybox" imported/busybox:v2
 	assert_contains "a second name for the same image: import prints the new name" "$OUT" "imported/busybox:v2"
-	capture husk_cmd container --root "$store" run --rm imported/busybox:v1 'echo from-import'
+	capture husk_cmd container --root "$store" run --rm --network none imported/busybox:v1 'echo from-import'
 	assert_eq "an imported image runs" from-import "$OUT"
 	store=$(new_store)
 	img "$store" import "$WORK/nothere"
@@ -826,7 +826,7 @@ t_failed_pull_gc() {
 	assert_true "failed pull GC: and none is wanted any more" test ! -e "$store/gc.wanted"
 	assert_eq "failed pull GC: busybox's blobs are all still there" "" \
 		"$(comm -23 <(echo "$bb_blobs") <(blob_names "$store"))"
-	capture husk_cmd container --root "$store" run --rm "$REG/test/busybox:latest" 'echo still-runs'
+	capture husk_cmd container --root "$store" run --rm --network none "$REG/test/busybox:latest" 'echo still-runs'
 	assert_eq "failed pull GC: busybox still runs" still-runs "$OUT"
 }
 

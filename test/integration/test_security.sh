@@ -20,7 +20,7 @@ STORE=$WORK/store
 
 global_cleanup() {
 	local id
-	for id in $("$HUSK" --root "$ROOT" container --root "$STORE" ls -q 2>/dev/null); do
+	for id in $("$HUSK" --root "$ROOT" container --root "$STORE" ls -a -q 2>/dev/null); do
 		timeout 20 "$HUSK" --root "$ROOT" container --root "$STORE" rm -f "$id" >/dev/null 2>&1
 	done
 	return 0
@@ -65,13 +65,13 @@ t_container_run_seccomp() {
 		not_ok "import the busybox test image" "$(cat "$WORK/import.err")"
 		return 1
 	fi
-	ctr run --rm -v "$WORK/bin:/p:ro" sec/busybox:latest "$probe_all"
+	ctr run --rm --network none -v "$WORK/bin:/p:ro" sec/busybox:latest "$probe_all"
 	assert_rc "container run: a command runs under the default profile" 0 "$RC"
 	assert_eq "container run: RuntimeDefault refuses new namespaces, io_uring and personality changes" \
 		"$(printf '%s\n' clone-userns=EPERM clone3-userns=ENOSYS unshare-userns=EPERM io-uring=EPERM \
 			personality-noaslr=EPERM personality-query=ok Seccomp:2)" "$OUT"
 	# Control: the probe succeeds when nothing filters it.
-	ctr run --rm --security-opt seccomp=unconfined -v "$WORK/bin:/p:ro" sec/busybox:latest "$probe_all"
+	ctr run --rm --network none --security-opt seccomp=unconfined -v "$WORK/bin:/p:ro" sec/busybox:latest "$probe_all"
 	assert_eq "container run --security-opt seccomp=unconfined: the same probes succeed" \
 		"$(printf '%s\n' clone-userns=ok clone3-userns=ok unshare-userns=ok io-uring=ok \
 			personality-noaslr=ok personality-query=ok Seccomp:0)" "$OUT"
