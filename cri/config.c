@@ -245,6 +245,7 @@ static const struct
   { "log_level", offsetof (struct huskd_config, log_level) },
   { "stream_address", offsetof (struct huskd_config, stream_address) },
   { "stream_port", offsetof (struct huskd_config, stream_port) },
+  { "metrics_address", offsetof (struct huskd_config, metrics_address) },
 };
 
 /* A misspelt key would otherwise be a setting silently not applied. */
@@ -281,6 +282,21 @@ check_known_keys (json_t *doc, const char *path, struct husk_error **err)
   return 0;
 }
 
+/* "HOST:PORT" or "[V6]:PORT", PORT 0-65535; "" turns metrics off. */
+static int
+check_metrics_address (const char *address, const char *path, struct husk_error **err)
+{
+  const char *colon = address ? strrchr (address, ':') : NULL;
+  long long port;
+
+  if (address == NULL || *address == '\0')
+    return 0;
+  if (colon == NULL || colon == address || husk_parse_int64 (colon + 1, 0, 65535, &port) < 0)
+    return husk_error_make (err, 0, "%s: metrics_address `%s`: must be HOST:PORT (e.g. 127.0.0.1:9464)", path,
+                            address);
+  return 0;
+}
+
 static int
 apply_file (const char *path, struct huskd_config *cfg, struct husk_error **err)
 {
@@ -308,6 +324,8 @@ apply_file (const char *path, struct huskd_config *cfg, struct husk_error **err)
     ret = take_cdi_dirs (doc, cfg, path, err);
   if (ret == 0)
     ret = take_cdi_options (doc, cfg, path, err);
+  if (ret == 0)
+    ret = check_metrics_address (cfg->metrics_address, path, err);
   caps = json_object_get (doc, "default_capabilities");
   if (ret == 0 && caps)
     {
@@ -375,5 +393,44 @@ huskd_config_clear (struct huskd_config *cfg)
   free (cfg->stream_address);
   free (cfg->stream_port);
   husk_strvfreep (&cfg->cdi_spec_dirs);
+  free (cfg->metrics_address);
   memset (cfg, 0, sizeof *cfg);
+}
+
+static json_t *
+strv_json (char *const *strv)
+{
+  json_t *list = json_array ();
+
+  for (size_t i = 0; strv && strv[i]; i++)
+    json_array_append_new (list, json_string (strv[i]));
+  return list;
+}
+
+json_t *
+huskd_config_json (const struct huskd_config *cfg)
+{
+  json_t *doc = json_object (), *runtimes = json_object ();
+  const char *nvidia[] = { "off", "container-config", "image-too" };
+
+  for (size_t i = 0; i < sizeof string_keys / sizeof string_keys[0]; i++)
+    {
+      const char *value = *(char *const *) ((const char *) cfg + string_keys[i].offset);
+      json_object_set_new (doc, string_keys[i].key, value ? json_string (value) : json_null ());
+    }
+  for (size_t i = 0; i < cfg->n_runtimes; i++)
+    json_object_set_new (
+        runtimes, cfg->runtimes[i].name,
+        json_pack ("{s:s, s:s}", "path", cfg->runtimes[i].path, "root", cfg->runtimes[i].root));
+  json_object_set_new (doc, "runtimes", runtimes);
+  json_object_set_new (doc, "default_capabilities", strv_json (cfg->default_capabilities));
+  json_object_set_new (doc, "max_image_bytes", json_integer ((json_int_t) cfg->max_image_bytes));
+  json_object_set_new (doc, "pull_min_bytes_per_s", json_integer ((json_int_t) cfg->pull_min_bytes_per_s));
+  json_object_set_new (doc, "pull_stall_timeout_s", json_integer ((json_int_t) cfg->pull_stall_timeout_s));
+  json_object_set_new (doc, "stream_token_ttl_s", json_integer ((json_int_t) cfg->stream_token_ttl_s));
+  json_object_set_new (doc, "cdi_spec_dirs", strv_json (cfg->cdi_spec_dirs));
+  if (cfg->nvidia_visible_devices >= 0 && cfg->nvidia_visible_devices < 3)
+    json_object_set_new (doc, "nvidia_visible_devices", json_string (nvidia[cfg->nvidia_visible_devices]));
+  json_object_set_new (doc, "cdi_numa_align", json_boolean (cfg->cdi_numa_align));
+  return doc;
 }

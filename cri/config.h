@@ -6,6 +6,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include <jansson.h>
+
 #include "husk/error.h"
 
 #define HUSKD_DEFAULT_LISTEN "unix:///run/husk/husk.sock"
@@ -52,6 +54,9 @@ struct huskd_config
   int nvidia_visible_devices;
   /* cpuset.mems = the NUMA nodes of the container's CDI devices. */
   bool cdi_numa_align;
+  /* Prometheus metrics over plain HTTP on "HOST:PORT" ("[::1]:PORT",
+   * port 0: a free one); NULL: off. */
+  char *metrics_address;
 };
 
 /* Fills CFG with the defaults, then applies PATH if not NULL. */
@@ -60,6 +65,9 @@ int huskd_config_load (const char *path, struct huskd_config *cfg, struct husk_e
  * (their roots under cfg->state) and checks the default one exists. */
 int huskd_config_finish (struct huskd_config *cfg, const char *path, struct husk_error **err);
 void huskd_config_clear (struct huskd_config *cfg);
+
+/* CFG as a JSON object with the config file's keys (verbose Status). */
+json_t *huskd_config_json (const struct huskd_config *cfg);
 
 /* The runtime for HANDLER (NULL or "" = default); NULL when unknown. */
 const struct huskd_runtime *huskd_config_runtime (const struct huskd_config *cfg, const char *handler);
