@@ -39,8 +39,8 @@ cri_container_info_json (struct cri_service *svc, const struct cri_container *c)
    * snapshotter, runtimeType, runtimeOptions, config, runtimeSpec), then
    * husk's own. */
   doc = json_pack ("{s:s, s:I, s:b, s:s, s:s, s:s, s:o, s:o, s:o*}", "sandboxID", c->sandbox_id, "pid",
-                   (json_int_t) (c->state == CRI_CONTAINER_RUNNING ? c->pid : 0), "removing", 0, "snapshotKey",
-                   c->id, "snapshotter", "overlayfs", "runtimeType", rt ? rt->name : "",
+                   (json_int_t) (c->state == CRI_CONTAINER_RUNNING ? c->pid : 0), "removing", 0,
+                   "snapshotKey", c->id, "snapshotter", "overlayfs", "runtimeType", rt ? rt->name : "",
                    "runtimeOptions",
                    rt ? json_pack ("{s:s, s:s}", "binaryName", rt->path, "root", rt->root) : json_null (),
                    "config", cri_message_json ((const ProtobufCMessage *) c->config), "runtimeSpec", spec);

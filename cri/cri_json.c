@@ -61,7 +61,8 @@ value_json (const ProtobufCFieldDescriptor *f, const void *p, bool keep_zero)
     case PROTOBUF_C_TYPE_DOUBLE:
       return keep_zero || *(const double *) p ? json_real (*(const double *) p) : NULL;
     case PROTOBUF_C_TYPE_BOOL:
-      return keep_zero || *(const protobuf_c_boolean *) p ? json_boolean (*(const protobuf_c_boolean *) p) : NULL;
+      return keep_zero || *(const protobuf_c_boolean *) p ? json_boolean (*(const protobuf_c_boolean *) p)
+                                                          : NULL;
     case PROTOBUF_C_TYPE_STRING:
       {
         const char *s = *(char *const *) p;
@@ -129,7 +130,8 @@ map_json (const ProtobufCFieldDescriptor *f, ProtobufCMessage *const *entries, s
       const ProtobufCMessageDescriptor *d = entries[i]->descriptor;
       json_t *key = value_json (&d->fields[0], field_ptr (entries[i], &d->fields[0]), true);
       json_t *value = value_json (&d->fields[1], field_ptr (entries[i], &d->fields[1]), true);
-      char *key_text = json_is_string (key) ? xstrdup (json_string_value (key)) : json_dumps (key, JSON_ENCODE_ANY);
+      char *key_text
+          = json_is_string (key) ? xstrdup (json_string_value (key)) : json_dumps (key, JSON_ENCODE_ANY);
 
       json_object_set_new (obj, key_text ? key_text : "", value ? value : json_null ());
       free (key_text);
@@ -178,7 +180,7 @@ cri_message_json (const ProtobufCMessage *msg)
         v = repeated_json (f, p, field_count (msg, f));
       else if (f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF)
         v = *(const uint32_t *) ((const char *) msg + f->quantifier_offset) == f->id ? value_json (f, p, true)
-                                                                                       : NULL;
+                                                                                     : NULL;
       else if (f->label == PROTOBUF_C_LABEL_OPTIONAL && f->quantifier_offset
                && !*(const protobuf_c_boolean *) ((const char *) msg + f->quantifier_offset)
                && f->type != PROTOBUF_C_TYPE_MESSAGE && f->type != PROTOBUF_C_TYPE_STRING)

@@ -12,8 +12,7 @@
 #include "husk/util.h"
 
 const double metrics_buckets[METRICS_N_BUCKETS] = {
-  0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
-  0.1,    0.25,    0.5,    1,     2.5,    5,     10,   30,    120,
+  0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 120,
 };
 
 /* ------------------------------------------------------------------ */
@@ -162,9 +161,10 @@ const char *
 metrics_code_name (grpc_status_code code)
 {
   static const char *const names[METRICS_N_CODES] = {
-    "OK",       "Canceled",          "Unknown",          "InvalidArgument", "DeadlineExceeded", "NotFound",
-    "AlreadyExists", "PermissionDenied", "ResourceExhausted", "FailedPrecondition", "Aborted", "OutOfRange",
-    "Unimplemented", "Internal",      "Unavailable",      "DataLoss",        "Unauthenticated",
+    "OK",       "Canceled",        "Unknown",          "InvalidArgument",   "DeadlineExceeded",
+    "NotFound", "AlreadyExists",   "PermissionDenied", "ResourceExhausted", "FailedPrecondition",
+    "Aborted",  "OutOfRange",      "Unimplemented",    "Internal",          "Unavailable",
+    "DataLoss", "Unauthenticated",
   };
 
   return code >= 0 && code < METRICS_N_CODES ? names[code] : "Unknown";
@@ -239,23 +239,31 @@ render_rpcs (struct metrics *m, struct prom_buf *b)
     for (int code = 0; code < METRICS_N_CODES; code++)
       {
         uint64_t n = atomic_load (&m->rpcs[i].by_code[code]);
-        const char *labels[] = { "grpc_type",   m->rpcs[i].streaming ? "server_stream" : "unary",
-                                 "grpc_service", m->rpcs[i].service,
-                                 "grpc_method",  m->rpcs[i].method,
-                                 "grpc_code",    metrics_code_name (code),
+        const char *labels[] = { "grpc_type",
+                                 m->rpcs[i].streaming ? "server_stream" : "unary",
+                                 "grpc_service",
+                                 m->rpcs[i].service,
+                                 "grpc_method",
+                                 m->rpcs[i].method,
+                                 "grpc_code",
+                                 metrics_code_name (code),
                                  NULL };
         if (n)
           prom_sample_u64 (b, "grpc_server_handled_total", labels, n);
       }
-  prom_family (b, "grpc_server_handling_seconds", "histogram",
-               "Histogram of response latency (seconds) of gRPC that had been application-level handled by the "
-               "server.");
+  prom_family (
+      b, "grpc_server_handling_seconds", "histogram",
+      "Histogram of response latency (seconds) of gRPC that had been application-level handled by the "
+      "server.");
   for (size_t i = 0; i < m->n_rpcs; i++)
     {
       uint64_t counts[METRICS_N_BUCKETS + 1], total = 0;
-      const char *labels[] = { "grpc_type",    m->rpcs[i].streaming ? "server_stream" : "unary",
-                               "grpc_service", m->rpcs[i].service,
-                               "grpc_method",  m->rpcs[i].method,
+      const char *labels[] = { "grpc_type",
+                               m->rpcs[i].streaming ? "server_stream" : "unary",
+                               "grpc_service",
+                               m->rpcs[i].service,
+                               "grpc_method",
+                               m->rpcs[i].method,
                                NULL };
 
       for (size_t j = 0; j <= METRICS_N_BUCKETS; j++)
@@ -318,8 +326,10 @@ render_process (struct prom_buf *b)
   /* After the ")" ending comm: fields 3.. ; utime 14, stime 15, starttime 22, vsize 23, rss 24. */
   const char *p = strrchr (stat, ')');
   if (p == NULL
-      || sscanf (p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %*d %*d %*d %*d %*d %*d %llu %llu %llu",
-                 &utime, &stime, &start, &vsize, &rss)
+      || sscanf (
+             p + 2,
+             "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %*d %*d %*d %*d %*d %*d %llu %llu %llu",
+             &utime, &stime, &start, &vsize, &rss)
              != 5)
     return;
   if ((dir = opendir ("/proc/self/fd")))
@@ -337,8 +347,10 @@ render_process (struct prom_buf *b)
   prom_sample_u64 (b, "process_virtual_memory_bytes", NULL, vsize);
   prom_family (b, "process_open_fds", "gauge", "Number of open file descriptors.");
   prom_sample_u64 (b, "process_open_fds", NULL, fds > 0 ? fds - 1 : 0); /* less the one opendir holds */
-  prom_family (b, "process_start_time_seconds", "gauge", "Start time of the process since unix epoch in seconds.");
-  prom_sample_double (b, "process_start_time_seconds", NULL, boot_time_s () + (double) start / (double) ticks);
+  prom_family (b, "process_start_time_seconds", "gauge",
+               "Start time of the process since unix epoch in seconds.");
+  prom_sample_double (b, "process_start_time_seconds", NULL,
+                      boot_time_s () + (double) start / (double) ticks);
 }
 
 void

@@ -92,15 +92,17 @@ respond (int fd, int status, bool with_body, const char *content_type, const cha
   {
     int code;
     const char *reason;
-  } reasons[] = { { 200, "OK" }, { 400, "Bad Request" }, { 404, "Not Found" }, { 405, "Method Not Allowed" } };
+  } reasons[]
+      = { { 200, "OK" }, { 400, "Bad Request" }, { 404, "Not Found" }, { 405, "Method Not Allowed" } };
   const char *reason = "Error";
   cleanup_free char *head = NULL;
 
   for (size_t i = 0; i < sizeof reasons / sizeof reasons[0]; i++)
     if (reasons[i].code == status)
       reason = reasons[i].reason;
-  head = xasprintf ("HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%sConnection: close\r\n\r\n",
-                    status, reason, content_type, body_len, status == 405 ? "Allow: GET, HEAD\r\n" : "");
+  head
+      = xasprintf ("HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%sConnection: close\r\n\r\n",
+                   status, reason, content_type, body_len, status == 405 ? "Allow: GET, HEAD\r\n" : "");
   write_all (fd, head, strlen (head));
   if (with_body)
     write_all (fd, body, body_len);
@@ -129,8 +131,8 @@ serve_one (struct metrics_http *srv, int fd)
       return;
     }
   {
-    static const char *const messages[] = { "bad request\n", "not found: metrics are at /metrics\n",
-                                            "method not allowed: GET or HEAD\n" };
+    static const char *const messages[]
+        = { "bad request\n", "not found: metrics are at /metrics\n", "method not allowed: GET or HEAD\n" };
     const char *msg = messages[status == 400 ? 0 : status == 404 ? 1 : 2];
     respond (fd, status, with_body, "text/plain; charset=utf-8", msg, strlen (msg));
   }
@@ -143,7 +145,8 @@ listener_main (void *arg)
 
   for (;;)
     {
-      struct pollfd fds[2] = { { .fd = srv->listen_fd, .events = POLLIN }, { .fd = srv->stop_pipe[0], .events = POLLIN } };
+      struct pollfd fds[2]
+          = { { .fd = srv->listen_fd, .events = POLLIN }, { .fd = srv->stop_pipe[0], .events = POLLIN } };
 
       if (poll (fds, 2, -1) < 0)
         {
@@ -191,7 +194,8 @@ bound_address (int fd)
   char host[INET6_ADDRSTRLEN] = "?", port[8] = "?";
 
   if (getsockname (fd, (struct sockaddr *) &ss, &len) == 0)
-    getnameinfo ((struct sockaddr *) &ss, len, host, sizeof host, port, sizeof port, NI_NUMERICHOST | NI_NUMERICSERV);
+    getnameinfo ((struct sockaddr *) &ss, len, host, sizeof host, port, sizeof port,
+                 NI_NUMERICHOST | NI_NUMERICSERV);
   return ss.ss_family == AF_INET6 ? xasprintf ("[%s]:%s", host, port) : xasprintf ("%s:%s", host, port);
 }
 

@@ -111,7 +111,8 @@ render (struct prom_buf *b, void *user)
 }
 
 int
-cri_metrics_start (struct cri_service *svc, const struct rpc_method *methods, size_t n, struct husk_error **err)
+cri_metrics_start (struct cri_service *svc, const struct rpc_method *methods, size_t n,
+                   struct husk_error **err)
 {
   const char **paths = xcalloc (n + 1, sizeof *paths);
   bool *streaming = xcalloc (n + 1, sizeof *streaming);
