@@ -9,66 +9,67 @@
 #define C RUNTIME__V1__METRIC_TYPE__COUNTER
 #define G RUNTIME__V1__METRIC_TYPE__GAUGE
 
-/* The metric table: name, its own label key (NULL: none), type, help. */
+/* The metric table: name, its own label keys (after id, name, image),
+ * type, help. */
 static const struct
 {
-  const char *name, *extra_key;
+  const char *name, *extra_keys[2];
   Runtime__V1__MetricType type;
   const char *help;
 } table[] = {
-  { "container_cpu_usage_seconds_total", "cpu", C, "Cumulative cpu time consumed in seconds." },
-  { "container_cpu_user_seconds_total", NULL, C, "Cumulative user cpu time consumed in seconds." },
-  { "container_cpu_system_seconds_total", NULL, C, "Cumulative system cpu time consumed in seconds." },
-  { "container_cpu_cfs_periods_total", NULL, C, "Number of elapsed enforcement period intervals." },
-  { "container_cpu_cfs_throttled_periods_total", NULL, C, "Number of throttled period intervals." },
-  { "container_cpu_cfs_throttled_seconds_total", NULL, C,
+  { "container_cpu_usage_seconds_total", { "cpu" }, C, "Cumulative cpu time consumed in seconds." },
+  { "container_cpu_user_seconds_total", { NULL }, C, "Cumulative user cpu time consumed in seconds." },
+  { "container_cpu_system_seconds_total", { NULL }, C, "Cumulative system cpu time consumed in seconds." },
+  { "container_cpu_cfs_periods_total", { NULL }, C, "Number of elapsed enforcement period intervals." },
+  { "container_cpu_cfs_throttled_periods_total", { NULL }, C, "Number of throttled period intervals." },
+  { "container_cpu_cfs_throttled_seconds_total",
+    { NULL },
+    C,
     "Total time duration the container has been throttled." },
-  { "container_memory_usage_bytes", NULL, G,
+  { "container_memory_usage_bytes",
+    { NULL },
+    G,
     "Current memory usage in bytes, including all memory regardless of when it was accessed." },
-  { "container_memory_working_set_bytes", NULL, G, "Current working set in bytes." },
-  { "container_memory_rss", NULL, G, "Size of RSS in bytes." },
-  { "container_memory_cache", NULL, G, "Number of bytes of page cache memory." },
-  { "container_memory_kernel_usage", NULL, G, "Size of kernel memory allocated in bytes." },
-  { "container_memory_swap", NULL, G, "Container swap usage in bytes." },
-  { "container_memory_max_usage_bytes", NULL, G, "Maximum memory usage recorded in bytes." },
-  { "container_memory_failcnt", NULL, C, "Number of memory usage hits limits." },
-  { "container_memory_failures_total", "failure_type\0scope", C,
+  { "container_memory_working_set_bytes", { NULL }, G, "Current working set in bytes." },
+  { "container_memory_rss", { NULL }, G, "Size of RSS in bytes." },
+  { "container_memory_cache", { NULL }, G, "Number of bytes of page cache memory." },
+  { "container_memory_kernel_usage", { NULL }, G, "Size of kernel memory allocated in bytes." },
+  { "container_memory_swap", { NULL }, G, "Container swap usage in bytes." },
+  { "container_memory_max_usage_bytes", { NULL }, G, "Maximum memory usage recorded in bytes." },
+  { "container_memory_failcnt", { NULL }, C, "Number of memory usage hits limits." },
+  { "container_memory_failures_total",
+    { "failure_type", "scope" },
+    C,
     "Cumulative count of memory allocation failures." },
-  { "container_spec_memory_limit_bytes", NULL, G, "Memory limit for the container." },
-  { "container_oom_events_total", NULL, C, "Count of out of memory events observed for the container." },
-  { "container_processes", NULL, G, "Number of processes running inside the container." },
-  { "container_fs_reads_bytes_total", "device", C, "Cumulative count of bytes read." },
-  { "container_fs_writes_bytes_total", "device", C, "Cumulative count of bytes written." },
-  { "container_fs_reads_total", "device", C, "Cumulative count of reads completed." },
-  { "container_fs_writes_total", "device", C, "Cumulative count of writes completed." },
-  { "container_fs_usage_bytes", "device", G,
+  { "container_spec_memory_limit_bytes", { NULL }, G, "Memory limit for the container." },
+  { "container_oom_events_total", { NULL }, C, "Count of out of memory events observed for the container." },
+  { "container_processes", { NULL }, G, "Number of processes running inside the container." },
+  { "container_fs_reads_bytes_total", { "device" }, C, "Cumulative count of bytes read." },
+  { "container_fs_writes_bytes_total", { "device" }, C, "Cumulative count of bytes written." },
+  { "container_fs_reads_total", { "device" }, C, "Cumulative count of reads completed." },
+  { "container_fs_writes_total", { "device" }, C, "Cumulative count of writes completed." },
+  { "container_fs_usage_bytes",
+    { "device" },
+    G,
     "Number of bytes that are consumed by the container on this filesystem." },
-  { "container_fs_inodes_total", "device", G, "Number of inodes used by the container on this filesystem." },
-  { "container_network_receive_bytes_total", "interface", C, "Cumulative count of bytes received." },
-  { "container_network_receive_errors_total", "interface", C,
+  { "container_fs_inodes_total",
+    { "device" },
+    G,
+    "Number of inodes used by the container on this filesystem." },
+  { "container_network_receive_bytes_total", { "interface" }, C, "Cumulative count of bytes received." },
+  { "container_network_receive_errors_total",
+    { "interface" },
+    C,
     "Cumulative count of errors encountered while receiving." },
-  { "container_network_transmit_bytes_total", "interface", C, "Cumulative count of bytes transmitted." },
-  { "container_network_transmit_errors_total", "interface", C,
+  { "container_network_transmit_bytes_total", { "interface" }, C, "Cumulative count of bytes transmitted." },
+  { "container_network_transmit_errors_total",
+    { "interface" },
+    C,
     "Cumulative count of errors encountered while transmitting." },
 };
 #define N_TABLE (sizeof table / sizeof table[0])
 
 static const char *const base_keys[] = { "id", "name", "image" };
-
-/* The extra keys of an entry: "a\0b" is two. */
-static size_t
-extra_keys (const char *packed, const char *keys[2])
-{
-  if (packed == NULL)
-    return 0;
-  keys[0] = packed;
-  if (strcmp (packed, "failure_type") == 0)
-    {
-      keys[1] = packed + strlen (packed) + 1;
-      return 2;
-    }
-  return 1;
-}
 
 void
 cri_metric_descriptors (struct cri_arena *arena, Runtime__V1__MetricDescriptor ***out, size_t *n)
@@ -78,8 +79,6 @@ cri_metric_descriptors (struct cri_arena *arena, Runtime__V1__MetricDescriptor *
   for (size_t i = 0; i < N_TABLE; i++)
     {
       Runtime__V1__MetricDescriptor *d = cri_arena_alloc (arena, sizeof *d);
-      const char *extra[2];
-      size_t n_extra = extra_keys (table[i].extra_key, extra);
 
       runtime__v1__metric_descriptor__init (d);
       d->name = (char *) table[i].name;
@@ -87,8 +86,8 @@ cri_metric_descriptors (struct cri_arena *arena, Runtime__V1__MetricDescriptor *
       d->label_keys = cri_arena_alloc (arena, 5 * sizeof *d->label_keys);
       for (size_t k = 0; k < 3; k++)
         d->label_keys[d->n_label_keys++] = (char *) base_keys[k];
-      for (size_t k = 0; k < n_extra; k++)
-        d->label_keys[d->n_label_keys++] = (char *) extra[k];
+      for (size_t k = 0; k < 2 && table[i].extra_keys[k]; k++)
+        d->label_keys[d->n_label_keys++] = (char *) table[i].extra_keys[k];
       list[i] = d;
     }
   *out = list;

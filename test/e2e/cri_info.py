@@ -391,6 +391,32 @@ def test_cri_metrics(c, s):
     ok(ids == {s["limited"], s["free"]}, "crictl stats lists both containers", ids)
 
 
+def test_bad_metrics_address(c, s):
+    """huskd refuses to start on a metrics_address it cannot serve, with one
+    line naming it, and leaves no socket behind."""
+    busy = socket.socket()
+    busy.bind(("127.0.0.1", 0))
+    busy.listen(1)
+    cases = [("127.0.0.1", "must be HOST:PORT"), ("127.0.0.1:70000", "must be HOST:PORT"),
+             ("999.1.1.1:80", "999.1.1.1:80"), (f"127.0.0.1:{busy.getsockname()[1]}", "Address already in use")]
+    for n, (address, needle) in enumerate(cases):
+        d = os.path.join(WORK, f"bad{n}")
+        os.makedirs(d)
+        cfg = os.path.join(d, "config.json")
+        with open(cfg, "w") as f:
+            json.dump({"cni_conf_dir": NET_D, "metrics_address": address}, f)
+        sock = os.path.join(d, "husk.sock")
+        r = subprocess.run([HUSKD, "--listen", "unix://" + sock, "--root", os.path.join(d, "root"), "--state",
+                            os.path.join(d, "state"), "--config", cfg], capture_output=True, text=True, timeout=60)
+        lines = r.stderr.strip().splitlines()
+        named = [line for line in lines if "metrics_address" in line]
+        ok(r.returncode != 0 and named == lines[-1:] and address in named[0] and needle in named[0]
+           and not os.path.exists(sock),
+           f"metrics_address {address!r}: huskd stops with one line naming it", r.stderr)
+        shutil.rmtree(d, ignore_errors=True)
+    busy.close()
+
+
 def setup(c, s):
     c.pull(IMAGE)
     s["pod_config"] = cri_client.pod_config("statspod", LOGS, attempt=1)
@@ -423,7 +449,8 @@ def main():
     try:
         c.call("Version", pb.VersionRequest(), pb.VersionResponse)
         setup(c, s)
-        for test in (test_status, test_inspect, test_inspecti, test_metrics_endpoint, test_cri_metrics):
+        for test in (test_status, test_inspect, test_inspecti, test_metrics_endpoint, test_cri_metrics,
+                     test_bad_metrics_address):
             try:
                 test(c, s)
             except Exception as e:  # a crash of one test is one failure
