@@ -230,6 +230,7 @@ static const struct
   { "log_format", offsetof (struct huskd_config, log_format) },
   { "stream_address", offsetof (struct huskd_config, stream_address) },
   { "stream_port", offsetof (struct huskd_config, stream_port) },
+  { "metrics_address", offsetof (struct huskd_config, metrics_address) },
 };
 
 /* A misspelt key would otherwise be a setting silently not applied. */
@@ -317,6 +318,21 @@ load_seccomp_profile (struct huskd_config *cfg, const char *path, struct husk_er
   return 0;
 }
 
+/* "HOST:PORT" or "[V6]:PORT", PORT 0-65535; "" turns metrics off. */
+static int
+check_metrics_address (const char *address, const char *path, struct husk_error **err)
+{
+  const char *colon = address ? strrchr (address, ':') : NULL;
+  long long port;
+
+  if (address == NULL || *address == '\0')
+    return 0;
+  if (colon == NULL || colon == address || husk_parse_int64 (colon + 1, 0, 65535, &port) < 0)
+    return husk_error_make (err, 0, "%s: metrics_address `%s`: must be HOST:PORT (e.g. 127.0.0.1:9464)", path,
+                            address);
+  return 0;
+}
+
 static int
 apply_file (const char *path, struct huskd_config *cfg, struct husk_error **err)
 {
@@ -344,6 +360,8 @@ apply_file (const char *path, struct huskd_config *cfg, struct husk_error **err)
     ret = take_cdi_dirs (doc, cfg, path, err);
   if (ret == 0)
     ret = take_cdi_options (doc, cfg, path, err);
+  if (ret == 0)
+    ret = check_metrics_address (cfg->metrics_address, path, err);
   caps = json_object_get (doc, "default_capabilities");
   if (ret == 0 && caps)
     ret = take_capabilities (caps, cfg, path, err);
@@ -443,5 +461,6 @@ huskd_config_clear (struct huskd_config *cfg)
   free (cfg->stream_address);
   free (cfg->stream_port);
   husk_strvfreep (&cfg->cdi_spec_dirs);
+  free (cfg->metrics_address);
   memset (cfg, 0, sizeof *cfg);
 }

@@ -7,6 +7,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include <jansson.h>
+
 #include "husk/error.h"
 
 #define HUSKD_DEFAULT_LISTEN "unix:///run/husk/husk.sock"
@@ -57,6 +59,9 @@ struct huskd_config
   int nvidia_visible_devices;
   /* cpuset.mems = the NUMA nodes of the container's CDI devices. */
   bool cdi_numa_align;
+  /* Prometheus metrics over plain HTTP on "HOST:PORT" ("[::1]:PORT",
+   * port 0: a free one); NULL: off. */
+  char *metrics_address;
 };
 
 /* Fills CFG with the defaults, then applies PATH if not NULL. */

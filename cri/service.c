@@ -63,9 +63,10 @@ static const struct rpc_method method_table[] = {
      RPC_SLOW | RPC_SERVER_STREAMING | RPC_BATCHED_STREAM),
   M (RUNTIME_SVC, CheckpointContainer, not_yet, 0),
   M (RUNTIME_SVC, GetContainerEvents, cri_get_container_events, RPC_SERVER_STREAMING),
-  M (RUNTIME_SVC, ListMetricDescriptors, not_yet, 0),
-  M (RUNTIME_SVC, ListPodSandboxMetrics, not_yet, 0),
-  M (RUNTIME_SVC, StreamPodSandboxMetrics, not_yet, RPC_SERVER_STREAMING),
+  M (RUNTIME_SVC, ListMetricDescriptors, cri_list_metric_descriptors, 0),
+  M (RUNTIME_SVC, ListPodSandboxMetrics, cri_list_pod_sandbox_metrics, RPC_SLOW),
+  M (RUNTIME_SVC, StreamPodSandboxMetrics, cri_list_pod_sandbox_metrics,
+     RPC_SLOW | RPC_SERVER_STREAMING | RPC_BATCHED_STREAM),
   M (RUNTIME_SVC, UpdatePodSandboxResources, cri_update_pod_sandbox_resources, 0),
   M (IMAGE_SVC, ListImages, cri_list_images, 0),
   M (IMAGE_SVC, StreamImages, cri_list_images, RPC_SERVER_STREAMING | RPC_BATCHED_STREAM),
@@ -84,6 +85,7 @@ cri_service_methods (struct cri_service *svc, size_t *n)
   memcpy (methods, method_table, sizeof method_table);
   for (size_t i = 0; i < N_METHODS; i++)
     methods[i].user = svc;
+  cri_metrics_wrap (svc, methods, N_METHODS);
   *n = N_METHODS;
   return methods;
 }
@@ -132,6 +134,8 @@ cri_service_init (struct cri_service *svc, const struct huskd_config *cfg, struc
     return -1;
   if (cri_streaming_start (svc, err) < 0)
     return -1;
+  if (cri_metrics_start (svc, method_table, N_METHODS, err) < 0)
+    return -1;
   return cri_container_events_start (svc, err);
 }
 
@@ -139,6 +143,7 @@ void
 cri_service_clear (struct cri_service *svc)
 {
   /* First: their threads use the container store. */
+  cri_metrics_stop (svc);
   cri_streaming_stop (svc);
   cri_container_events_stop (svc);
   store_free (svc->store);

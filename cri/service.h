@@ -37,6 +37,9 @@ struct cri_service
   struct streaming_server *streaming; /* Exec, Attach, PortForward URLs (cri/streaming/server.h) */
   struct cdi_registry *cdi;           /* CDI specs of cfg->cdi_spec_dirs (cri/cdi/cdi.h) */
   pthread_mutex_t cdi_lock;           /* the registry reloads on lookups: one at a time */
+  struct metrics *metrics;            /* counters and the /metrics endpoint (cri/service_metrics.c) */
+  struct metrics_http *metrics_http;  /* NULL unless cfg->metrics_address */
+  struct cri_meter *meters;           /* one per method: what the metered handler calls */
 };
 
 int cri_service_init (struct cri_service *svc, const struct huskd_config *cfg, struct husk_error **err);
@@ -83,6 +86,18 @@ cri_nonempty (const char *s)
  * and ENONET (no CNI network config) -> FAILED_PRECONDITION, otherwise
  * UNKNOWN. */
 grpc_status_code cri_status_of (const struct husk_error *err);
+
+/* Prometheus metrics (service_metrics.c): the registry of METHODS and,
+ * with cfg->metrics_address, its endpoint; stop ends the endpoint and
+ * frees the registry. */
+int cri_metrics_start (struct cri_service *svc, const struct rpc_method *methods, size_t n,
+                       struct husk_error **err);
+void cri_metrics_stop (struct cri_service *svc);
+/* METHODS (N, as cri_service_methods built them) with their handlers
+ * wrapped to count each call, its status and its duration. */
+void cri_metrics_wrap (struct cri_service *svc, struct rpc_method *methods, size_t n);
+/* A PullImage ended (OK or not) after downloading BYTES of layers. */
+void cri_metrics_pull (struct cri_service *svc, bool ok, uint64_t bytes);
 
 /* The handlers, by service (service_runtime.c, service_image.c). */
 void cri_version (struct rpc_call *call, const void *req, size_t len, void *user);
@@ -150,5 +165,7 @@ char *cri_bundle_cgroup (struct cri_service *svc, const char *id);
 void cri_list_container_stats (struct rpc_call *call, const void *req, size_t len, void *user);
 void cri_pod_sandbox_stats (struct rpc_call *call, const void *req, size_t len, void *user);
 void cri_list_pod_sandbox_stats (struct rpc_call *call, const void *req, size_t len, void *user);
+void cri_list_metric_descriptors (struct rpc_call *call, const void *req, size_t len, void *user);
+void cri_list_pod_sandbox_metrics (struct rpc_call *call, const void *req, size_t len, void *user);
 
 #endif

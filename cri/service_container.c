@@ -23,6 +23,7 @@
 #include "cri/attach.h"
 #include "cri/cdi/cdi.h"
 #include "cri/container_lost.h"
+#include "cri/container_info.h"
 #include "cri/container_store.h"
 #include "cri/containers.h"
 #include "cri/cri_spec.h"
@@ -1255,6 +1256,11 @@ cri_container_status (struct rpc_call *call, const void *req_bytes, size_t len, 
   struct status_parts parts;
   struct cri_container *c = NULL;
   struct husk_error *err = NULL;
+  Runtime__V1__ContainerStatusResponse__InfoEntry entry
+      = RUNTIME__V1__CONTAINER_STATUS_RESPONSE__INFO_ENTRY__INIT;
+  Runtime__V1__ContainerStatusResponse__InfoEntry *entries[] = { &entry };
+  Runtime__V1__LinuxContainerResources *spec_resources = NULL;
+  cleanup_free char *info = NULL;
 
   if (req == NULL)
     return;
@@ -1263,9 +1269,25 @@ cri_container_status (struct rpc_call *call, const void *req_bytes, size_t len, 
   else
     {
       status_of (c, &status, &parts);
+      /* Created without resources: what its bundle says it runs with. */
+      if (status.resources == NULL && (spec_resources = cri_container_spec_resources (svc, c->id)))
+        {
+          parts.resources.linux = spec_resources;
+          status.resources = &parts.resources;
+        }
+      if (req->verbose)
+        {
+          info = cri_container_info_json (svc, c);
+          entry.key = "info";
+          entry.value = info;
+          resp.n_info = 1;
+          resp.info = entries;
+        }
       resp.status = &status;
       cri_reply (call, &resp.base);
     }
+  if (spec_resources)
+    runtime__v1__linux_container_resources__free_unpacked (spec_resources, NULL);
   cri_container_free (c);
   runtime__v1__container_status_request__free_unpacked (req, NULL);
 }

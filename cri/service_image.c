@@ -4,6 +4,7 @@
 #include <ftw.h>
 #include <openssl/evp.h>
 #include <jansson.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -129,19 +130,27 @@ cri_list_images (struct rpc_call *call, const void *req, size_t len, void *user)
   protobuf_c_message_free_unpacked (&request->base, NULL);
 }
 
-/* verbose: the image config as JSON under "info", as containerd does. */
+/* verbose: under "info" as containerd has it, the chain ID of the top
+ * layer and the whole image config ("imageSpec", read from the store and
+ * checked against its digest), with husk's manifest digest and id. */
 static char *
-image_info_json (const struct image *img)
+image_info_json (struct store *store, const struct image *img)
 {
-  json_t *env = json_array ();
+  cleanup_free char *config_text = NULL;
+  struct husk_error *err = NULL;
+  json_t *config = NULL, *doc;
+  size_t config_len = 0;
   char *text;
-  json_t *doc;
 
-  for (size_t i = 0; img->config.env && img->config.env[i]; i++)
-    json_array_append_new (env, json_string (img->config.env[i]));
-  doc = json_pack ("{s:s, s:s, s:{s:o, s:s?, s:s?}}", "imageId", img->id, "manifestDigest",
-                   img->manifest_digest, "config", "Env", env, "User", img->config.user, "WorkingDir",
-                   img->config.working_dir);
+  if (store_read_blob (store, img->id, 16 << 20, &config_text, &config_len, &err) == 0)
+    config = json_loadb (config_text, config_len, 0, NULL);
+  doc = json_pack ("{s:s, s:s, s:s?, s:s?, s:o}", "imageId", img->id, "manifestDigest", img->manifest_digest,
+                   "mediaType", img->media_type, "chainID",
+                   img->n_layers ? img->layers[img->n_layers - 1].chain_id : NULL, "imageSpec",
+                   config ? config : json_null ());
+  if (err)
+    json_object_set_new (doc, "error", json_string (err->msg));
+  husk_error_free (&err);
   text = json_dumps (doc, JSON_COMPACT);
   json_decref (doc);
   return text;
@@ -178,7 +187,7 @@ cri_image_status (struct rpc_call *call, const void *req, size_t len, void *user
       reply.image = &view.image;
       if (request->verbose)
         {
-          info = image_info_json (img);
+          info = image_info_json (svc->store, img);
           entry.key = "info";
           entry.value = info;
           reply.n_info = 1;
@@ -240,14 +249,49 @@ pull_cancelled (void *call)
   return rpc_call_cancelled (call);
 }
 
+/* The layer bytes a pull downloads, for husk_image_pull_bytes_total:
+ * progress reports each layer's running total, so the growth of each. */
+struct pull_bytes
+{
+  pthread_mutex_t lock;
+  uint64_t *layer_done;
+  size_t n_layers;
+  uint64_t total;
+};
+
+static void
+count_pull_bytes (const struct pull_progress *progress, void *user)
+{
+  struct pull_bytes *bytes = user;
+
+  if (progress->phase != PULL_DOWNLOADING)
+    return;
+  pthread_mutex_lock (&bytes->lock);
+  if (progress->index >= bytes->n_layers)
+    {
+      bytes->layer_done = xrealloc (bytes->layer_done, (progress->index + 1) * sizeof *bytes->layer_done);
+      memset (bytes->layer_done + bytes->n_layers, 0,
+              (progress->index + 1 - bytes->n_layers) * sizeof *bytes->layer_done);
+      bytes->n_layers = progress->index + 1;
+    }
+  if (progress->done > bytes->layer_done[progress->index])
+    {
+      bytes->total += progress->done - bytes->layer_done[progress->index];
+      bytes->layer_done[progress->index] = progress->done;
+    }
+  pthread_mutex_unlock (&bytes->lock);
+}
+
 /* The transfer stops once the client goes away (kubelet gave up) and when
  * it crawls below the configured rate; either frees the pull's worker. */
 static int
 pull (struct cri_service *svc, struct rpc_call *call, const Runtime__V1__PullImageRequest *request,
-      struct image **img, struct husk_error **err)
+      struct image **img, struct pull_bytes *bytes, struct husk_error **err)
 {
   const char *name = spec_image (request->image);
-  struct pull_options pull_opts = { .max_image_bytes = svc->cfg->max_image_bytes };
+  struct pull_options pull_opts = { .max_image_bytes = svc->cfg->max_image_bytes,
+                                    .progress = count_pull_bytes,
+                                    .progress_user = bytes };
   struct registry_options opts;
   struct registry_client *client;
   struct reference *ref = NULL;
@@ -285,9 +329,15 @@ cri_pull_image (struct rpc_call *call, const void *req, size_t len, void *user)
   struct husk_error *err = NULL;
   struct image *img = NULL;
 
+  struct pull_bytes bytes = { .lock = PTHREAD_MUTEX_INITIALIZER };
+  bool pulled;
+
   if (request == NULL)
     return;
-  if (pull (svc, call, request, &img, &err) < 0)
+  pulled = pull (svc, call, request, &img, &bytes, &err) == 0;
+  cri_metrics_pull (svc, pulled, bytes.total);
+  free (bytes.layer_done);
+  if (!pulled)
     rpc_fail (call, cri_status_of (err), "%s", err->msg);
   else
     {

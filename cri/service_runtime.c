@@ -1,11 +1,16 @@
-/* Version, Status, RuntimeConfig and UpdateRuntimeConfig. */
+/* Version, Status, RuntimeConfig and UpdateRuntimeConfig.  Status lists
+ * the runtime handlers with their features and, verbose (crictl info),
+ * the effective config, the CNI network and the CDI devices in the keys
+ * containerd uses. */
 #include <jansson.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include "cri/cdi/cdi.h"
 #include "cri/cni/cni.h"
+#include "cri/runtime_exec.h"
 #include "cri/service.h"
 #include "husk/cleanup.h"
 #include "husk/util.h"
@@ -57,6 +62,221 @@ cri_version (struct rpc_call *call, const void *req, size_t len, void *user)
   protobuf_c_message_free_unpacked (&request->base, NULL);
 }
 
+/* ------------------------------------------------------------------ */
+/* runtime handlers and their features                                  */
+
+/* What `RUNTIME features` (the OCI runtime features document) says, asked
+ * once per binary: "rro" among its mount options is what kubelet calls
+ * recursive_read_only_mounts.  A runtime without the verb (runc before
+ * 1.1, crun 1.8) supports none of it. */
+struct handler_features
+{
+  char *path;
+  bool rro;
+};
+
+static pthread_mutex_t features_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct handler_features *features_cache;
+static size_t n_features_cache;
+
+static bool
+runtime_has_rro (const char *path)
+{
+  char *argv[] = { (char *) path, "features", NULL };
+  struct cri_child_run run = { .argv = argv, .timeout_ms = 5000, .output_max = 1 << 20 };
+  struct husk_error *err = NULL;
+  bool rro = false;
+
+  if (cri_child_run (&run, &err) < 0)
+    husk_error_free (&err);
+  else if (WIFEXITED (run.wait_status) && WEXITSTATUS (run.wait_status) == 0 && run.out[0].data)
+    {
+      json_t *doc = json_loads (run.out[0].data, 0, NULL), *opt;
+      size_t i;
+
+      json_array_foreach (json_object_get (doc, "mountOptions"), i, opt)
+      {
+        if (json_is_string (opt) && strcmp (json_string_value (opt), "rro") == 0)
+          rro = true;
+      }
+      json_decref (doc);
+    }
+  cri_child_run_clear (&run);
+  return rro;
+}
+
+static bool
+handler_rro (const struct huskd_runtime *rt)
+{
+  bool rro;
+
+  pthread_mutex_lock (&features_lock);
+  for (size_t i = 0; i < n_features_cache; i++)
+    if (strcmp (features_cache[i].path, rt->path) == 0)
+      {
+        rro = features_cache[i].rro;
+        pthread_mutex_unlock (&features_lock);
+        return rro;
+      }
+  pthread_mutex_unlock (&features_lock);
+  rro = runtime_has_rro (rt->path); /* not under the lock: it runs a program */
+  pthread_mutex_lock (&features_lock);
+  features_cache = xrealloc (features_cache, (n_features_cache + 1) * sizeof *features_cache);
+  features_cache[n_features_cache++] = (struct handler_features){ .path = xstrdup (rt->path), .rro = rro };
+  pthread_mutex_unlock (&features_lock);
+  return rro;
+}
+
+/* One handler per configured runtime, and "" (the default one, what a pod
+ * without a RuntimeClass gets) first, as kubelet lists them. */
+struct handler_list
+{
+  Runtime__V1__RuntimeHandler *handlers;
+  Runtime__V1__RuntimeHandlerFeatures *features;
+  Runtime__V1__RuntimeHandler **ptrs;
+  size_t n;
+};
+
+static void
+handler_list_init (struct handler_list *list, const struct huskd_config *cfg)
+{
+  size_t n = cfg->n_runtimes + 1;
+
+  list->handlers = xcalloc (n, sizeof *list->handlers);
+  list->features = xcalloc (n, sizeof *list->features);
+  list->ptrs = xcalloc (n, sizeof *list->ptrs);
+  list->n = 0;
+  for (size_t i = 0; i <= cfg->n_runtimes; i++)
+    {
+      const struct huskd_runtime *rt = i == 0 ? huskd_config_runtime (cfg, NULL) : &cfg->runtimes[i - 1];
+      Runtime__V1__RuntimeHandler *h = &list->handlers[list->n];
+
+      if (rt == NULL)
+        continue;
+      runtime__v1__runtime_handler__init (h);
+      runtime__v1__runtime_handler_features__init (&list->features[list->n]);
+      h->name = i == 0 ? "" : rt->name;
+      list->features[list->n].recursive_read_only_mounts = handler_rro (rt);
+      h->features = &list->features[list->n];
+      list->ptrs[list->n++] = h;
+    }
+}
+
+static void
+handler_list_clear (struct handler_list *list)
+{
+  free (list->handlers);
+  free (list->features);
+  free (list->ptrs);
+}
+
+/* ------------------------------------------------------------------ */
+/* verbose Status: the effective config and the CNI state                */
+
+static json_t *
+dirs_json (const char *colon_list)
+{
+  json_t *list = json_array ();
+  cleanup_free char *copy = xstrdup (colon_list ? colon_list : "");
+  char *save = NULL;
+
+  for (char *dir = strtok_r (copy, ":", &save); dir; dir = strtok_r (NULL, ":", &save))
+    json_array_append_new (list, json_string (dir));
+  return list;
+}
+
+/* The network huskd would use now, in the layout of containerd's
+ * "cniconfig" (go-cni's ConfigResult), and "OK" or why none is usable
+ * (containerd's "lastCNILoadStatus"). */
+static json_t *
+cni_info (const struct huskd_config *cfg, char **load_status)
+{
+  json_t *doc = json_pack ("{s:o, s:s, s:i, s:s}", "PluginDirs", dirs_json (cfg->cni_bin_dirs),
+                           "PluginConfDir", cfg->cni_conf_dir, "PluginMaxConfNum", 1, "Prefix", "eth");
+  json_t *networks = json_array ();
+  struct cni_network *net = NULL;
+  struct husk_error *err = NULL;
+
+  if (cni_config_load_dir (cfg->cni_conf_dir, &net, &err) == 0)
+    {
+      json_t *plugins = json_array (), *skipped = json_array ();
+
+      for (size_t i = 0; i < net->n_plugins; i++)
+        {
+          char *source = json_dumps (net->plugins[i].conf, JSON_COMPACT);
+          json_array_append_new (plugins, json_pack ("{s:{s:s}, s:s}", "Network", "type",
+                                                     net->plugins[i].type, "Source", source));
+          free (source);
+        }
+      for (char **s = net->skipped; s && *s; s++)
+        json_array_append_new (skipped, json_string (*s));
+      char *source = json_dumps (net->conflist, JSON_COMPACT);
+      json_array_append_new (networks, json_pack ("{s:{s:s, s:s, s:o, s:s, s:s?, s:o}, s:s}", "Config",
+                                                  "Name", net->name, "CNIVersion", net->cni_version,
+                                                  "Plugins", plugins, "Source", source, "File", net->path,
+                                                  "Skipped", skipped, "IFName", CNI_DEFAULT_IFNAME));
+      free (source);
+      if (cni_network_check_plugins (net, cfg->cni_bin_dirs, &err) == 0)
+        *load_status = xstrdup ("OK");
+    }
+  if (err)
+    *load_status = xasprintf ("cni config load failed: %s", err->msg);
+  json_object_set_new (doc, "Networks", networks);
+  husk_error_free (&err);
+  cni_network_free (net);
+  return doc;
+}
+
+/* crictl info prints each info value parsed as JSON under its key. */
+struct status_info
+{
+  Runtime__V1__StatusResponse__InfoEntry entries[5];
+  Runtime__V1__StatusResponse__InfoEntry *ptrs[5];
+  char *values[5];
+  size_t n;
+};
+
+static void
+status_info_add (struct status_info *info, const char *key, char *json_text)
+{
+  Runtime__V1__StatusResponse__InfoEntry *e = &info->entries[info->n];
+
+  runtime__v1__status_response__info_entry__init (e);
+  e->key = (char *) key;
+  e->value = json_text;
+  info->values[info->n] = json_text;
+  info->ptrs[info->n++] = e;
+}
+
+static void
+status_info_fill (struct status_info *info, struct cri_service *svc)
+{
+  json_t *config = huskd_config_to_json (svc->cfg), *cni;
+  char *load_status = NULL;
+
+  info->n = 0;
+  cni = cni_info (svc->cfg, &load_status);
+  status_info_add (info, "config", json_dumps (config, JSON_COMPACT));
+  status_info_add (info, "cniconfig", json_dumps (cni, JSON_COMPACT));
+  {
+    json_t *s = json_string (load_status);
+    status_info_add (info, "lastCNILoadStatus", json_dumps (s, JSON_ENCODE_ANY));
+    status_info_add (info, "lastCNILoadStatus.default", json_dumps (s, JSON_ENCODE_ANY));
+    json_decref (s);
+  }
+  status_info_add (info, "cdi", cdi_info (svc));
+  free (load_status);
+  json_decref (config);
+  json_decref (cni);
+}
+
+static void
+status_info_clear (struct status_info *info)
+{
+  for (size_t i = 0; i < info->n; i++)
+    free (info->values[i]);
+}
+
 void
 cri_status (struct rpc_call *call, const void *req, size_t len, void *user)
 {
@@ -67,20 +287,13 @@ cri_status (struct rpc_call *call, const void *req, size_t len, void *user)
   Runtime__V1__RuntimeCondition *conditions[] = { &runtime_ready, &network_ready };
   Runtime__V1__RuntimeStatus status = RUNTIME__V1__RUNTIME_STATUS__INIT;
   Runtime__V1__StatusResponse reply = RUNTIME__V1__STATUS_RESPONSE__INIT;
-  Runtime__V1__RuntimeHandlerFeatures husk_features = RUNTIME__V1__RUNTIME_HANDLER_FEATURES__INIT;
-  Runtime__V1__RuntimeHandlerFeatures peer_features = RUNTIME__V1__RUNTIME_HANDLER_FEATURES__INIT;
   Runtime__V1__RuntimeFeatures features = RUNTIME__V1__RUNTIME_FEATURES__INIT;
-  cleanup_free Runtime__V1__RuntimeHandler *handlers = NULL;
-  cleanup_free Runtime__V1__RuntimeHandler **handler_ptrs = NULL;
+  struct handler_list handlers;
+  struct status_info info = { .n = 0 };
   struct husk_error *net_err = NULL;
-  size_t n = svc->cfg->n_runtimes;
-  Runtime__V1__StatusResponse__InfoEntry cdi_entry = RUNTIME__V1__STATUS_RESPONSE__INFO_ENTRY__INIT;
-  Runtime__V1__StatusResponse__InfoEntry *info[] = { &cdi_entry };
-  cleanup_free char *cdi_json = NULL;
 
   if (request == NULL)
     return;
-  husk_features.recursive_read_only_mounts = 1; /* mount_setattr(AT_RECURSIVE) */
   runtime_ready.type = "RuntimeReady";
   runtime_ready.status = 1;
   network_ready.type = "NetworkReady";
@@ -94,27 +307,19 @@ cri_status (struct rpc_call *call, const void *req, size_t len, void *user)
   status.n_conditions = 2;
   status.conditions = conditions;
   reply.status = &status;
-  handlers = xcalloc (n + 1, sizeof *handlers);
-  handler_ptrs = xcalloc (n + 1, sizeof *handler_ptrs);
-  for (size_t i = 0; i < n; i++)
-    {
-      runtime__v1__runtime_handler__init (&handlers[i]);
-      handlers[i].name = svc->cfg->runtimes[i].name;
-      handlers[i].features = strcmp (handlers[i].name, "husk") == 0 ? &husk_features : &peer_features;
-      handler_ptrs[i] = &handlers[i];
-    }
-  reply.n_runtime_handlers = n;
-  reply.runtime_handlers = handler_ptrs;
+  handler_list_init (&handlers, svc->cfg);
+  reply.n_runtime_handlers = handlers.n;
+  reply.runtime_handlers = handlers.ptrs;
   reply.features = &features;
   if (request->verbose)
     {
-      cdi_json = cdi_info (svc);
-      cdi_entry.key = "cdi";
-      cdi_entry.value = cdi_json;
-      reply.n_info = 1;
-      reply.info = info;
+      status_info_fill (&info, svc);
+      reply.n_info = info.n;
+      reply.info = info.ptrs;
     }
   cri_reply (call, &reply.base);
+  status_info_clear (&info);
+  handler_list_clear (&handlers);
   husk_error_free (&net_err);
   protobuf_c_message_free_unpacked (&request->base, NULL);
 }

@@ -17,6 +17,7 @@
 #include "cri/container_store.h"
 #include "cri/containers.h"
 #include "cri/cri_stats.h"
+#include "cri/cri_stats_metrics.h"
 #include "cri/runtime_exec.h"
 #include "cri/sandbox.h"
 #include "cri/service.h"
@@ -409,32 +410,45 @@ read_net_dev_in (void *arg)
   return NULL;
 }
 
-static Runtime__V1__NetworkUsage *
-pod_network (struct cri_arena *arena, const struct sandbox *sb)
+/* The pod's interfaces, read inside its network namespace; false when
+ * it has none to read (host network, not ready) or the read failed. */
+static bool
+pod_net_devs (const struct sandbox *sb, struct cri_net_dev **devs, size_t *n)
 {
   struct netns_read job = { .pin = sb->netns_path };
-  cleanup_free struct cri_net_dev *devs = NULL;
-  Runtime__V1__NetworkUsage *net = NULL;
-  int64_t now = cri_now_ns ();
   pthread_t thread;
-  size_t n = 0;
+  bool read_ok = false;
   int ret;
 
+  *devs = NULL;
+  *n = 0;
   if (sb->netns_path == NULL || sb->network_down || sb->state != SANDBOX_READY)
-    return NULL;
+    return false;
   if ((ret = pthread_create (&thread, NULL, read_net_dev_in, &job)) != 0)
     husk_error_make (&job.err, ret, "start a thread to read the network of pod %s", sb->id);
   else
     pthread_join (thread, NULL);
-  if (job.err == NULL && cri_stats_parse_net_dev (job.text, &devs, &n, &job.err) == 0)
-    net = cri_stats_network (arena, devs, n, now);
+  if (job.err == NULL && cri_stats_parse_net_dev (job.text, devs, n, &job.err) == 0)
+    read_ok = true;
   if (job.err)
     {
       husk_warn ("pod %s: %s", sb->id, job.err->msg);
       husk_error_free (&job.err);
     }
   free (job.text);
-  return net;
+  return read_ok;
+}
+
+static Runtime__V1__NetworkUsage *
+pod_network (struct cri_arena *arena, const struct sandbox *sb)
+{
+  cleanup_free struct cri_net_dev *devs = NULL;
+  int64_t now = cri_now_ns ();
+  size_t n = 0;
+
+  if (!pod_net_devs (sb, &devs, &n))
+    return NULL;
+  return cri_stats_network (arena, devs, n, now);
 }
 
 static uint64_t
@@ -651,4 +665,120 @@ cri_list_pod_sandbox_stats (struct rpc_call *call, const void *req_bytes, size_t
   cri_containers_free (all, n_all);
   sandboxes_free (pods, n_pods);
   runtime__v1__list_pod_sandbox_stats_request__free_unpacked (req, NULL);
+}
+
+/* ------------------------------------------------------------------ */
+/* ListMetricDescriptors, ListPodSandboxMetrics                         */
+
+void
+cri_list_metric_descriptors (struct rpc_call *call, const void *req_bytes, size_t len, void *user)
+{
+  Runtime__V1__ListMetricDescriptorsRequest *req
+      = cri_unpack (call, &runtime__v1__list_metric_descriptors_request__descriptor, req_bytes, len);
+  Runtime__V1__ListMetricDescriptorsResponse resp = RUNTIME__V1__LIST_METRIC_DESCRIPTORS_RESPONSE__INIT;
+  struct cri_arena arena = { 0 };
+
+  if (req == NULL)
+    return;
+  cri_metric_descriptors (&arena, &resp.descriptors, &resp.n_descriptors);
+  cri_reply (call, &resp.base);
+  cri_arena_clear (&arena);
+  runtime__v1__list_metric_descriptors_request__free_unpacked (req, NULL);
+}
+
+/* A running container's metrics: its cgroup and its writable layer. */
+static Runtime__V1__ContainerMetrics *
+container_metrics (struct cri_arena *arena, struct cri_service *svc, const struct cri_container *c)
+{
+  Runtime__V1__ContainerMetrics *cm;
+  struct cri_metric_list list = { 0 };
+  struct container_sample sample;
+  const char *base[3] = { c->id, c->config->metadata ? c->config->metadata->name : "", c->image };
+  cleanup_free char *dir = container_store_dir (svc->containers, c->id);
+  char *upper = cri_arena_adopt (arena, xasprintf ("%s/upper", dir));
+  struct cri_dir_usage usage;
+  struct husk_error *ignored = NULL;
+
+  sample_container (svc, c, &sample);
+  if (!sample.sampled)
+    {
+      sample_clear (&sample);
+      return NULL;
+    }
+  cm = cri_arena_alloc (arena, sizeof *cm);
+  runtime__v1__container_metrics__init (cm);
+  cm->container_id = c->id;
+  cri_metrics_of_cgroup (arena, &list, base, &sample.cg);
+  if (cri_stats_dir_usage (upper, &usage, &ignored) == 0)
+    cri_metrics_of_layer (arena, &list, base, upper, &usage);
+  husk_error_free (&ignored);
+  cri_metric_list_finish (arena, &list);
+  cm->metrics = list.items;
+  cm->n_metrics = list.n;
+  sample_clear (&sample);
+  return cm;
+}
+
+static Runtime__V1__PodSandboxMetrics *
+pod_metrics (struct cri_arena *arena, struct cri_service *svc, const struct sandbox *sb,
+             struct cri_container *const *all, size_t n_all)
+{
+  Runtime__V1__PodSandboxMetrics *pm = cri_arena_alloc (arena, sizeof *pm);
+  const Runtime__V1__PodSandboxMetadata *meta = sb->config ? sb->config->metadata : NULL;
+  const char *base[3] = { sb->id, meta ? meta->name : "", "" };
+  struct cri_metric_list list = { 0 };
+  cleanup_free struct cri_net_dev *devs = NULL;
+  size_t n_devs = 0;
+
+  runtime__v1__pod_sandbox_metrics__init (pm);
+  pm->pod_sandbox_id = sb->id;
+  if (pod_net_devs (sb, &devs, &n_devs))
+    cri_metrics_of_network (arena, &list, base, devs, n_devs);
+  cri_metric_list_finish (arena, &list);
+  pm->metrics = list.items;
+  pm->n_metrics = list.n;
+  pm->container_metrics = cri_arena_alloc (arena, (n_all + 1) * sizeof *pm->container_metrics);
+  for (size_t i = 0; i < n_all; i++)
+    {
+      Runtime__V1__ContainerMetrics *cm;
+      if (strcmp (all[i]->sandbox_id, sb->id) != 0 || all[i]->state != CRI_CONTAINER_RUNNING)
+        continue;
+      if ((cm = container_metrics (arena, svc, all[i])))
+        pm->container_metrics[pm->n_container_metrics++] = cm;
+    }
+  return pm;
+}
+
+/* Ready pods only, as ListPodSandboxStats; also StreamPodSandboxMetrics,
+ * whose reply has the same field 1. */
+void
+cri_list_pod_sandbox_metrics (struct rpc_call *call, const void *req_bytes, size_t len, void *user)
+{
+  struct cri_service *svc = user;
+  Runtime__V1__ListPodSandboxMetricsRequest *req
+      = cri_unpack (call, &runtime__v1__list_pod_sandbox_metrics_request__descriptor, req_bytes, len);
+  Runtime__V1__ListPodSandboxMetricsResponse resp = RUNTIME__V1__LIST_POD_SANDBOX_METRICS_RESPONSE__INIT;
+  struct cri_arena arena = { 0 };
+  struct sandbox **pods = NULL;
+  struct cri_container **all = NULL;
+  struct husk_error *err = NULL;
+  size_t n_pods = 0, n_all = 0;
+
+  if (req == NULL)
+    return;
+  if (sandbox_list (svc->sandboxes, &pods, &n_pods, &err) < 0
+      || container_list (svc->containers, &all, &n_all, &err) < 0)
+    cri_fail (call, &err);
+  else
+    {
+      resp.pod_metrics = cri_arena_alloc (&arena, (n_pods + 1) * sizeof *resp.pod_metrics);
+      for (size_t i = 0; i < n_pods; i++)
+        if (pods[i]->state == SANDBOX_READY)
+          resp.pod_metrics[resp.n_pod_metrics++] = pod_metrics (&arena, svc, pods[i], all, n_all);
+      cri_reply (call, &resp.base);
+    }
+  cri_arena_clear (&arena);
+  cri_containers_free (all, n_all);
+  sandboxes_free (pods, n_pods);
+  runtime__v1__list_pod_sandbox_metrics_request__free_unpacked (req, NULL);
 }

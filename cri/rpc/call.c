@@ -605,6 +605,18 @@ rpc_call_method (struct rpc_call *call)
   return call->slot->method ? call->slot->method->path : call->unknown_path;
 }
 
+bool
+rpc_call_status (struct rpc_call *call, grpc_status_code *code)
+{
+  bool finished;
+
+  pthread_mutex_lock (&call->lock);
+  finished = call->finished;
+  *code = call->final_code;
+  pthread_mutex_unlock (&call->lock);
+  return finished;
+}
+
 const char *
 rpc_call_peer (struct rpc_call *call)
 {

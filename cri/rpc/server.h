@@ -137,6 +137,8 @@ bool rpc_call_cancelled (struct rpc_call *call);
  * the client set none. */
 int64_t rpc_call_deadline_ms_left (struct rpc_call *call);
 const char *rpc_call_method (struct rpc_call *call);
+/* Whether the call has its final status yet, and which (*CODE). */
+bool rpc_call_status (struct rpc_call *call, grpc_status_code *code);
 /* "unix:" for unix-socket peers, as gRPC reports them. */
 const char *rpc_call_peer (struct rpc_call *call);
 /* Adds KEY=VALUE to the call's log line (method, status, duration and
