@@ -52,6 +52,10 @@ struct huskd_config
   int nvidia_visible_devices;
   /* cpuset.mems = the NUMA nodes of the container's CDI devices. */
   bool cdi_numa_align;
+  /* "cgroupfs" or "systemd": the form of the pods' cgroup parents (as
+   * kubelet's cgroupDriver); default systemd when the node booted with
+   * systemd (/run/systemd/system exists), else cgroupfs. */
+  char *cgroup_driver;
 };
 
 /* Fills CFG with the defaults, then applies PATH if not NULL. */
@@ -60,6 +64,9 @@ int huskd_config_load (const char *path, struct huskd_config *cfg, struct husk_e
  * (their roots under cfg->state) and checks the default one exists. */
 int huskd_config_finish (struct huskd_config *cfg, const char *path, struct husk_error **err);
 void huskd_config_clear (struct huskd_config *cfg);
+
+/* True when cfg->cgroup_driver is systemd. */
+bool huskd_config_systemd_cgroup (const struct huskd_config *cfg);
 
 /* The runtime for HANDLER (NULL or "" = default); NULL when unknown. */
 const struct huskd_runtime *huskd_config_runtime (const struct huskd_config *cfg, const char *handler);
