@@ -73,15 +73,17 @@ sandbox_cgroup_check (const char *parent, bool systemd, struct husk_error **err)
   if (parent == NULL || *parent == '\0')
     return 0;
   if (systemd && !is_slice (parent))
-    return husk_error_kind (err, EINVAL,
-                            "config.linux.cgroup_parent `%s` is not a systemd slice (NAME.slice), but huskd's "
-                            "cgroup_driver is systemd (it must match kubelet's cgroupDriver)",
-                            parent);
+    return husk_error_kind (
+        err, EINVAL,
+        "config.linux.cgroup_parent `%s` is not a systemd slice (NAME.slice), but huskd's "
+        "cgroup_driver is systemd (it must match kubelet's cgroupDriver)",
+        parent);
   if (!systemd && is_slice (parent))
-    return husk_error_kind (err, EINVAL,
-                            "config.linux.cgroup_parent `%s` is a systemd slice, but huskd's cgroup_driver is "
-                            "cgroupfs (it must match kubelet's cgroupDriver: set cgroup_driver: systemd)",
-                            parent);
+    return husk_error_kind (
+        err, EINVAL,
+        "config.linux.cgroup_parent `%s` is a systemd slice, but huskd's cgroup_driver is "
+        "cgroupfs (it must match kubelet's cgroupDriver: set cgroup_driver: systemd)",
+        parent);
   if (sandbox_cgroup_name (parent, &name, err) < 0)
     {
       (*err)->errnum = EINVAL;

@@ -115,10 +115,11 @@ class Daemon(Client):
     def driver(self):
         return self.call("RuntimeConfig", pb.RuntimeConfigRequest(), pb.RuntimeConfigResponse).linux.cgroup_driver
 
-    def run_limited(self, parent, name):
+    def run_limited(self, parent, name, handler=""):
         """A pod under PARENT with a sleeping container of 64 MiB, 256 shares, 50 ms of every 100 ms."""
         config = pod_config(name, LOGS, cgroup_parent=parent)
-        pod = self.run_pod(config)
+        pod = self.call("RunPodSandbox", pb.RunPodSandboxRequest(config=config, runtime_handler=handler),
+                        pb.RunPodSandboxResponse).pod_sandbox_id
         res = pb.LinuxContainerResources(memory_limit_in_bytes=64 * MIB, cpu_shares=256, cpu_period=100000,
                                          cpu_quota=50000)
         cid = self.create(pod, container_config("sleeper", IMAGE, ["sleep 300"],
@@ -175,6 +176,17 @@ def test_systemd_slices(d):
        dirs_of(mid))
     d.remove_all(pod2, cid2)
     ok(not dirs_of(top) and not tagged(), "the parent slices husk made go with the last pod", tagged())
+
+
+def test_runc_handler(d):
+    """runc (no --systemd-cgroup) gets the scope's path, not "slice:husk:id" for a directory name."""
+    pod, cid = d.run_limited(f"{TAG}-runc-pod10.slice", "runc", handler="runc")
+    scope = f"/{TAG}.slice/{TAG}-runc.slice/{TAG}-runc-pod10.slice/husk-{cid}.scope"
+    ok(len(dirs_of(scope)) == len(cgroup_mounts()), "runtime handler runc: the container is in the scope husk names",
+       f"{dirs_of(scope)}; {[g for g in tagged() if cid in g]}")
+    check_limits(scope, "runc scope")
+    d.remove_all(pod, cid)
+    ok(not tagged(), "runtime handler runc: the slices go with the pod", tagged())
 
 
 def test_foreign_parent(d):
@@ -264,7 +276,7 @@ def main():
         systemd.pull(IMAGE)
         cgroupfs.pull(IMAGE)
         for test, args in ((test_runtime_config, (systemd, cgroupfs)), (test_systemd_slices, (systemd,)),
-                           (test_foreign_parent, (systemd,)), (test_cgroupfs_paths, (cgroupfs,)),
+                           (test_foreign_parent, (systemd,)), (test_runc_handler, (systemd,)), (test_cgroupfs_paths, (cgroupfs,)),
                            (test_mismatch, (systemd, cgroupfs)), (test_restart, (systemd,))):
             try:
                 test(*args)
