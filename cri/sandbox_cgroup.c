@@ -152,16 +152,20 @@ strv_drop (char **v, const char *s)
 /* ------------------------------------------------------- make, remove */
 
 /* rmdir in every hierarchy, once: a cgroup that holds a child or a
- * process is busy, and is left. */
+ * process is busy, and is left (a warning for the pod's own cgroup, which
+ * nothing but its containers should hold by now). */
 static int
-remove_once (const char *path)
+remove_once (const char *path, bool pod_level)
 {
   cleanup_strv char **dirs = cgroup_dirs (path);
 
   for (size_t i = 0; dirs[i]; i++)
     if (rmdir (dirs[i]) < 0 && errno != ENOENT)
       {
-        husk_debug ("cgroup `%s` stays: %s", dirs[i], strerror (errno));
+        if (pod_level)
+          husk_warn ("pod cgroup `%s` stays: %s", dirs[i], strerror (errno));
+        else
+          husk_debug ("cgroup `%s` stays: %s", dirs[i], strerror (errno));
         return -1;
       }
   return 0;
@@ -185,7 +189,7 @@ remove_levels (struct sandbox_store *store, const char *mount, const char *name,
       for (size_t i = 0; store->cgroup_users[i] && !in_use; i++)
         in_use = strncmp (store->cgroup_users[i], level, len) == 0
                  && (store->cgroup_users[i][len] == '\0' || store->cgroup_users[i][len] == '/');
-      if (in_use || remove_once (path) < 0)
+      if (in_use || remove_once (path, strcmp (level, name) == 0) < 0)
         break;
       strv_drop (record, level);
       changed = true;
