@@ -3,14 +3,17 @@
  * makes them on a real node; crictl and critest do not), and those husk
  * made removed again when the last pod under them goes.
  *
- * What husk made is recorded, by name below the cgroup mount, in
+ * What husk made is recorded, directory by directory (a level may exist
+ * in one hierarchy of a hybrid host and not in another), in
  * STATE/cgroups-created.json (volatile like the cgroups themselves), so a
  * parent shared by pods goes with the last of them whichever pod made it,
  * and a parent someone else made (kubelet's kubepods.slice) is never
  * touched. */
 #include <errno.h>
 #include <jansson.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cri/sandbox_internal.h"
@@ -151,48 +154,91 @@ strv_drop (char **v, const char *s)
 
 /* ------------------------------------------------------- make, remove */
 
-/* rmdir in every hierarchy, once: a cgroup that holds a child or a
- * process is busy, and is left (a warning for the pod's own cgroup, which
- * nothing but its containers should hold by now). */
-static int
-remove_once (const char *path, bool pod_level)
+/* The mounts of named v1 hierarchies (name=systemd on hybrid hosts): no
+ * controller, so the runtime's cgroups leave them alone, but runc joins
+ * them too, making the parents there as well. */
+static char **
+named_hierarchies (void)
 {
-  cleanup_strv char **dirs = cgroup_dirs (path);
+  cleanup_file FILE *f = fopen ("/proc/self/mountinfo", "re");
+  cleanup_free char *line = NULL;
+  size_t size = 0;
+  char **mounts = xcalloc (1, sizeof *mounts);
 
-  for (size_t i = 0; dirs[i]; i++)
-    if (rmdir (dirs[i]) < 0 && errno != ENOENT)
-      {
-        if (pod_level)
-          husk_warn ("pod cgroup `%s` stays: %s", dirs[i], strerror (errno));
-        else
-          husk_debug ("cgroup `%s` stays: %s", dirs[i], strerror (errno));
-        return -1;
-      }
-  return 0;
+  while (f && getline (&line, &size, f) > 0)
+    {
+      char mount[4096], fstype[64], options[1024];
+      const char *tail = strstr (line, " - ");
+
+      if (tail == NULL || sscanf (line, "%*s %*s %*s %*s %4095s", mount) != 1
+          || sscanf (tail + 3, "%63s %*s %1023s", fstype, options) != 2)
+        continue;
+      if (strcmp (fstype, "cgroup") == 0 && strstr (options, "name=") != NULL)
+        mounts = husk_strv_append (mounts, mount);
+    }
+  return mounts;
 }
 
-/* Removes the recorded levels of NAME, deepest first, up to the first one
- * that is not recorded, is busy, or holds the cgroup of another pod. */
+/* PATH's directory in every hierarchy: the runtime's, then the named ones. */
+static char **
+level_dirs (const char *path)
+{
+  char **dirs = cgroup_dirs (path);
+  const char *name = cgroup_name (path);
+  cleanup_strv char **named = name ? named_hierarchies () : NULL;
+
+  for (size_t i = 0; named && named[i]; i++)
+    {
+      cleanup_free char *dir = xasprintf ("%s%s", named[i], name);
+      dirs = husk_strv_append (dirs, dir);
+    }
+  return dirs;
+}
+
+/* rmdir, once: a cgroup that holds a child or a process is busy, and is
+ * left (a warning for the pod's own cgroup, which nothing but its
+ * containers should hold by now).  True when DIR is gone. */
+static bool
+remove_once (const char *dir, bool pod_level)
+{
+  if (rmdir (dir) == 0 || errno == ENOENT)
+    return true;
+  if (pod_level)
+    husk_warn ("pod cgroup `%s` stays: %s", dir, strerror (errno));
+  else
+    husk_debug ("cgroup `%s` stays: %s", dir, strerror (errno));
+  return false;
+}
+
+/* Removes the recorded directories of each level of NAME, deepest first,
+ * until a level holds the cgroup of another pod or one of them is busy.
+ * A directory husk did not make is left, and keeps its ancestors in that
+ * hierarchy busy. */
 static void
 remove_levels (struct sandbox_store *store, const char *mount, const char *name, char **record)
 {
   cleanup_free char *level = xstrdup (name);
-  bool changed = false;
+  bool changed = false, busy = false;
   struct husk_error *err = NULL;
 
-  while (*level && strv_has (record, level))
+  while (*level && !busy)
     {
       cleanup_free char *path = xasprintf ("%s%s", mount, level);
+      cleanup_strv char **dirs = NULL;
       size_t len = strlen (level);
-      bool in_use = false;
 
-      for (size_t i = 0; store->cgroup_users[i] && !in_use; i++)
-        in_use = strncmp (store->cgroup_users[i], level, len) == 0
-                 && (store->cgroup_users[i][len] == '\0' || store->cgroup_users[i][len] == '/');
-      if (in_use || remove_once (path, strcmp (level, name) == 0) < 0)
-        break;
-      strv_drop (record, level);
-      changed = true;
+      for (size_t i = 0; store->cgroup_users[i] && !busy; i++)
+        busy = strncmp (store->cgroup_users[i], level, len) == 0
+               && (store->cgroup_users[i][len] == '\0' || store->cgroup_users[i][len] == '/');
+      dirs = busy ? NULL : level_dirs (path);
+      for (size_t i = 0; dirs && dirs[i] && !busy; i++)
+        {
+          if (!strv_has (record, dirs[i]))
+            continue;
+          busy = !remove_once (dirs[i], strcmp (level, name) == 0);
+          if (!busy)
+            changed = strv_drop (record, dirs[i]) || changed;
+        }
       *strrchr (level, '/') = '\0';
     }
   if (changed && record_save (store, record, &err) < 0)
@@ -202,8 +248,9 @@ remove_levels (struct sandbox_store *store, const char *mount, const char *name,
     }
 }
 
-/* Makes each missing level of NAME (recorded first: a crash in between
- * leaves a name whose rmdir finds nothing, never an unrecorded dir). */
+/* Makes each level of NAME that is missing in some hierarchy, recording
+ * the directories it makes first (a crash in between leaves a record
+ * whose rmdir finds nothing, never a directory without one). */
 static int
 make_levels (struct sandbox_store *store, const char *mount, const char *name, char ***record,
              struct husk_error **err)
@@ -213,20 +260,31 @@ make_levels (struct sandbox_store *store, const char *mount, const char *name, c
   for (char *slash = strchr (level + 1, '/');; slash = strchr (slash + 1, '/'))
     {
       cleanup_free char *path = NULL;
+      cleanup_strv char **dirs = NULL;
+      bool missing = false;
       int fd;
 
       if (slash)
         *slash = '\0';
       path = xasprintf ("%s%s", mount, level);
-      if (!cgroup_exists (path))
+      dirs = level_dirs (path);
+      for (size_t i = 0; dirs[i]; i++)
+        if (access (dirs[i], F_OK) < 0)
+          {
+            missing = true;
+            if (!strv_has (*record, dirs[i]))
+              *record = husk_strv_append (*record, dirs[i]);
+          }
+      if (missing)
         {
-          if (!strv_has (*record, level))
-            *record = husk_strv_append (*record, level);
           if (record_save (store, *record, err) < 0)
             return -1;
           if ((fd = cgroup_create (path, err)) < 0)
             return -1;
           close (fd);
+          for (size_t i = 0; dirs[i]; i++)
+            if (mkdir (dirs[i], 0755) < 0 && errno != EEXIST)
+              return husk_error_make (err, errno, "create cgroup `%s`", dirs[i]);
         }
       if (slash == NULL)
         return 0;

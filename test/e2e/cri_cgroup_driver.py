@@ -33,13 +33,13 @@ TAG = f"hk{os.getpid()}"  # every cgroup this test makes has it in its name
 MIB = 1024 * 1024
 
 
-def cgroup_mounts():
-    """The unified mount (if any) first, then every v1 one of a controller (not name=systemd)."""
+def cgroup_mounts(named=False):
+    """The unified mount (if any) first, then every v1 one of a controller; NAMED: name=systemd's too."""
     found = []
     with open("/proc/self/mountinfo") as f:
         for line in f:
             kind, _, options = line.split(" - ")[1].split()
-            if kind == "cgroup2" or (kind == "cgroup" and "name=" not in options):
+            if kind == "cgroup2" or (kind == "cgroup" and (named or "name=" not in options)):
                 found.append((kind, line.split()[4]))
     return [m for t, m in found if t == "cgroup2"] + [m for t, m in found if t == "cgroup"]
 
@@ -54,8 +54,9 @@ def dirs_of(name):
 
 
 def tagged():
+    """Every cgroup of this test, in every hierarchy (runc also joins name=systemd)."""
     found = []
-    for mount in cgroup_mounts():
+    for mount in cgroup_mounts(named=True):
         for top, dirs, _ in os.walk(mount):
             found += [os.path.join(top, d) for d in dirs if TAG in os.path.join(top, d)]
     return sorted(found)
@@ -206,6 +207,24 @@ def test_foreign_parent(d):
                 os.rmdir(mount + mine)
 
 
+def test_parent_in_one_hierarchy(d):
+    """A hybrid host's parent that exists in the unified hierarchy only (systemd's kubepods.slice
+    where the controllers are on v1): husk makes and later removes its v1 copies, never the v2 one."""
+    mine = f"/{TAG}u.slice"
+    unified = cgroup_mounts()[0]
+    os.mkdir(unified + mine)
+    try:
+        pod, cid = d.run_limited(f"{TAG}u-pod11.slice", "onehier")
+        ok(len(dirs_of(f"{mine}/{TAG}u-pod11.slice/husk-{cid}.scope")) == len(cgroup_mounts()),
+           "a parent in one hierarchy: the pod's scope is in every hierarchy")
+        d.remove_all(pod, cid)
+        ok(dirs_of(mine) == [unified + mine], "the parent's copies husk made go, the one it found stays",
+           dirs_of(mine))
+    finally:
+        if os.path.isdir(unified + mine):
+            os.rmdir(unified + mine)
+
+
 def test_cgroupfs_paths(d):
     parent = f"/{TAG}/burstable/pod4"
     pod, cid = d.run_limited(parent, "plain")
@@ -276,7 +295,8 @@ def main():
         systemd.pull(IMAGE)
         cgroupfs.pull(IMAGE)
         for test, args in ((test_runtime_config, (systemd, cgroupfs)), (test_systemd_slices, (systemd,)),
-                           (test_foreign_parent, (systemd,)), (test_runc_handler, (systemd,)), (test_cgroupfs_paths, (cgroupfs,)),
+                           (test_foreign_parent, (systemd,)), (test_runc_handler, (systemd,)),
+                           (test_parent_in_one_hierarchy, (systemd,)), (test_cgroupfs_paths, (cgroupfs,)),
                            (test_mismatch, (systemd, cgroupfs)), (test_restart, (systemd,))):
             try:
                 test(*args)
