@@ -93,6 +93,9 @@ set_defaults (struct huskd_config *cfg)
   cfg->cdi_spec_dirs = husk_strv_append (NULL, "/etc/cdi");
   cfg->cdi_spec_dirs = husk_strv_append (cfg->cdi_spec_dirs, "/var/run/cdi");
   cfg->nvidia_visible_devices = CDI_NVIDIA_ENV_CONTAINER;
+  /* As sd_booted(): kubelet on a systemd node uses (and kubeadm sets) the
+   * systemd driver; without systemd it cannot. */
+  cfg->cgroup_driver = xstrdup (access ("/run/systemd/system", F_OK) == 0 ? "systemd" : "cgroupfs");
 }
 
 /* A list of absolute dirs; [] means no CDI specs at all. */
@@ -231,6 +234,7 @@ static const struct
   { "stream_address", offsetof (struct huskd_config, stream_address) },
   { "stream_port", offsetof (struct huskd_config, stream_port) },
   { "metrics_address", offsetof (struct huskd_config, metrics_address) },
+  { "cgroup_driver", offsetof (struct huskd_config, cgroup_driver) },
 };
 
 /* A misspelt key would otherwise be a setting silently not applied. */
@@ -362,6 +366,9 @@ apply_file (const char *path, struct huskd_config *cfg, struct husk_error **err)
     ret = take_cdi_options (doc, cfg, path, err);
   if (ret == 0)
     ret = check_metrics_address (cfg->metrics_address, path, err);
+  if (ret == 0 && strcmp (cfg->cgroup_driver, "cgroupfs") != 0 && strcmp (cfg->cgroup_driver, "systemd") != 0)
+    ret = husk_error_make (err, 0, "%s: cgroup_driver: must be cgroupfs or systemd, not `%s`", path,
+                           cfg->cgroup_driver);
   caps = json_object_get (doc, "default_capabilities");
   if (ret == 0 && caps)
     ret = take_capabilities (caps, cfg, path, err);
@@ -425,6 +432,12 @@ huskd_config_to_json (const struct huskd_config *cfg)
   return doc;
 }
 
+bool
+huskd_config_systemd_cgroup (const struct huskd_config *cfg)
+{
+  return cfg->cgroup_driver && strcmp (cfg->cgroup_driver, "systemd") == 0;
+}
+
 const struct huskd_runtime *
 huskd_config_runtime (const struct huskd_config *cfg, const char *handler)
 {
@@ -462,5 +475,6 @@ huskd_config_clear (struct huskd_config *cfg)
   free (cfg->stream_port);
   husk_strvfreep (&cfg->cdi_spec_dirs);
   free (cfg->metrics_address);
+  free (cfg->cgroup_driver);
   memset (cfg, 0, sizeof *cfg);
 }

@@ -62,6 +62,10 @@ struct huskd_config
   /* Prometheus metrics over plain HTTP on "HOST:PORT" ("[::1]:PORT",
    * port 0: a free one); NULL: off. */
   char *metrics_address;
+  /* "cgroupfs" or "systemd": the form of the pods' cgroup parents (as
+   * kubelet's cgroupDriver); default systemd when the node booted with
+   * systemd (/run/systemd/system exists), else cgroupfs. */
+  char *cgroup_driver;
 };
 
 /* Fills CFG with the defaults, then applies PATH if not NULL. */
@@ -75,6 +79,8 @@ void huskd_config_clear (struct huskd_config *cfg);
  * defaults included): `huskd --print-config`, and what huskd_config_load
  * reads back to the same settings. */
 json_t *huskd_config_to_json (const struct huskd_config *cfg);
+/* True when cfg->cgroup_driver is systemd. */
+bool huskd_config_systemd_cgroup (const struct huskd_config *cfg);
 
 /* The runtime for HANDLER (NULL or "" = default); NULL when unknown. */
 const struct huskd_runtime *huskd_config_runtime (const struct huskd_config *cfg, const char *handler);

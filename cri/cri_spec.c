@@ -20,6 +20,7 @@
 #include "cri/ocispec.h"
 #include "cri/proto/api.pb-c.h"
 #include "cri/seccomp_default.h"
+#include "runtime/cgroup.h"
 #include "runtime/spec.h"
 
 #define N_ELEMENTS(a) (sizeof (a) / sizeof ((a)[0]))
@@ -934,7 +935,20 @@ cri_spec_cgroups_path (const char *parent, const char *id)
   if (husk_str_has_suffix (parent, ".slice"))
     {
       const char *slash = strrchr (parent, '/');
-      return xasprintf ("%s:husk:%s", slash ? slash + 1 : parent, id);
+      const char *slice = slash ? slash + 1 : parent;
+      struct husk_error *invalid = NULL;
+      cleanup_free char *dir = NULL;
+
+      /* As a path, not runc's "slice:husk:id": husk does not ask systemd
+       * for the scope, and runc or crun without --systemd-cgroup would
+       * take that form for a directory name.  An invalid slice (refused
+       * at RunPodSandbox) is left for the runtime to name. */
+      if (cgroup_slice_dir (slice, &dir, &invalid) < 0)
+        {
+          husk_error_free (&invalid);
+          return xasprintf ("%s:husk:%s", slice, id);
+        }
+      return xasprintf ("%s/husk-%s.scope", dir, id);
     }
   return xasprintf ("%s%s%s", parent, husk_str_has_suffix (parent, "/") ? "" : "/", id);
 }

@@ -59,7 +59,9 @@ int cri_spec_build (const struct cri_spec_input *in, json_t **out, struct husk_e
 json_t *cri_spec_resources (const struct Runtime__V1__LinuxContainerResources *res);
 
 /* linux.cgroupsPath for container ID under PARENT: "<parent>/<id>", or
- * systemd's "<slice>:husk:<id>" when PARENT is a slice; NULL parent: NULL. */
+ * when PARENT is a slice the path systemd would give its scope
+ * ("/a.slice/a-b.slice/husk-<id>.scope" for "a-b.slice"), which every
+ * runtime's cgroupfs manager takes alike; NULL parent: NULL. */
 char *cri_spec_cgroups_path (const char *parent, const char *id);
 
 /* "CAP_NET_ADMIN" for "net_admin", "NET_ADMIN" or "CAP_NET_ADMIN"; NULL

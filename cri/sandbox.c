@@ -322,6 +322,7 @@ anything_alive (const struct sandbox *sb)
 static void
 add_unfinished (struct sandbox_store *store, struct sandbox *sb)
 {
+  sandbox_cgroup_adopt (store, sb);
   store->unfinished = xrealloc (store->unfinished, (store->n_unfinished + 1) * sizeof *store->unfinished);
   store->unfinished[store->n_unfinished++] = sb;
 }
@@ -329,6 +330,7 @@ add_unfinished (struct sandbox_store *store, struct sandbox *sb)
 static void
 add_item (struct sandbox_store *store, struct sandbox *sb)
 {
+  sandbox_cgroup_adopt (store, sb);
   store->items = xrealloc (store->items, (store->n + 1) * sizeof *store->items);
   store->items[store->n++] = sb;
 }
@@ -441,6 +443,9 @@ sandbox_store_open (const char *root, const char *state, struct sandbox_store **
   store->sandboxes_dir = xasprintf ("%s/sandboxes", root);
   store->pins_dir = xasprintf ("%s/sandboxes", state);
   store->cni_cache_dir = xasprintf ("%s/cni-cache", root);
+  store->cgroups_record = xasprintf ("%s/cgroups-created.json", state);
+  store->cgroup_users = xcalloc (1, sizeof *store->cgroup_users);
+  pthread_mutex_init (&store->cgroup_lock, NULL);
   pthread_mutex_init (&store->lock, NULL);
   pthread_cond_init (&store->idle, NULL);
   store->reserved = xcalloc (1, sizeof *store->reserved);
@@ -466,6 +471,9 @@ sandbox_store_free (struct sandbox_store *store)
   free (store->sandboxes_dir);
   free (store->pins_dir);
   free (store->cni_cache_dir);
+  free (store->cgroups_record);
+  husk_strvfreep (&store->cgroup_users);
+  pthread_mutex_destroy (&store->cgroup_lock);
   free (store->cni_conf_dir);
   free (store->cni_bin_dirs);
   pthread_mutex_destroy (&store->lock);

@@ -51,6 +51,7 @@ struct sandbox
    * for a pod IPC namespace, the host's /dev/shm for NODE. */
   char *shm_path;
   char *cgroup_parent;                   /* from linux.cgroup_parent, or NULL */
+  bool cgroup_held;                      /* counted among the users of its pod cgroup */
   char **ips;                            /* pod IPs from CNI, IPv4 first; never NULL */
   Runtime__V1__PodSandboxConfig *config; /* unpacked, owned; never NULL */
   /* Why its record could not be read, or NULL.  Such a pod is NOTREADY,
@@ -67,6 +68,22 @@ struct sandbox_store;
 int sandbox_store_open (const char *root, const char *state, struct sandbox_store **out,
                         struct husk_error **err);
 void sandbox_store_free (struct sandbox_store *store);
+
+/* The cgroup driver (huskd's cgroup_driver): SYSTEMD, RunPodSandbox takes
+ * only systemd slices as linux.cgroup_parent (kubelet's cgroupDriver
+ * systemd: "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-
+ * pod<uid>.slice", mapped to that cgroupfs directory), else only cgroupfs
+ * paths ("/kubepods/burstable/pod<uid>"). */
+void sandbox_store_set_cgroup_driver (struct sandbox_store *store, bool systemd);
+
+/* PARENT's form against the driver, and that it maps to a cgroup: EINVAL
+ * naming PARENT and the driver otherwise.  NULL or "" is fine. */
+int sandbox_cgroup_check (const char *parent, bool systemd, struct husk_error **err);
+/* The pod cgroup PARENT names, below the cgroup mount: a slice (the last
+ * component of PARENT) as systemd nests it ("/a.slice/a-b.slice" for
+ * "a-b.slice"), a path as the runtime resolves it; "" for the root, *NAME
+ * NULL for no PARENT. */
+int sandbox_cgroup_name (const char *parent, char **name, struct husk_error **err);
 
 /* Finds a sandbox by id or unique id prefix; a copy the caller frees.
  * Unknown: errnum ENOENT. */

@@ -73,6 +73,15 @@ int sandbox_parse_quantity (const char *text, double *value);
 int sandbox_bandwidth (const Runtime__V1__PodSandboxConfig *config, struct cni_bandwidth *out, bool *limited,
                        struct husk_error **err);
 
+/* sandbox_cgroup.c.  Create: makes the missing levels of SB's pod cgroup
+ * in every hierarchy (recording them) and counts SB among its users.
+ * Release (safe on a pod that holds none): counts SB out and removes the
+ * levels husk made, deepest first, while no pod is under them and they
+ * are empty.  Adopt: counts a loaded pod in. */
+int sandbox_cgroup_create (struct sandbox_store *store, struct sandbox *sb, struct husk_error **err);
+void sandbox_cgroup_release (struct sandbox_store *store, struct sandbox *sb);
+void sandbox_cgroup_adopt (struct sandbox_store *store, struct sandbox *sb);
+
 int sandbox_write_files (struct sandbox *sb, const char *hostname, struct husk_error **err);
 
 #endif

@@ -199,6 +199,7 @@ teardown (struct sandbox_store *store, struct sandbox *sb, bool network_added, s
   /* Whatever the record says: the tmpfs must not be emptied by rm_rf. */
   shm = xasprintf ("%s/shm", sb->state_dir);
   sandbox_shm_unmount (shm);
+  sandbox_cgroup_release (store, sb);
   if (husk_rm_rf (sb->state_dir, &rm_err) < 0 || husk_rm_rf (sb->dir, &rm_err) < 0)
     {
       husk_warn ("%s", rm_err->msg);
@@ -300,7 +301,7 @@ create (struct sandbox_store *store, struct sandbox *sb, const struct sandbox_sy
   if (sb->utsns_path)
     setup.hostname = host_name;
   if (husk_mkdir_p (sb->dir, 0700, err) < 0 || husk_mkdir_p (sb->state_dir, 0700, err) < 0
-      || sandbox_save (sb, true, err) < 0)
+      || sandbox_save (sb, true, err) < 0 || sandbox_cgroup_create (store, sb, err) < 0)
     return -1;
   if ((setup.net_pin || setup.ipc_pin) && sandbox_ns_pin (&setup, err) < 0)
     return -1;
@@ -421,7 +422,10 @@ sandbox_run (struct sandbox_store *store, const Runtime__V1__PodSandboxConfig *c
   struct sandbox *sb;
   int ret;
 
-  if (validate (config, err) < 0 || sandbox_bandwidth (config, &bandwidth, &limited, err) < 0)
+  if (validate (config, err) < 0 || sandbox_bandwidth (config, &bandwidth, &limited, err) < 0
+      || sandbox_cgroup_check (config->linux ? config->linux->cgroup_parent : NULL, store->systemd_cgroup,
+                               err)
+             < 0)
     return -1;
   ns = namespace_options (config);
   if (sandbox_sysctls (config, ns->network != RUNTIME__V1__NAMESPACE_MODE__NODE,

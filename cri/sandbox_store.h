@@ -24,6 +24,13 @@ struct sandbox_store
   struct sandbox **unfinished;
   size_t n_unfinished;
   char **unreadable;
+  /* sandbox_cgroup.c: the driver's form of parent RunPodSandbox takes;
+   * STATE/cgroups-created.json; under cgroup_lock, the pod cgroup (name
+   * below the mount) of each pod that holds one, once per pod. */
+  bool systemd_cgroup;
+  char *cgroups_record;
+  pthread_mutex_t cgroup_lock;
+  char **cgroup_users;
 };
 
 struct sandbox *sandbox_copy (const struct sandbox *sb);

@@ -127,6 +127,7 @@ cri_service_init (struct cri_service *svc, const struct huskd_config *cfg, struc
   if (sandbox_store_open (cfg->root, cfg->state, &svc->sandboxes, err) < 0)
     return -1;
   sandbox_store_set_network (svc->sandboxes, cfg->cni_conf_dir, cfg->cni_bin_dirs);
+  sandbox_store_set_cgroup_driver (svc->sandboxes, huskd_config_systemd_cgroup (cfg));
   sandbox_store_recover (svc->sandboxes);
   /* Now, not on the first container RPC: after a restart StopPodSandbox
    * must already find the pod's containers. */

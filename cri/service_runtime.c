@@ -334,8 +334,11 @@ cri_runtime_config (struct rpc_call *call, const void *req, size_t len, void *us
 
   if (request == NULL)
     return;
-  /* husk manages cgroupfs paths itself (the systemd form is mapped). */
-  linux_cfg.cgroup_driver = RUNTIME__V1__CGROUP_DRIVER__CGROUPFS;
+  /* The form of cgroup parent RunPodSandbox takes (husk maps the systemd
+   * form to cgroupfs itself). */
+  linux_cfg.cgroup_driver = huskd_config_systemd_cgroup (((struct cri_service *) user)->cfg)
+                                ? RUNTIME__V1__CGROUP_DRIVER__SYSTEMD
+                                : RUNTIME__V1__CGROUP_DRIVER__CGROUPFS;
   reply.linux = &linux_cfg;
   cri_reply (call, &reply.base);
   protobuf_c_message_free_unpacked (&request->base, NULL);

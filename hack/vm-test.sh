@@ -86,8 +86,9 @@ unpack_kernel() {
 	mkdir -p "$dest.tmp/modules"
 	cp "$dl/x/boot/vmlinuz-$ver" "$dest.tmp/vmlinuz" || fail "no vmlinuz in $deb"
 	cp "$dl/x/boot/config-$ver" "$dest.tmp/config"
-	# brd: a ram disk, the block device of the io and device tests.
-	find "$dl/x/lib/modules" -name brd.ko -exec cp {} "$dest.tmp/modules/" \;
+	# brd: a ram disk, the block device of the io and device tests;
+	# overlay: the container root filesystems of huskd (test_cri_cgroup.sh).
+	find "$dl/x/lib/modules" \( -name brd.ko -o -name overlay.ko \) -exec cp {} "$dest.tmp/modules/" \;
 	rm -rf "$dest"
 	mv "$dest.tmp" "$dest"
 	echo "$ver" >"$CACHE/current"
@@ -97,7 +98,8 @@ unpack_kernel() {
 ensure_kernel() {
 	exec 8>"$CACHE/.lock"
 	flock 8
-	if [ ! -s "$CACHE/current" ] || [ ! -f "$CACHE/$(cat "$CACHE/current")/vmlinuz" ]; then
+	if [ ! -s "$CACHE/current" ] || [ ! -f "$CACHE/$(cat "$CACHE/current")/vmlinuz" ] ||
+		[ ! -f "$CACHE/$(cat "$CACHE/current")/modules/overlay.ko" ]; then
 		unpack_kernel
 	fi
 	flock -u 8
@@ -113,7 +115,7 @@ copy_with_libs() { # BINARY DEST
 	local lib
 	mkdir -p "$ROOTFS$(dirname "$2")"
 	cp -L "$1" "$ROOTFS$2" || fail "copy $1 into the initramfs"
-	for lib in $(ldd "$1" | awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^\//) print $i }'); do
+	for lib in $(ldd "$1" 2>/dev/null | awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^\//) print $i }'); do
 		[ -e "$ROOTFS$lib" ] && continue
 		mkdir -p "$ROOTFS$(dirname "$lib")"
 		cp -L "$lib" "$ROOTFS$lib" || fail "copy $lib into the initramfs"
@@ -144,6 +146,24 @@ json.dump(c, open(sys.argv[2], "w"), separators=(",", ":"))
 EOF
 }
 
+# huskd, its helpers, crictl and the busybox test image, for the CRI
+# tests on cgroup v2 (test/vm/test_cri_cgroup.sh).
+add_cri() {
+	local bin crictl=${CRICTL:-$REPO/../shared/tools/bin/crictl}
+	for bin in huskd husk-monitor husk-pause; do
+		[ -x "$BUILD/$bin" ] || fail "no $bin at $BUILD/$bin (make build)"
+		copy_with_libs "$BUILD/$bin" "/husk/bin/$bin"
+	done
+	# `husk image import` loads the image verbs from ../lib/husk.
+	copy_with_libs "$BUILD/husk-image.so" /husk/lib/husk/husk-image.so
+	[ -x "$crictl" ] || fail "crictl is missing ($crictl; set CRICTL=)"
+	cp "$crictl" "$ROOTFS/husk/bin/crictl"
+	"$REPO/hack/test-images.sh" "$CACHE/test-images" >"$WORK/images.log" 2>&1 ||
+		fail "build the test images" "$(cat "$WORK/images.log")"
+	mkdir -p "$ROOTFS/vm/images"
+	cp -a "$CACHE/test-images/busybox" "$ROOTFS/vm/images/busybox"
+}
+
 build_initramfs() {
 	local applet
 	ROOTFS=$WORK/initramfs
@@ -159,6 +179,7 @@ build_initramfs() {
 	echo "root:x:0:" >"$ROOTFS/etc/group"
 	copy_with_libs "$HUSK" /husk/bin/husk
 	[ $MODE = bench ] && copy_with_libs "$(command -v crun)" /husk/bin/crun
+	[ $MODE = test ] && add_cri
 	cp "$REPO/hack/vm-init.sh" "$ROOTFS/init"
 	chmod 0755 "$ROOTFS/init"
 	cp "$REPO"/test/vm/*.sh "$ROOTFS/vm/tests/"

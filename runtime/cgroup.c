@@ -65,8 +65,8 @@ has_dotdot (const char *path)
 
 /* systemd nests slices by their dashes: "a-b-c.slice" lives in
  * a.slice/a-b.slice/a-b-c.slice; "-.slice" is the root. */
-static int
-expand_slice (const char *slice, char **out, struct husk_error **err)
+int
+cgroup_slice_dir (const char *slice, char **out, struct husk_error **err)
 {
   size_t len = strlen (slice);
   cleanup_free char *path = xstrdup ("");
@@ -106,7 +106,7 @@ resolve_systemd (const char *mount, const char *cgroups_path, char **out, struct
   *name++ = '\0';
   if (*name == '\0' || strchr (name, '/') || strchr (prefix, '/'))
     return husk_error_make (err, 0, "linux.cgroupsPath `%s`: expected `slice:prefix:name`", cgroups_path);
-  if (expand_slice (*slice ? slice : "system.slice", &slice_path, err) < 0)
+  if (cgroup_slice_dir (*slice ? slice : "system.slice", &slice_path, err) < 0)
     return husk_error_wrap (err, "linux.cgroupsPath `%s`", cgroups_path);
   if (husk_str_has_suffix (name, ".slice"))
     *out = xasprintf ("%s%s/%s", mount, slice_path, name);

@@ -72,6 +72,11 @@ const char *cgroup_unified_mount (void);
 int cgroup_resolve (const char *cgroups_path, const char *id, bool systemd, char **out,
                     struct husk_error **err);
 
+/* systemd's directory of SLICE below the mount: "/a.slice/a-b.slice" for
+ * "a-b.slice", "" for the root "-.slice".  A name systemd would refuse
+ * (no ".slice", a "/", a leading, trailing or doubled "-") is an error. */
+int cgroup_slice_dir (const char *slice, char **out, struct husk_error **err);
+
 /* Creates the cgroup (and parents) in every hierarchy, enabling every
  * available v2 controller in the subtree_control of each parent; returns an
  * O_DIRECTORY fd of PATH for clone3(CLONE_INTO_CGROUP).  On an error

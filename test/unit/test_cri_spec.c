@@ -961,7 +961,11 @@ test_resources_and_cgroups (void **state)
   assert_string_equal (str_at (f->spec, "linux.cgroupsPath"), "/kubepods/burstable/pod1/" ID);
 
   systemd = cri_spec_cgroups_path ("/kubepods.slice/kubepods-pod1.slice", "c1");
-  assert_string_equal (systemd, "kubepods-pod1.slice:husk:c1");
+  assert_string_equal (systemd, "/kubepods.slice/kubepods-pod1.slice/husk-c1.scope");
+  free (systemd);
+  systemd = cri_spec_cgroups_path ("kubepods-burstable-pod1_2.slice", "c1");
+  assert_string_equal (
+      systemd, "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod1_2.slice/husk-c1.scope");
   plain = cri_spec_cgroups_path ("/kubepods/", "c1");
   assert_string_equal (plain, "/kubepods/c1");
   assert_null (cri_spec_cgroups_path (NULL, "c1"));
