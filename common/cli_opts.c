@@ -149,7 +149,8 @@ cli_parser_next (struct cli_parser *p, struct husk_error **err)
     return option_error (p, c, err);
   if (c >= HELP_VAL && abbreviated (p, c))
     {
-      const char *word = p->value && p->value == p->argv[optind - 1] ? p->argv[optind - 2] : p->argv[optind - 1];
+      const char *word
+          = p->value && p->value == p->argv[optind - 1] ? p->argv[optind - 2] : p->argv[optind - 1];
       cleanup_free char *spelled = strndup (word, strcspn (word, "="));
       husk_error_make (err, 0, "%s: unknown option `%s` (see husk %s --help)", p->verb->path, spelled,
                        p->verb->path);
@@ -166,7 +167,8 @@ cli_parser_next (struct cli_parser *p, struct husk_error **err)
 }
 
 int
-cli_parse_all (const struct cli_verb *verb, int argc, char **argv, const char **values, struct husk_error **err)
+cli_parse_all (const struct cli_verb *verb, int argc, char **argv, const char **values,
+               struct husk_error **err)
 {
   struct cli_parser p;
   int c;

@@ -129,7 +129,8 @@ auth_file_lookup (const char *path, const char *host, char **user, char **passwo
     if (!same_registry (key, host) || auth == NULL || *auth == '\0')
       continue;
     if (auth_file_decode (auth, user, password) < 0)
-      ret = husk_error_make (err, 0, "auth file %s: auths.\"%s\".auth: not base64 of USER:PASSWORD", path, key);
+      ret = husk_error_make (err, 0, "auth file %s: auths.\"%s\".auth: not base64 of USER:PASSWORD", path,
+                             key);
     else
       ret = 1;
     /* an exact key wins over docker's spellings */

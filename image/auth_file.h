@@ -20,7 +20,8 @@ char *auth_file_default_path (void);
  * when the file or the entry is not there, -1 when the file is unreadable
  * or not the format (the error names the file).  Keys written as
  * "https://HOST/v1/" (docker's) match HOST too. */
-int auth_file_lookup (const char *path, const char *host, char **user, char **password, struct husk_error **err);
+int auth_file_lookup (const char *path, const char *host, char **user, char **password,
+                      struct husk_error **err);
 
 /* Sets HOST's entry in PATH, keeping every other key; creates PATH (mode
  * 0600) and its directory (0700).  The write is atomic (temp + rename). */

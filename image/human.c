@@ -68,7 +68,8 @@ parse_rfc3339 (const char *text, long long *out)
       ;
   if ((*rest == '+' || *rest == '-') && strlen (rest) == 6 && rest[3] == ':')
     {
-      offset = ((rest[1] - '0') * 10 + (rest[2] - '0')) * 3600LL + ((rest[4] - '0') * 10 + (rest[5] - '0')) * 60LL;
+      offset = ((rest[1] - '0') * 10 + (rest[2] - '0')) * 3600LL
+               + ((rest[4] - '0') * 10 + (rest[5] - '0')) * 60LL;
       if (*rest == '-')
         offset = -offset;
     }

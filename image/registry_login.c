@@ -86,9 +86,8 @@ get_v2 (struct registry_client *client, const struct hosts_endpoint *ep, const c
 static int
 status_error (const struct login_response *resp, long status, struct husk_error **err)
 {
-  cleanup_free char *fallback = xasprintf (status == 401 ? "unauthorized: authentication required"
-                                                         : "HTTP status %ld",
-                                           status);
+  cleanup_free char *fallback
+      = xasprintf (status == 401 ? "unauthorized: authentication required" : "HTTP status %ld", status);
   cleanup_free char *text = registry_error_from_body (resp->body, resp->body_len, fallback);
 
   return husk_error_make (err, 0, "%s", text);

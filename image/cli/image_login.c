@@ -23,12 +23,14 @@ enum
 };
 const struct cli_opt image_login_opts[] = {
   [LOGIN_USERNAME] = { "username", 'u', "USER", "the user name (asked on a terminal when not given)" },
-  [LOGIN_PASSWORD] = { "password", 'p', "PASSWORD", "the password (visible to other users; prefer "
-                                                    "--password-stdin)" },
+  [LOGIN_PASSWORD] = { "password", 'p', "PASSWORD",
+                       "the password (visible to other users; prefer "
+                       "--password-stdin)" },
   [LOGIN_PASSWORD_STDIN] = { "password-stdin", 0, NULL, "read the password from standard input" },
-  [LOGIN_AUTHFILE] = { "authfile", 0, "FILE", "the auth file to write (default: REGISTRY_AUTH_FILE, else "
-                                              "$XDG_RUNTIME_DIR/containers/auth.json, for root "
-                                              "/run/containers/0/auth.json)" },
+  [LOGIN_AUTHFILE] = { "authfile", 0, "FILE",
+                       "the auth file to write (default: REGISTRY_AUTH_FILE, else "
+                       "$XDG_RUNTIME_DIR/containers/auth.json, for root "
+                       "/run/containers/0/auth.json)" },
   [LOGIN_GET_LOGIN] = { "get-login", 0, NULL, "print the user name stored for REGISTRY" },
   { NULL, 0, NULL, NULL },
 };
@@ -88,7 +90,8 @@ read_line (const char *prompt, bool hide, char **out, struct husk_error **err)
   if (n < 0)
     {
       free (line);
-      return husk_error_make (err, 0, "image login: no %s on standard input", hide ? "password" : "user name");
+      return husk_error_make (err, 0, "image login: no %s on standard input",
+                              hide ? "password" : "user name");
     }
   while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
     line[--n] = '\0';
@@ -145,7 +148,8 @@ image_cli_login (struct image_cli_env *env, const struct image_verb *verb, const
                  char **argv, struct husk_error **err)
 {
   cleanup_free char *host = registry_host (argv[0]);
-  cleanup_free char *path = values[LOGIN_AUTHFILE] ? xstrdup (values[LOGIN_AUTHFILE]) : auth_file_default_path ();
+  cleanup_free char *path
+      = values[LOGIN_AUTHFILE] ? xstrdup (values[LOGIN_AUTHFILE]) : auth_file_default_path ();
   cleanup_free char *user = NULL;
   cleanup_free char *password = NULL;
   struct hosts_config *hosts = NULL;
@@ -187,8 +191,9 @@ image_cli_logout (struct image_cli_env *env, const struct image_verb *verb, cons
   (void) env;
   (void) verb;
   if (all == (host != NULL))
-    return husk_error_make (err, 0, "image logout: give a REGISTRY or --all (usage: husk image logout "
-                                    "[--all] [REGISTRY])");
+    return husk_error_make (err, 0,
+                            "image logout: give a REGISTRY or --all (usage: husk image logout "
+                            "[--all] [REGISTRY])");
   if (auth_file_remove (path, host, &removed, err) < 0)
     return -1;
   if (all)

@@ -24,10 +24,13 @@ fake_clock (void)
   return fake_now;
 }
 
-#define DIGEST(c) "sha256:" c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c
+#define DIGEST(c)                                                                                            \
+  "sha256:" c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c  \
+      c c c c c c c c c c c c c c c c
 
 static void
-send (struct pull_view *view, enum pull_phase phase, size_t index, uint64_t done, uint64_t total, bool existed)
+send (struct pull_view *view, enum pull_phase phase, size_t index, uint64_t done, uint64_t total,
+      bool existed)
 {
   static const char *const digests[] = { DIGEST ("a"), DIGEST ("b"), DIGEST ("c") };
   struct pull_progress p = { .phase = phase,
