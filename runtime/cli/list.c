@@ -25,7 +25,7 @@ parse_format (const char *command, int argc, char **argv, bool *json, bool *quie
   int c;
 
   opterr = 0;
-  while ((c = getopt_long_only (argc, argv, "+f:q", options, NULL)) != -1)
+  while ((c = getopt_long_only (argc, argv, "+:f:q", options, NULL)) != -1)
     switch (c)
       {
       case 'f':
@@ -39,7 +39,7 @@ parse_format (const char *command, int argc, char **argv, bool *json, bool *quie
         *quiet = true;
         break;
       default:
-        return cli_usage_error (command, err, "unknown option `%s`", argv[optind - 1]);
+        return cli_bad_option (command, c, argv, err);
       }
   return 0;
 }

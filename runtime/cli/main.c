@@ -45,6 +45,8 @@ static const struct cli_command commands[] = {
   { "cdi-hook", cli_cdi_hook, "cdi-hook update-ldcache|create-symlinks|chmod [options]",
     "CDI createContainer hooks (state JSON on stdin)" },
   { "cdi", cli_cdi, "cdi generate nvidia|list ...", "write a CDI spec for NVIDIA GPUs, list CDI devices" },
+  { "completion", cli_completion, "completion bash",
+    "print a bash completion script (source <(husk completion bash))" },
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 
@@ -107,6 +109,14 @@ cli_wants_help (int argc, char **argv, const char *command)
 }
 
 int
+cli_bad_option (const char *command, int c, char **argv, struct husk_error **err)
+{
+  if (c == ':')
+    return cli_usage_error (command, err, "option `%s` needs a value", argv[optind - 1]);
+  return cli_usage_error (command, err, "unknown option `%s`", argv[optind - 1]);
+}
+
+int
 cli_one_id (const char *command, int argc, char **argv, const char **id, struct husk_error **err)
 {
   if (optind >= argc)
@@ -150,7 +160,7 @@ parse_globals (struct cli_globals *g, int argc, char **argv, struct husk_error *
   int c;
 
   opterr = 0;
-  while ((c = getopt_long_only (argc, argv, "+hv", options, NULL)) != -1)
+  while ((c = getopt_long_only (argc, argv, "+:hv", options, NULL)) != -1)
     switch (c)
       {
       case OPT_ROOT:
@@ -184,6 +194,9 @@ parse_globals (struct cli_globals *g, int argc, char **argv, struct husk_error *
       case OPT_VERSION:
         printf ("husk version %s\nspec: 1.2.0\n", HUSK_VERSION);
         exit (0);
+      case ':':
+        return husk_error_make (err, 0, "global option `%s` needs a value (see husk --help)",
+                                argv[optind - 1]);
       default:
         return husk_error_make (err, 0, "unknown global option `%s` (see husk --help)", argv[optind - 1]);
       }
