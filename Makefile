@@ -76,7 +76,7 @@ PAUSE := $(BUILD)/husk-pause
 UNIT_TESTS := $(patsubst test/unit/%.c,$(BUILD)/test/unit/%,$(UNIT_SRCS))
 
 .PHONY: all deps build test unit-test integration-test vm-test run demo bench clean format format-check \
-	check-layers conformance install sanitize unit-bins
+	check-layers conformance install sanitize unit-bins man
 
 all: build
 
@@ -235,13 +235,21 @@ vm-test: deps
 	$(MAKE) --no-print-directory build
 	./hack/vm-test.sh $(BUILD)
 
-install: build
+# Man pages and the bash completion come from the verbs' --help, the
+# text their option tables print (hack/gen-man.sh, husk completion bash).
+man: build
+	@./hack/gen-man.sh $(HUSK) $(BUILD)/man
+
+install: build man
 	install -D -m 0755 $(HUSK) $(DESTDIR)$(PREFIX)/bin/husk
 	$(if $(HUSKD_SRCS),install -D -m 0755 $(HUSKD) $(DESTDIR)$(PREFIX)/bin/huskd)
 	$(if $(MONITOR_SRCS),install -D -m 0755 $(MONITOR) $(DESTDIR)$(PREFIX)/bin/husk-monitor)
 	$(if $(PAUSE_SRCS),install -D -m 0755 $(PAUSE) $(DESTDIR)$(PREFIX)/bin/husk-pause)
 	$(if $(PLUGIN_SRCS),install -D -m 0644 $(PLUGIN) $(DESTDIR)$(PREFIX)/lib/husk/husk-image.so)
 	$(if $(HOOK_PLUGIN_SRCS),install -D -m 0644 $(HOOK_PLUGIN) $(DESTDIR)$(PREFIX)/lib/husk/husk-hook.so)
+	install -d $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/bash-completion/completions
+	install -m 0644 $(BUILD)/man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+	$(HUSK) completion bash >$(DESTDIR)$(PREFIX)/share/bash-completion/completions/husk
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
