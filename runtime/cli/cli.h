@@ -4,6 +4,7 @@
 
 #include <stdbool.h>
 
+#include "husk/cli_opts.h"
 #include "husk/error.h"
 #include "runtime/container.h"
 
@@ -23,6 +24,10 @@ struct cli_command
   cli_handler handler;
   const char *usage;   /* "create [options] ID" */
   const char *summary; /* one line */
+  /* For --help (husk/cli_opts.h): the operands, and the options the
+   * command's parser takes; args NULL: print the usage line only. */
+  const char *args;
+  const struct cli_opt *opts;
 };
 
 /* Each returns the process exit code on success, -1 with *err set. */

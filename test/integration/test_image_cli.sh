@@ -120,8 +120,39 @@ t_help_runtime_verbs() {
 		assert_match "husk $v --help: a usage line" "$OUT" "^[Uu]sage: husk $v"
 	done
 	capture husk_cmd create --help
-	assert_contains "create --help names --bundle" "$OUT" "--bundle DIR"
-	assert_contains "list --help names --format" "$(husk_cmd list --help)" "--format table|json"
+	assert_contains "create --help lists --bundle" "$OUT" "-b, --bundle DIR"
+	assert_contains "list --help lists --format" "$(husk_cmd list --help)" "--format table|json"
+	assert_contains "exec --help lists --env" "$(husk_cmd exec --help)" "-e, --env KEY=VALUE"
+}
+
+# Every option a runtime verb's --help lists (main.c's tables) is one its
+# parser takes: with an unknown option after it, the error names that one.
+t_runtime_tables_match_parsers() {
+	local v help line opt value checked=0 bad=""
+	for v in create run start state kill delete list exec ps spec update pause resume events features; do
+		help=$(husk_cmd "$v" --help)
+		while read -r line; do
+			# a value its parser accepts, by the name the table gives it
+			value=()
+			case $(grep -oE -- '--[a-z0-9-]+ [A-Za-z][^ ]*' <<<"$line" | awk '{ print $2 }') in
+			"") ;;
+			N) value=(1) ;;
+			KEY=VALUE) value=(A=b) ;;
+			table\|json) value=(json) ;;
+			DURATION) value=(1s) ;;
+			*) value=(x) ;;
+			esac
+			for opt in $(grep -oE -- '(^|, )--?[a-z][a-z0-9-]*' <<<"$line" | sed 's/^, //'); do
+				[ "$opt" = --help ] || [ "$opt" = -h ] && continue
+				capture husk_cmd "$v" "$opt" "${value[@]}" --zz-bogus
+				checked=$((checked + 1))
+				[[ $ERR == *"unknown option \`--zz-bogus\`"* ]] || bad+="husk $v $opt: $ERR"$'\n'
+			done
+		done < <(grep -E '^  +-' <<<"$help")
+	done
+	echo "# checked $checked runtime options"
+	assert_eq "every runtime option in --help is one the parser takes" "" "$bad"
+	assert_true "and there are some (>= 40)" test "$checked" -ge 40
 }
 
 t_bad_options() {
@@ -381,6 +412,8 @@ t_man_pages() {
 	for o in husk husk-image husk-image-pull husk-image-login husk-image-ls husk-create husk-list; do
 		assert_true "man page $o.1" test -s "$dir/$o.1"
 	done
+	assert_contains "husk-exec(1) describes --env" "$(MANWIDTH=200 man -l "$dir/husk-exec.1" 2>&1)" \
+		"set an environment variable"
 	assert_eq "groff finds nothing wrong" "" "$(for f in "$dir"/*.1; do groff -man -ww -z "$f" 2>&1; done)"
 	OUT=$(MANWIDTH=200 man -l "$dir/husk-image-pull.1" 2>&1)
 	for o in ${VERB_OPTIONS[pull]}; do
@@ -392,7 +425,7 @@ t_man_pages() {
 # ---------------------------------------------------------------- main
 
 setup_registry
-for t in t_help_image_verbs t_help_runtime_verbs t_bad_options t_login_pull_logout t_podman_authfile \
+for t in t_help_image_verbs t_help_runtime_verbs t_runtime_tables_match_parsers t_bad_options t_login_pull_logout t_podman_authfile \
 	t_default_path t_huskd_uses_auth_file t_progress_tty t_progress_plain t_ls t_completion t_man_pages; do
 	run_test "$t"
 done
