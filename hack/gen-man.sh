@@ -86,7 +86,8 @@ page() { # SUMMARY COMMAND...
 	to_roff "$*" "$summary" "$version" <<<"$help" >"$out/$name.1"
 	pages=$((pages + 1))
 	for cmd in $(commands_of "$help"); do
-		[ "$cmd" = "$*" ] && continue
+		# a verb whose --help repeats its group's list must not recurse
+		[[ " $* " == *" $cmd "* ]] && continue
 		line=$(grep -m1 -E "^  $cmd( |$)" <<<"$help" | sed -E "s/^  $cmd +//")
 		page "$line" "$@" "$cmd"
 	done
