@@ -262,6 +262,22 @@ t_default_path() {
 	assert_true "it wrote \$XDG_RUNTIME_DIR/containers/auth.json" test -s "$xdg/containers/auth.json"
 }
 
+# On a terminal login asks for the user and, without echo, the password.
+t_login_tty() {
+	local auth=$WORK/tty-auth.json out
+	out=$( (
+		sleep 0.5
+		printf 'alice\n'
+		sleep 0.5
+		printf 's3cret\n'
+		sleep 1
+	) | script -qfec "'$HUSK' image login --authfile '$auth' '$REG'" /dev/null | tr -d '\r')
+	assert_contains "login on a terminal asks for the user name" "$out" "Username: alice"
+	assert_match "and for the password, not echoed" "$out" "^Password: $"
+	assert_contains "and logs in" "$out" "Login Succeeded!"
+	assert_eq "the file holds the typed credentials" alice "$(husk_cmd image login --authfile "$auth" --get-login "$REG")"
+}
+
 # huskd's PullImage with no auth from kubelet reads the same file; auth
 # from kubelet wins over it.
 t_huskd_uses_auth_file() {
@@ -426,7 +442,7 @@ t_man_pages() {
 
 setup_registry
 for t in t_help_image_verbs t_help_runtime_verbs t_runtime_tables_match_parsers t_bad_options t_login_pull_logout t_podman_authfile \
-	t_default_path t_huskd_uses_auth_file t_progress_tty t_progress_plain t_ls t_completion t_man_pages; do
+	t_default_path t_login_tty t_huskd_uses_auth_file t_progress_tty t_progress_plain t_ls t_completion t_man_pages; do
 	run_test "$t"
 done
 finish
