@@ -128,6 +128,13 @@ auth_file_lookup (const char *path, const char *host, char **user, char **passwo
 
     if (!same_registry (key, host) || auth == NULL || *auth == '\0')
       continue;
+    if (ret == 1)
+      {
+        /* a docker spelling came first; this key is exact */
+        free (*user);
+        free (*password);
+        *user = *password = NULL;
+      }
     if (auth_file_decode (auth, user, password) < 0)
       ret = husk_error_make (err, 0, "auth file %s: auths.\"%s\".auth: not base64 of USER:PASSWORD", path,
                              key);

@@ -155,6 +155,14 @@ test_keeps_other_keys (void **state)
   assert_string_equal ("d", pass);
   free (user);
   free (pass);
+  /* an exact key wins over a docker spelling before it */
+  write_text (path,
+              "{\"auths\": {\"https://reg:1/v1/\": {\"auth\": \"ZDpk\"}, \"reg:1\": {\"auth\": \"cTpx\"}}}");
+  assert_int_equal (1, auth_file_lookup (path, "reg:1", &user, &pass, &err));
+  assert_string_equal ("q", user);
+  assert_string_equal ("q", pass);
+  free (user);
+  free (pass);
 }
 
 static void
