@@ -341,6 +341,77 @@ t_progress_tty() {
 	assert_not_contains "no rate for the present layer" "$(grep 'already exists' "$ts")" "B/s"
 }
 
+# A proxy in front of the registry that sends bodies at RATE bytes/s per
+# connection, so that a pull lasts seconds and the redraw limit shows.
+start_slow_proxy() { # RATE -> prints 127.0.0.1:PORT
+	local portfile=$WORK/slow.port
+	rm -f "$portfile"
+	"$PY" - "$REG" "$1" "$portfile" >"$WORK/slow.log" 2>&1 <<'PYEOF' &
+import http.client, http.server, os, socketserver, sys, time
+upstream, rate, portfile = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+class Proxy(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def do_GET(self):
+        conn = http.client.HTTPConnection(upstream)
+        headers = {k: v for k, v in self.headers.items() if k.lower() != "host"}
+        conn.request("GET", self.path, headers=headers)
+        resp = conn.getresponse()
+        self.send_response(resp.status)
+        for k, v in resp.getheaders():
+            if k.lower() not in ("connection", "transfer-encoding"):
+                self.send_header(k, v)
+        self.end_headers()
+        while True:
+            chunk = resp.read(rate // 20)
+            if not chunk:
+                break
+            self.wfile.write(chunk)
+            time.sleep(0.05)
+        conn.close()
+    do_HEAD = do_GET
+    def log_message(self, *a):
+        pass
+class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+server = Server(("127.0.0.1", 0), Proxy)
+with open(portfile + ".tmp", "w") as fh:
+    fh.write("%d\n" % server.server_address[1])
+os.rename(portfile + ".tmp", portfile)
+server.serve_forever()
+PYEOF
+	defer "kill $!"
+	wait_file "$portfile" 10 || return 1
+	echo "127.0.0.1:$(cat "$portfile")"
+}
+
+# test/big at 2 MB/s a layer (4 at once): a pull of seconds, redrawn at
+# most 10 times a second but steadily.
+t_progress_rate_limit() {
+	local store proxy ts start end draws elapsed_ms
+	export REGISTRY_AUTH_FILE=$WORK/slow-auth.json
+	proxy=$(start_slow_proxy 2000000) || {
+		not_ok "start the slow proxy" "$(cat "$WORK/slow.log")"
+		return 1
+	}
+	capture husk_cmd image login -u alice -p s3cret "$proxy"
+	assert_rc "login through the slow proxy" 0 "$RC"
+	store=$(new_store)
+	ts=$WORK/slow-typescript
+	start=$(date +%s%N)
+	script -qfec "'$HUSK' image --root '$store' pull '$proxy/test/big:latest'" "$ts" >/dev/null 2>&1
+	RC=$?
+	end=$(date +%s%N)
+	assert_rc "slow pull on a terminal" 0 "$RC" || return 1
+	elapsed_ms=$(((end - start) / 1000000))
+	draws=$(($(grep -o $'\033\\[5A' "$ts" | wc -l) + 1))
+	echo "# slow pull of test/big (35 MB) on a tty: $draws draws in $elapsed_ms ms"
+	assert_true "it took seconds (> 2 s)" test "$elapsed_ms" -gt 2000
+	assert_true "at most 10 draws a second" test "$draws" -le $((elapsed_ms / 100 + 2))
+	assert_true "and at least 4 a second while it fetches" test "$draws" -ge $((elapsed_ms / 250))
+	assert_eq "every layer ends done" 5 \
+		"$(tr '\r' '\n' <"$ts" | grep -aE '[0-9a-f]{12}  ' | tail -n 5 | grep -c '  done  ')"
+}
+
 t_progress_plain() {
 	local store
 	export REGISTRY_AUTH_FILE=$WORK/progress-auth.json
@@ -442,7 +513,7 @@ t_man_pages() {
 
 setup_registry
 for t in t_help_image_verbs t_help_runtime_verbs t_runtime_tables_match_parsers t_bad_options t_login_pull_logout t_podman_authfile \
-	t_default_path t_login_tty t_huskd_uses_auth_file t_progress_tty t_progress_plain t_ls t_completion t_man_pages; do
+	t_default_path t_login_tty t_huskd_uses_auth_file t_progress_tty t_progress_rate_limit t_progress_plain t_ls t_completion t_man_pages; do
 	run_test "$t"
 done
 finish
