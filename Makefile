@@ -76,7 +76,7 @@ PAUSE := $(BUILD)/husk-pause
 UNIT_TESTS := $(patsubst test/unit/%.c,$(BUILD)/test/unit/%,$(UNIT_SRCS))
 
 .PHONY: all deps build test unit-test integration-test vm-test run demo bench clean format format-check \
-	check-layers conformance install sanitize unit-bins man
+	check-layers conformance install sanitize unit-bins
 
 all: build
 
@@ -237,6 +237,7 @@ vm-test: deps
 
 # Man pages and the bash completion come from the verbs' --help, the
 # text their option tables print (hack/gen-man.sh, husk completion bash).
+.PHONY: man
 man: build
 	@./hack/gen-man.sh $(HUSK) $(BUILD)/man
 
