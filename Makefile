@@ -235,13 +235,7 @@ vm-test: deps
 	$(MAKE) --no-print-directory build
 	./hack/vm-test.sh $(BUILD)
 
-# Man pages and the bash completion come from the verbs' --help, the
-# text their option tables print (hack/gen-man.sh, husk completion bash).
-.PHONY: man
-man: build
-	@./hack/gen-man.sh $(HUSK) $(BUILD)/man
-
-install: build man
+install: build
 	install -D -m 0755 $(HUSK) $(DESTDIR)$(PREFIX)/bin/husk
 	$(if $(HUSKD_SRCS),install -D -m 0755 $(HUSKD) $(DESTDIR)$(PREFIX)/bin/huskd)
 	$(if $(MONITOR_SRCS),install -D -m 0755 $(MONITOR) $(DESTDIR)$(PREFIX)/bin/husk-monitor)
@@ -251,6 +245,13 @@ install: build man
 	install -d $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/bash-completion/completions
 	install -m 0644 $(BUILD)/man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 	$(HUSK) completion bash >$(DESTDIR)$(PREFIX)/share/bash-completion/completions/husk
+
+# Man pages and the bash completion come from the verbs' --help, the
+# text their option tables print (hack/gen-man.sh, husk completion bash).
+.PHONY: man
+man: build
+	@./hack/gen-man.sh $(HUSK) $(BUILD)/man
+install: man
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
