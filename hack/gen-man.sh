@@ -20,10 +20,12 @@ version=$("$husk" --version | awk 'NR == 1 { print $3 }')
 mkdir -p "$out"
 rm -f "$out"/husk*.1 # a verb that went takes its page along
 
-commands_of() { # HELP-TEXT -> the commands it lists (as the completion reads them)
+# The commands a help text lists (as the completion reads them); of
+# "  ls, ps  ..." the first name only: aliases get no page of their own.
+commands_of() { # HELP-TEXT
 	awk '/^Commands:/ { section = 1; next }
 		section && /^$/ { exit }
-		/^  [a-z][a-z0-9-]*( |$)/ && (section || !seen_heading) { print $1 }
+		/^  [a-z][a-z0-9-]*(, [a-z][a-z0-9-]*)*( |$)/ && (section || !seen_heading) { sub(/,$/, "", $1); print $1 }
 		/^[A-Z][a-z]*:$/ { seen_heading = 1 }' <<<"$1" | sort -u
 }
 
@@ -88,7 +90,7 @@ page() { # SUMMARY COMMAND...
 	for cmd in $(commands_of "$help"); do
 		# a verb whose --help repeats its group's list must not recurse
 		[[ " $* " == *" $cmd "* ]] && continue
-		line=$(grep -m1 -E "^  $cmd( |$)" <<<"$help" | sed -E "s/^  $cmd +//")
+		line=$(grep -m1 -E "^  $cmd(,| |$)" <<<"$help" | sed -E "s/^  $cmd(, [a-z][a-z0-9-]*)* +//")
 		page "$line" "$@" "$cmd"
 	done
 }
