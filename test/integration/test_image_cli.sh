@@ -487,6 +487,7 @@ t_completion() {
 		"$(complete_words image --root /tmp ls -)"
 	assert_eq "completes --format's values" "table json" "$(complete_words image ls --format "")"
 	assert_contains "completes a runtime verb's options" "$(complete_words create --)" "--bundle"
+	assert_match "completes husk container's verbs" "$(complete_words container "")" "(^| )ls( .*)? run( |$)"
 	capture "$HUSK" completion zsh
 	one_line_error "completion zsh" "only bash"
 }
