@@ -261,6 +261,16 @@ install: build
 	$(if $(PAUSE_SRCS),install -D -m 0755 $(PAUSE) $(DESTDIR)$(PREFIX)/bin/husk-pause)
 	$(if $(PLUGIN_SRCS),install -D -m 0644 $(PLUGIN) $(DESTDIR)$(PREFIX)/lib/husk/husk-image.so)
 	$(if $(HOOK_PLUGIN_SRCS),install -D -m 0644 $(HOOK_PLUGIN) $(DESTDIR)$(PREFIX)/lib/husk/husk-hook.so)
+	install -d $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/bash-completion/completions
+	install -m 0644 $(BUILD)/man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+	$(HUSK) completion bash >$(DESTDIR)$(PREFIX)/share/bash-completion/completions/husk
+
+# Man pages and the bash completion come from the verbs' --help, the
+# text their option tables print (hack/gen-man.sh, husk completion bash).
+.PHONY: man
+man: build
+	@./hack/gen-man.sh $(HUSK) $(BUILD)/man
+install: man
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')

@@ -13,6 +13,7 @@
 #include "cri/service.h"
 #include "husk/cleanup.h"
 #include "husk/util.h"
+#include "image/auth_file.h"
 #include "image/images.h"
 #include "image/pull.h"
 #include "image/reference.h"
@@ -310,6 +311,7 @@ pull (struct cri_service *svc, struct rpc_call *call, const Runtime__V1__PullIma
   opts.low_speed_bytes = (unsigned) svc->cfg->pull_min_bytes_per_s;
   opts.cancelled = pull_cancelled;
   opts.cancelled_user = call;
+  opts.credentials = auth_file_credentials; /* when kubelet passes no auth: what `husk image login` wrote */
   client = registry_client_new (&opts);
   ret = request->auth ? add_auth (client, ref->domain, request->auth, err) : 0;
   if (ret == 0)

@@ -25,7 +25,8 @@ struct pull_job
 };
 
 static void
-report (const struct pull_job *job, enum pull_phase phase, size_t index, uint64_t done, uint64_t total)
+report_layer (const struct pull_job *job, enum pull_phase phase, size_t index, uint64_t done, uint64_t total,
+              bool existed)
 {
   struct pull_progress p = {
     .phase = phase,
@@ -34,9 +35,16 @@ report (const struct pull_job *job, enum pull_phase phase, size_t index, uint64_
     .done = done,
     .total = total,
     .digest = index < job->parsed.n_layers ? job->parsed.layers[index].digest : NULL,
+    .existed = existed,
   };
   if (job->opts && job->opts->progress)
     job->opts->progress (&p, job->opts->progress_user);
+}
+
+static void
+report (const struct pull_job *job, enum pull_phase phase, size_t index, uint64_t done, uint64_t total)
+{
+  report_layer (job, phase, index, done, total, false);
 }
 
 /* Blobs to fetch: config (slot 0) and every layer the store lacks. */
@@ -116,9 +124,11 @@ fetch_blobs (struct pull_job *job, struct husk_error **err)
         }
       if (fetch_set_add (job, &set, &job->parsed.layers[i], i, err) < 0)
         goto done;
-      if (set.n == 0 || set.layer_of[set.n - 1] != i)
-        report (job, PULL_LAYER_DONE, i, (uint64_t) job->parsed.layers[i].size,
-                (uint64_t) job->parsed.layers[i].size);
+      if (set.n > 0 && set.layer_of[set.n - 1] == i)
+        report (job, PULL_LAYER_QUEUED, i, 0, (uint64_t) job->parsed.layers[i].size);
+      else
+        report_layer (job, PULL_LAYER_DONE, i, (uint64_t) job->parsed.layers[i].size,
+                      (uint64_t) job->parsed.layers[i].size, true);
     }
   if (set.n
       && registry_fetch_blobs (job->client, job->ref, set.requests, set.n, on_blob_progress, &bridge, err)

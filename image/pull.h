@@ -4,6 +4,7 @@
 #ifndef HUSK_IMAGE_PULL_H
 #define HUSK_IMAGE_PULL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -14,10 +15,11 @@
 
 enum pull_phase
 {
-  PULL_RESOLVED,    /* manifest known: n_layers, layer sizes */
-  PULL_DOWNLOADING, /* layer INDEX has DONE of TOTAL bytes */
-  PULL_LAYER_DONE,  /* layer INDEX is in the store (downloaded or already there) */
-  PULL_UNPACKING,   /* all blobs present; unpacking */
+  PULL_RESOLVED,     /* manifest known: n_layers, layer sizes */
+  PULL_DOWNLOADING,  /* layer INDEX has DONE of TOTAL bytes */
+  PULL_LAYER_DONE,   /* layer INDEX is in the store (downloaded or already there) */
+  PULL_UNPACKING,    /* all blobs present; unpacking */
+  PULL_LAYER_QUEUED, /* layer INDEX (TOTAL bytes) is missing and will be fetched */
 };
 
 struct pull_progress
@@ -26,6 +28,7 @@ struct pull_progress
   size_t index, n_layers;
   uint64_t done, total;
   const char *digest;
+  bool existed; /* PULL_LAYER_DONE: the store had it; nothing was fetched */
 };
 
 typedef void (*pull_progress_cb) (const struct pull_progress *progress, void *user);

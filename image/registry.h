@@ -111,6 +111,12 @@ int registry_fetch_blobs (struct registry_client *client, const struct reference
                           const struct registry_blob_request *blobs, size_t n, registry_progress_cb progress,
                           void *user, struct husk_error **err);
 
+/* Asks DOMAIN's registry (its own server, not a mirror) for /v2/ with the
+ * client's credentials for it, answering a Basic or Bearer challenge:
+ * 0 when they are accepted (or none are needed), else an error such as
+ * "log in to HOST: unauthorized: ...". */
+int registry_check_login (struct registry_client *client, const char *domain, struct husk_error **err);
+
 /* Picks the manifest for PLATFORM ("os/arch[/variant]"; NULL: the host's)
  * from an OCI index or Docker manifest list.  Without a variant the default
  * one is preferred (v8 on arm64, v7 on arm); with one it must match.  No

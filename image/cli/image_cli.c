@@ -1,4 +1,6 @@
-/* husk image pull|ls|inspect|rm|import|export. */
+/* husk image pull|ls|inspect|rm|import|export|login|logout: each verb's
+ * options are a table (husk/cli_opts.h) that parses, prints --help, and
+ * feeds the completion and man pages. */
 #include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
@@ -9,21 +11,16 @@
 #include <unistd.h>
 
 #include "husk/cleanup.h"
+#include "husk/cli_opts.h"
 #include "husk/util.h"
+#include "image/auth_file.h"
 #include "image/cli/image_cli.h"
+#include "image/cli/image_verbs.h"
 #include "image/images.h"
 #include "image/layout.h"
 #include "image/pull.h"
+#include "image/pull_progress.h"
 #include "image/reference.h"
-
-#define IMAGE_USAGE                                                                                          \
-  "usage: husk image [--root DIR] [--registries FILE] VERB\n"                                                \
-  "  pull [--platform OS/ARCH[/VARIANT]] [--creds USER:PASS] [--max-size BYTES] REF\n"                       \
-  "  ls [-q]\n"                                                                                              \
-  "  inspect REF\n"                                                                                          \
-  "  rm REF...\n"                                                                                            \
-  "  import PATH [REF]      (an OCI layout directory or tar)\n"                                              \
-  "  export REF PATH        (PATH ending in .tar writes a tar)\n"
 
 static bool
 split_creds (const char *creds, char **user, char **pass)
@@ -38,21 +35,19 @@ split_creds (const char *creds, char **user, char **pass)
 }
 
 int
-image_cli_open (const struct image_cli_env *env, struct store **store, struct hosts_config **hosts,
-                struct registry_client **client, const char *creds_host, struct husk_error **err)
+image_cli_open_registry (const struct image_cli_env *env, struct hosts_config **hosts,
+                         struct registry_client **client, const char *creds_host, struct husk_error **err)
 {
   struct registry_options opts;
 
-  if (store_open (env->root, store, err) < 0)
-    return -1;
-  if (client == NULL)
-    return 0;
   if ((env->registries_file ? hosts_config_load (env->registries_file, hosts, err)
                             : hosts_config_load_default (hosts, err))
       < 0)
     return -1;
   registry_options_init (&opts);
   opts.hosts = *hosts;
+  opts.credentials = auth_file_credentials;
+  opts.credentials_user = (void *) env->authfile;
   *client = registry_client_new (&opts);
   if (env->creds && creds_host)
     {
@@ -65,75 +60,37 @@ image_cli_open (const struct image_cli_env *env, struct store **store, struct ho
   return 0;
 }
 
-struct progress_view
+int
+image_cli_open (const struct image_cli_env *env, struct store **store, struct hosts_config **hosts,
+                struct registry_client **client, const char *creds_host, struct husk_error **err)
 {
-  bool tty;
-  size_t n_layers;
-  uint64_t *done, *total;
-  bool *finished;
-  struct timespec start;
-};
+  if (store_open (env->root, store, err) < 0)
+    return -1;
+  if (client == NULL)
+    return 0;
+  return image_cli_open_registry (env, hosts, client, creds_host, err);
+}
 
 static double
-seconds_since (const struct timespec *start)
+monotonic_seconds (void)
 {
   struct timespec now;
 
   clock_gettime (CLOCK_MONOTONIC, &now);
-  return (double) (now.tv_sec - start->tv_sec) + (double) (now.tv_nsec - start->tv_nsec) / 1e9;
+  return (double) now.tv_sec + (double) now.tv_nsec / 1e9;
 }
 
+/* A refused pull says how to give credentials. */
 static void
-print_tty_line (const struct progress_view *view)
+hint_login (const struct reference *ref, struct husk_error **err)
 {
-  uint64_t done = 0, total = 0;
-  size_t finished = 0;
-  double secs = seconds_since (&view->start);
-
-  for (size_t i = 0; i < view->n_layers; i++)
+  if (err && *err && strstr ((*err)->msg, "unauthorized") && ref)
     {
-      done += view->done[i];
-      total += view->total[i];
-      finished += view->finished[i];
+      char *msg = xasprintf ("%s (log in with `husk image login %s`, or give --creds USER:PASS)", (*err)->msg,
+                             ref->domain);
+      free ((*err)->msg);
+      (*err)->msg = msg;
     }
-  fprintf (stderr, "\r\033[Klayers %zu/%zu  %.1f/%.1f MB  %.1f MB/s", finished, view->n_layers, done / 1e6,
-           total / 1e6, secs > 0 ? done / 1e6 / secs : 0.0);
-}
-
-static void
-on_progress (const struct pull_progress *p, void *user)
-{
-  struct progress_view *view = user;
-
-  if (p->phase == PULL_RESOLVED)
-    {
-      view->n_layers = p->n_layers;
-      view->done = xcalloc (p->n_layers, sizeof *view->done);
-      view->total = xcalloc (p->n_layers, sizeof *view->total);
-      view->finished = xcalloc (p->n_layers, sizeof *view->finished);
-      clock_gettime (CLOCK_MONOTONIC, &view->start);
-      return;
-    }
-  if (p->phase == PULL_UNPACKING)
-    {
-      fprintf (stderr, view->tty ? "\r\033[Kunpacking %zu layers\n" : "unpacking %zu layers\n",
-               view->n_layers);
-      return;
-    }
-  if (p->index >= view->n_layers)
-    return;
-  view->done[p->index] = p->done;
-  view->total[p->index] = p->total;
-  if (p->phase == PULL_LAYER_DONE && !view->finished[p->index])
-    {
-      double secs = seconds_since (&view->start);
-      view->finished[p->index] = true;
-      if (!view->tty)
-        fprintf (stderr, "layer %zu/%zu %s: %.1f MB, %.1f MB/s\n", p->index + 1, view->n_layers, p->digest,
-                 p->total / 1e6, secs > 0 ? p->total / 1e6 / secs : 0.0);
-    }
-  if (view->tty)
-    print_tty_line (view);
 }
 
 int
@@ -145,30 +102,32 @@ image_cli_pull (const struct image_cli_env *env, const char *ref, const char *pl
   struct registry_client *client = NULL;
   struct reference *parsed = NULL;
   struct image *image = NULL;
-  struct progress_view view = { .tty = isatty (2) };
-  struct pull_options opts = { .platform = platform,
-                               .progress = on_progress,
-                               .progress_user = &view,
-                               .max_image_bytes = env->max_image_bytes };
+  struct pull_view view;
+  struct pull_options opts = { .platform = platform, .max_image_bytes = env->max_image_bytes };
   int ret = -1;
 
-  if (reference_parse (ref, &parsed, err) == 0
-      && image_cli_open (env, &store, &hosts, &client, parsed->domain, err) == 0
-      && image_pull (store, client, ref, &opts, &image, err) == 0)
+  pull_view_init (&view, stderr, isatty (2), monotonic_seconds);
+  if (!env->quiet)
     {
-      if (print_id)
-        if (print_id)
-          printf ("%s\n", image->id);
-      ret = 0;
+      opts.progress = pull_view_update;
+      opts.progress_user = &view;
     }
+  if (reference_parse (ref, &parsed, err) == 0
+      && image_cli_open (env, &store, &hosts, &client, parsed->domain, err) == 0)
+    {
+      if (image_pull (store, client, ref, &opts, &image, err) == 0)
+        ret = 0;
+      else
+        hint_login (parsed, err);
+    }
+  if (ret == 0 && print_id)
+    printf ("%s\n", image->id);
+  pull_view_clear (&view);
   image_free (image);
   reference_free (parsed);
   registry_client_free (client);
   hosts_config_free (hosts);
   store_free (store);
-  free (view.done);
-  free (view.total);
-  free (view.finished);
   return ret;
 }
 
@@ -178,37 +137,51 @@ first_or_none (char **v)
   return v && v[0] ? v[0] : "<none>";
 }
 
-/* An image pulled by digest has no tag: name it by its repo digest. */
-static const char *
-display_name (const struct image *img)
+/* --- pull ------------------------------------------------------------------ */
+
+enum
 {
-  return img->repo_tags && img->repo_tags[0] ? img->repo_tags[0] : first_or_none (img->repo_digests);
-}
+  PULL_PLATFORM,
+  PULL_CREDS,
+  PULL_AUTHFILE,
+  PULL_QUIET,
+  PULL_MAX_SIZE,
+};
+static const struct cli_opt pull_opts[] = {
+  [PULL_PLATFORM] = { "platform", 0, "OS/ARCH[/VARIANT]", "pick this platform from a multi-platform image" },
+  [PULL_CREDS] = { "creds", 0, "USER:PASS", "credentials for the registry (instead of the auth file)" },
+  [PULL_AUTHFILE] = { "authfile", 0, "FILE",
+                      "read credentials from FILE (default: REGISTRY_AUTH_FILE, "
+                      "else the containers-auth.json that login writes)" },
+  [PULL_QUIET] = { "quiet", 'q', NULL, "print no progress, only the image id" },
+  [PULL_MAX_SIZE] = { "max-size", 0, "BYTES", "refuse an image whose layers unpack to more than BYTES" },
+  { NULL, 0, NULL, NULL },
+};
 
 static int
-verb_ls (const struct image_cli_env *env, int argc, char **argv, struct husk_error **err)
+verb_pull (struct image_cli_env *env, const struct image_verb *verb, const char **values, int argc,
+           char **argv, struct husk_error **err)
 {
-  struct image **images = NULL;
-  size_t n = 0;
-  bool quiet = argc > 1 && strcmp (argv[1], "-q") == 0;
+  long long max_size;
 
-  if (images_list (env->root, &images, &n, err) < 0)
-    return -1;
-  if (!quiet)
-    printf ("%-60s %-20s %10s\n", "REPOSITORY:TAG", "IMAGE ID", "SIZE");
-  for (size_t i = 0; i < n; i++)
+  (void) argc;
+  (void) verb;
+  if (values[PULL_CREDS])
+    env->creds = values[PULL_CREDS];
+  if (values[PULL_AUTHFILE])
+    env->authfile = values[PULL_AUTHFILE];
+  env->quiet = values[PULL_QUIET] != NULL;
+  if (values[PULL_MAX_SIZE])
     {
-      const char *id = digest_hex (images[i]->id);
-      if (quiet)
-        printf ("%s\n", images[i]->id);
-      else
-        printf ("%-60s %-20.12s %8.1fMB\n", display_name (images[i]), id, images[i]->size / 1e6);
-      for (size_t t = 1; !quiet && images[i]->repo_tags[0] && images[i]->repo_tags[t]; t++)
-        printf ("%-60s %-20.12s %8.1fMB\n", images[i]->repo_tags[t], id, images[i]->size / 1e6);
+      if (husk_parse_int64 (values[PULL_MAX_SIZE], 1, INT64_MAX, &max_size) < 0)
+        return husk_error_make (err, 0, "image pull: --max-size `%s`: expected a number of bytes",
+                                values[PULL_MAX_SIZE]);
+      env->max_image_bytes = (unsigned long long) max_size;
     }
-  images_free (images, n);
-  return 0;
+  return image_cli_pull (env, argv[0], values[PULL_PLATFORM], true, err) < 0 ? -1 : 0;
 }
+
+/* --- inspect, rm, import, export --------------------------------------------- */
 
 static json_t *
 strv_json (char **v)
@@ -254,15 +227,17 @@ image_json (const struct image *img)
 }
 
 static int
-verb_inspect (const struct image_cli_env *env, int argc, char **argv, struct husk_error **err)
+verb_inspect (struct image_cli_env *env, const struct image_verb *verb, const char **values, int argc,
+              char **argv, struct husk_error **err)
 {
   struct image *img = NULL;
   json_t *doc;
   char *text;
 
-  if (argc != 2)
-    return husk_error_make (err, 0, "image inspect: expected one image (usage: husk image inspect REF)");
-  if (images_lookup (env->root, argv[1], &img, err) < 0)
+  (void) verb;
+  (void) values;
+  (void) argc;
+  if (images_lookup (env->root, argv[0], &img, err) < 0)
     return -1;
   doc = image_json (img);
   text = json_dumps (doc, JSON_INDENT (2));
@@ -274,16 +249,17 @@ verb_inspect (const struct image_cli_env *env, int argc, char **argv, struct hus
 }
 
 static int
-verb_rm (const struct image_cli_env *env, int argc, char **argv, struct husk_error **err)
+verb_rm (struct image_cli_env *env, const struct image_verb *verb, const char **values, int argc, char **argv,
+         struct husk_error **err)
 {
   struct store *store = NULL;
   int ret = 0;
 
-  if (argc < 2)
-    return husk_error_make (err, 0, "image rm: expected at least one image (usage: husk image rm REF...)");
+  (void) verb;
+  (void) values;
   if (store_open (env->root, &store, err) < 0)
     return -1;
-  for (int i = 1; i < argc && ret == 0; i++)
+  for (int i = 0; i < argc && ret == 0; i++)
     {
       cleanup_free char *deleted = NULL;
       ret = images_remove (store, argv[i], 0, &deleted, err);
@@ -295,19 +271,20 @@ verb_rm (const struct image_cli_env *env, int argc, char **argv, struct husk_err
 }
 
 static int
-verb_import (const struct image_cli_env *env, int argc, char **argv, struct husk_error **err)
+verb_import (struct image_cli_env *env, const struct image_verb *verb, const char **values, int argc,
+             char **argv, struct husk_error **err)
 {
-  struct layout_import_options opts = { .name = argc > 2 ? argv[2] : NULL };
+  struct layout_import_options opts = { .name = argc > 1 ? argv[1] : NULL };
   struct store *store = NULL;
   struct image **images = NULL;
   size_t n = 0;
   int ret;
 
-  if (argc < 2 || argc > 3)
-    return husk_error_make (err, 0, "image import: usage: husk image import PATH [REF]");
+  (void) verb;
+  (void) values;
   if (store_open (env->root, &store, err) < 0)
     return -1;
-  ret = layout_import (store, argv[1], &opts, &images, &n, err);
+  ret = layout_import (store, argv[0], &opts, &images, &n, err);
   for (size_t i = 0; ret == 0 && i < n; i++)
     printf ("%s %s\n", images[i]->id, opts.name ? opts.name : first_or_none (images[i]->repo_tags));
   images_free (images, n);
@@ -316,55 +293,121 @@ verb_import (const struct image_cli_env *env, int argc, char **argv, struct husk
 }
 
 static int
-verb_export (const struct image_cli_env *env, int argc, char **argv, struct husk_error **err)
+verb_export (struct image_cli_env *env, const struct image_verb *verb, const char **values, int argc,
+             char **argv, struct husk_error **err)
 {
   struct store *store = NULL;
   int ret;
 
-  if (argc != 3)
-    return husk_error_make (err, 0, "image export: usage: husk image export REF PATH");
+  (void) verb;
+  (void) values;
+  (void) argc;
   if (store_open (env->root, &store, err) < 0)
     return -1;
-  ret = layout_export (store, argv[1], argv[2], husk_str_has_suffix (argv[2], ".tar"), err);
+  ret = layout_export (store, argv[0], argv[1], husk_str_has_suffix (argv[1], ".tar"), err);
   store_free (store);
   return ret;
 }
 
-static int
-verb_pull (struct image_cli_env *env, int argc, char **argv, struct husk_error **err)
-{
-  static const struct option options[] = {
-    { "platform", required_argument, NULL, 'p' },
-    { "creds", required_argument, NULL, 'c' },
-    { "max-size", required_argument, NULL, 'm' },
-    { NULL, 0, NULL, 0 },
-  };
-  const char *platform = NULL;
-  long long max_size;
-  int c;
+/* --- the table --------------------------------------------------------------- */
 
-  optind = 1;
-  opterr = 0;
-  while ((c = getopt_long (argc, argv, "+", options, NULL)) != -1)
-    switch (c)
-      {
-      case 'p':
-        platform = optarg;
-        break;
-      case 'c':
-        env->creds = optarg;
-        break;
-      case 'm':
-        if (husk_parse_int64 (optarg, 1, INT64_MAX, &max_size) < 0)
-          return husk_error_make (err, 0, "image pull: --max-size `%s`: expected a number of bytes", optarg);
-        env->max_image_bytes = (unsigned long long) max_size;
-        break;
-      default:
-        return husk_error_make (err, 0, "image pull: unknown option `%s`", argv[optind - 1]);
-      }
-  if (optind + 1 != argc)
-    return husk_error_make (err, 0, "image pull: expected one reference (usage: husk image pull REF)");
-  return image_cli_pull (env, argv[optind], platform, true, err);
+static const struct cli_opt no_opts[] = { { NULL, 0, NULL, NULL } };
+
+static const struct image_verb image_verbs[] = {
+  { { "image pull", "REF", "pull an image from a registry into the store", pull_opts },
+    verb_pull,
+    NULL,
+    1,
+    1 },
+  { { "image ls", "", "list the images in the store", image_ls_opts }, image_cli_ls, "list", 0, 0 },
+  { { "image inspect", "REF", "print an image's record and config (JSON)", no_opts },
+    verb_inspect,
+    NULL,
+    1,
+    1 },
+  { { "image rm", "REF...", "remove images (a tag the image shares only untags)", no_opts },
+    verb_rm,
+    "rmi",
+    1,
+    -1 },
+  { { "image import", "PATH [REF]", "import an OCI layout directory or tar", no_opts },
+    verb_import,
+    NULL,
+    1,
+    2 },
+  { { "image export", "REF PATH", "write an OCI layout (a tar when PATH ends in .tar)", no_opts },
+    verb_export,
+    NULL,
+    2,
+    2 },
+  { { "image login", "REGISTRY", "check credentials with a registry and store them in the auth file",
+      image_login_opts },
+    image_cli_login,
+    NULL,
+    1,
+    1 },
+  { { "image logout", "[REGISTRY]", "remove a registry's credentials from the auth file", image_logout_opts },
+    image_cli_logout,
+    NULL,
+    0,
+    1 },
+};
+#define N_IMAGE_VERBS (sizeof image_verbs / sizeof image_verbs[0])
+
+static const char *
+verb_name (const struct image_verb *verb)
+{
+  return strchr (verb->spec.path, ' ') + 1;
+}
+
+static const struct image_verb *
+find_verb (const char *name)
+{
+  for (size_t i = 0; i < N_IMAGE_VERBS; i++)
+    if (strcmp (verb_name (&image_verbs[i]), name) == 0
+        || (image_verbs[i].alias && strcmp (image_verbs[i].alias, name) == 0))
+      return &image_verbs[i];
+  return NULL;
+}
+
+static void
+print_group_help (FILE *out)
+{
+  fprintf (out, "Usage: husk image [--root DIR] [--registries FILE] COMMAND [options] [ARGS]\n\n"
+                "Manage the images of husk's store (debug CLI, no daemon).\n\n"
+                "Options:\n"
+                "      --root DIR                 the image store (default " STORE_DEFAULT_ROOT ")\n"
+                "      --registries FILE          mirrors and insecure registries (default "
+                "/etc/husk/registries.json)\n"
+                "  -h, --help                     print this help\n\n"
+                "Commands:\n");
+  for (size_t i = 0; i < N_IMAGE_VERBS; i++)
+    fprintf (out, "  %-10s %s\n", verb_name (&image_verbs[i]), image_verbs[i].spec.summary);
+  fprintf (out, "\nSee husk image COMMAND --help for a command's options.\n");
+}
+
+static int
+run_verb (struct image_cli_env *env, const struct image_verb *verb, int argc, char **argv,
+          struct husk_error **err)
+{
+  const char *values[MAX_OPTS] = { 0 };
+  int first = cli_parse_all (&verb->spec, argc, argv, values, err);
+  int n_args;
+
+  if (first == CLI_OPTS_HELP)
+    return 0;
+  if (first < 0)
+    return -1;
+  n_args = argc - first;
+  if (n_args < verb->min_args || (verb->max_args >= 0 && n_args > verb->max_args))
+    {
+      if (n_args > verb->max_args && verb->max_args >= 0)
+        return husk_error_make (err, 0, "%s: unexpected argument `%s` (usage: husk %s %s)", verb->spec.path,
+                                argv[first + verb->max_args], verb->spec.path, verb->spec.args);
+      return husk_error_make (err, 0, "%s: missing %s (usage: husk %s %s)", verb->spec.path, verb->spec.args,
+                              verb->spec.path, verb->spec.args);
+    }
+  return verb->run (env, verb, values, n_args, argv + first, err);
 }
 
 int
@@ -381,7 +424,7 @@ image_cli_parse_env (const char *group, const char *usage, int argc, char **argv
 
   optind = 1;
   opterr = 0;
-  while ((c = getopt_long (argc, argv, "+h", options, NULL)) != -1)
+  while ((c = getopt_long (argc, argv, "+:h", options, NULL)) != -1)
     switch (c)
       {
       case 'r':
@@ -391,11 +434,17 @@ image_cli_parse_env (const char *group, const char *usage, int argc, char **argv
         env->registries_file = optarg;
         break;
       case 'h':
-        fputs (usage, stdout);
+        if (usage)
+          fputs (usage, stdout);
+        else
+          print_group_help (stdout);
         exit (0);
+      case ':':
+        return husk_error_make (err, 0, "%s: option `%s` needs a value (see husk %s --help)", group,
+                                argv[optind - 1], group);
       default:
         return husk_error_make (err, 0, "%s: unknown option `%s` (see husk %s --help)", group,
-                                argv[optind - 1], group);
+                                optopt ? (char[]){ '-', (char) optopt, '\0' } : argv[optind - 1], group);
       }
   return optind;
 }
@@ -404,30 +453,18 @@ int
 image_cli_main (int argc, char **argv, struct husk_error **err)
 {
   struct image_cli_env env = { .root = STORE_DEFAULT_ROOT };
-  int first = image_cli_parse_env ("image", IMAGE_USAGE, argc, argv, &env, err);
-  const char *verb;
+  int first = image_cli_parse_env ("image", NULL, argc, argv, &env, err);
+  const struct image_verb *verb;
 
   if (first < 0)
     return -1;
   if (first >= argc)
     {
-      fputs (IMAGE_USAGE, stderr);
+      print_group_help (stderr);
       return 1;
     }
-  verb = argv[first];
-  argc -= first;
-  argv += first;
-  if (strcmp (verb, "pull") == 0)
-    return verb_pull (&env, argc, argv, err);
-  if (strcmp (verb, "ls") == 0 || strcmp (verb, "list") == 0)
-    return verb_ls (&env, argc, argv, err);
-  if (strcmp (verb, "inspect") == 0)
-    return verb_inspect (&env, argc, argv, err);
-  if (strcmp (verb, "rm") == 0)
-    return verb_rm (&env, argc, argv, err);
-  if (strcmp (verb, "import") == 0)
-    return verb_import (&env, argc, argv, err);
-  if (strcmp (verb, "export") == 0)
-    return verb_export (&env, argc, argv, err);
-  return husk_error_make (err, 0, "image: unknown verb `%s` (see husk image --help)", verb);
+  verb = find_verb (argv[first]);
+  if (verb == NULL)
+    return husk_error_make (err, 0, "image: unknown command `%s` (see husk image --help)", argv[first]);
+  return run_verb (&env, verb, argc - first, argv + first, err);
 }

@@ -22,7 +22,7 @@ no_options (const char *command, int argc, char **argv, const char **id, struct 
   static const struct option none[] = { { NULL, 0, NULL, 0 } };
 
   opterr = 0;
-  if (getopt_long_only (argc, argv, "+", none, NULL) != -1)
+  if (getopt_long_only (argc, argv, "+:", none, NULL) != -1)
     return cli_usage_error (command, err, "unknown option `%s`", argv[optind - 1]);
   return cli_one_id (command, argc, argv, id, err);
 }
@@ -181,13 +181,13 @@ parse_update (int argc, char **argv, json_t **doc, long long *cpu_weight, struct
         = (struct option){ update_flags[i].name, required_argument, NULL, OPT_FLAG_BASE + (int) i };
   options[N_UPDATE_FLAGS + 1] = (struct option){ NULL, 0, NULL, 0 };
   opterr = 0;
-  while ((c = getopt_long_only (argc, argv, "+r:", options, NULL)) != -1)
+  while ((c = getopt_long_only (argc, argv, "+:r:", options, NULL)) != -1)
     if (c == OPT_RESOURCES)
       file = optarg;
     else if (c >= OPT_FLAG_BASE)
       values[c - OPT_FLAG_BASE] = optarg;
     else
-      return cli_usage_error ("update", err, "unknown option or missing value `%s`", argv[optind - 1]);
+      return cli_bad_option ("update", c, argv, err);
   if (file && load_resources_file (file, doc, err) < 0)
     return -1;
   if (*doc == NULL)
@@ -327,7 +327,7 @@ cli_events (struct cli_globals *g, int argc, char **argv, struct husk_error **er
   const char *id;
 
   opterr = 0;
-  while ((c = getopt_long_only (argc, argv, "+", options, NULL)) != -1)
+  while ((c = getopt_long_only (argc, argv, "+:", options, NULL)) != -1)
     if (c == 's')
       once = true;
     else if (c == 'i')
@@ -336,7 +336,7 @@ cli_events (struct cli_globals *g, int argc, char **argv, struct husk_error **er
           return -1;
       }
     else
-      return cli_usage_error ("events", err, "unknown option or missing value `%s`", argv[optind - 1]);
+      return cli_bad_option ("events", c, argv, err);
   if (cli_one_id ("events", argc, argv, &id, err) < 0)
     return -1;
   if (once)

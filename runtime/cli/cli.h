@@ -4,6 +4,7 @@
 
 #include <stdbool.h>
 
+#include "husk/cli_opts.h"
 #include "husk/error.h"
 #include "runtime/container.h"
 
@@ -23,6 +24,10 @@ struct cli_command
   cli_handler handler;
   const char *usage;   /* "create [options] ID" */
   const char *summary; /* one line */
+  /* For --help (husk/cli_opts.h): the operands, and the options the
+   * command's parser takes; args NULL: print the usage line only. */
+  const char *args;
+  const struct cli_opt *opts;
 };
 
 /* Each returns the process exit code on success, -1 with *err set. */
@@ -47,12 +52,17 @@ int cli_image (struct cli_globals *g, int argc, char **argv, struct husk_error *
 int cli_container (struct cli_globals *g, int argc, char **argv, struct husk_error **err);
 int cli_cdi_hook (struct cli_globals *g, int argc, char **argv, struct husk_error **err);
 int cli_cdi (struct cli_globals *g, int argc, char **argv, struct husk_error **err);
+/* completion.c */
+int cli_completion (struct cli_globals *g, int argc, char **argv, struct husk_error **err);
 /* Sets HUSK_PLUGIN_DIR from the binary's location unless it is set. */
 void cli_remember_plugin_dir (void);
 
 /* Prints "usage: husk USAGE" for the command named argv[0]. */
 int cli_usage_error (const char *command, struct husk_error **err, const char *fmt, ...)
     __attribute__ ((format (printf, 3, 4)));
+/* The error for what getopt returned C (':' or '?') for: "option `--x`
+ * needs a value" or "unknown option `--x`", with the command's usage. */
+int cli_bad_option (const char *command, int c, char **argv, struct husk_error **err);
 /* True when argv holds -h/--help; prints the command's help. */
 bool cli_wants_help (int argc, char **argv, const char *command);
 /* Exactly one positional ID after options, or an error. */

@@ -40,7 +40,7 @@ parse_create_options (const char *command, bool allow_detach, int argc, char **a
   int c;
 
   opterr = 0;
-  while ((c = getopt_long_only (argc, argv, "+b:d", options, NULL)) != -1)
+  while ((c = getopt_long_only (argc, argv, "+:b:d", options, NULL)) != -1)
     switch (c)
       {
       case OPT_BUNDLE:
@@ -72,7 +72,7 @@ parse_create_options (const char *command, bool allow_detach, int argc, char **a
       case OPT_KEEP:
         break;
       default:
-        return cli_usage_error (command, err, "unknown option `%s`", argv[optind - 1]);
+        return cli_bad_option (command, c, argv, err);
       }
   return 0;
 }

@@ -61,7 +61,7 @@ parse_exec_options (int argc, char **argv, struct exec_cli *cli, struct husk_err
   int c;
 
   opterr = 0;
-  while ((c = getopt_long_only (argc, argv, "+p:tde:u:c:g:", options, NULL)) != -1)
+  while ((c = getopt_long_only (argc, argv, "+:p:tde:u:c:g:", options, NULL)) != -1)
     switch (c)
       {
       case OPT_PROCESS:
@@ -107,7 +107,7 @@ parse_exec_options (int argc, char **argv, struct exec_cli *cli, struct husk_err
       case OPT_IGNORED_ARG:
         break;
       default:
-        return cli_usage_error ("exec", err, "unknown option `%s`", argv[optind - 1]);
+        return cli_bad_option ("exec", c, argv, err);
       }
   return 0;
 }

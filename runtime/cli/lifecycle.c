@@ -22,7 +22,7 @@ parse_flags (const char *command, int argc, char **argv, const struct option *op
   while ((c = getopt_long_only (argc, argv, shorts, options, NULL)) != -1)
     {
       if (c == '?' || c == ':')
-        return cli_usage_error (command, err, "unknown option `%s`", argv[optind - 1]);
+        return cli_bad_option (command, c, argv, err);
       *flag = true;
     }
   return 0;
@@ -35,7 +35,7 @@ cli_start (struct cli_globals *g, int argc, char **argv, struct husk_error **err
   const char *id;
   bool unused = false;
 
-  if (parse_flags ("start", argc, argv, none, "+", &unused, err) < 0
+  if (parse_flags ("start", argc, argv, none, "+:", &unused, err) < 0
       || cli_one_id ("start", argc, argv, &id, err) < 0)
     return -1;
   return container_start (&g->ctx, id, err) < 0 ? -1 : 0;
@@ -50,7 +50,7 @@ cli_state (struct cli_globals *g, int argc, char **argv, struct husk_error **err
   bool unused = false;
   char *json;
 
-  if (parse_flags ("state", argc, argv, none, "+", &unused, err) < 0
+  if (parse_flags ("state", argc, argv, none, "+:", &unused, err) < 0
       || cli_one_id ("state", argc, argv, &id, err) < 0)
     return -1;
   if (state_load (g->ctx.root, id, &state, err) < 0)
@@ -69,7 +69,7 @@ cli_kill (struct cli_globals *g, int argc, char **argv, struct husk_error **err)
   bool all = false;
   int sig = SIGTERM;
 
-  if (parse_flags ("kill", argc, argv, options, "+a", &all, err) < 0)
+  if (parse_flags ("kill", argc, argv, options, "+:a", &all, err) < 0)
     return -1;
   if (optind >= argc)
     return cli_usage_error ("kill", err, "missing container id");
@@ -87,7 +87,7 @@ cli_delete (struct cli_globals *g, int argc, char **argv, struct husk_error **er
   bool force = false;
   const char *id;
 
-  if (parse_flags ("delete", argc, argv, options, "+f", &force, err) < 0
+  if (parse_flags ("delete", argc, argv, options, "+:f", &force, err) < 0
       || cli_one_id ("delete", argc, argv, &id, err) < 0)
     return -1;
   /* runc: forcing the delete of what is not there is no error. */

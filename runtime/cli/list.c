@@ -25,7 +25,7 @@ parse_format (const char *command, int argc, char **argv, bool *json, bool *quie
   int c;
 
   opterr = 0;
-  while ((c = getopt_long_only (argc, argv, "+f:q", options, NULL)) != -1)
+  while ((c = getopt_long_only (argc, argv, "+:f:q", options, NULL)) != -1)
     switch (c)
       {
       case 'f':
@@ -39,7 +39,7 @@ parse_format (const char *command, int argc, char **argv, bool *json, bool *quie
         *quiet = true;
         break;
       default:
-        return cli_usage_error (command, err, "unknown option `%s`", argv[optind - 1]);
+        return cli_bad_option (command, c, argv, err);
       }
   return 0;
 }
@@ -68,7 +68,7 @@ cli_list (struct cli_globals *g, int argc, char **argv, struct husk_error **err)
 {
   cleanup_dir DIR *dir = NULL;
   bool json = false, quiet = false;
-  json_t *array = json_array ();
+  json_t *array;
   struct dirent *de;
 
   if (parse_format ("list", argc, argv, &json, &quiet, err) < 0)
@@ -78,6 +78,8 @@ cli_list (struct cli_globals *g, int argc, char **argv, struct husk_error **err)
   dir = opendir (g->ctx.root);
   if (dir == NULL && errno != ENOENT)
     return husk_error_make (err, errno, "list `%s`", g->ctx.root);
+  /* only now: the errors above would leak it */
+  array = json_array ();
   if (!json && !quiet)
     printf ("%-20s %-8s %-10s %-40s %-32s %s\n", "ID", "PID", "STATUS", "BUNDLE", "CREATED", "OWNER");
   while (dir && (de = readdir (dir)) != NULL)

@@ -9,42 +9,126 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "husk/cli_opts.h"
 #include "husk/util.h"
 #include "runtime/cli/cli.h"
+
+/* The options each command's parser (create.c, exec.c, ...) takes, for
+ * --help, the completion and the man pages; test_image_cli checks that
+ * every option listed here is one its parser knows. */
+#define CREATE_OPTS                                                                                          \
+  { "bundle", 'b', "DIR", "the bundle holding config.json (default: the current directory)" },               \
+      { "console-socket", 0, "PATH", "send the pty master of a terminal container to this unix socket" },    \
+      { "pid-file", 0, "PATH", "write the container's pid (on the host) to PATH" },                          \
+      { "no-pivot", 0, NULL, "move the root with MS_MOVE instead of pivot_root (a ramdisk root)" },          \
+      { "no-new-keyring", 0, NULL, "keep the caller's session keyring" },                                    \
+  {                                                                                                          \
+    "preserve-fds", 0, "N", "pass N more file descriptors, from fd 3, to the process"                        \
+  }
+static const struct cli_opt create_opts[] = { CREATE_OPTS, { NULL, 0, NULL, NULL } };
+static const struct cli_opt run_opts[] = {
+  CREATE_OPTS,
+  { "detach", 'd', NULL, "return once the process started, not when it exits" },
+  { NULL, 0, NULL, NULL },
+};
+static const struct cli_opt kill_opts[] = {
+  { "all", 'a', NULL, "signal every process of the container, not only its init" },
+  { NULL, 0, NULL, NULL },
+};
+static const struct cli_opt delete_opts[] = {
+  { "force", 'f', NULL, "kill a running container first (SIGKILL)" },
+  { NULL, 0, NULL, NULL },
+};
+static const struct cli_opt list_opts[] = {
+  { "format", 'f', "table|json", "the output format (default table)" },
+  { "quiet", 'q', NULL, "print only the container ids" },
+  { NULL, 0, NULL, NULL },
+};
+static const struct cli_opt ps_opts[] = {
+  { "format", 'f', "table|json", "table: ps(1) output (with PS ARGS); json: the pids" },
+  { NULL, 0, NULL, NULL },
+};
+static const struct cli_opt exec_opts[] = {
+  { "process", 'p', "FILE", "the process (an OCI process JSON) instead of COMMAND and options" },
+  { "tty", 't', NULL, "give the process a terminal" },
+  { "detach", 'd', NULL, "return once the process started" },
+  { "env", 'e', "KEY=VALUE", "set an environment variable (repeatable)" },
+  { "cwd", 0, "DIR", "the working directory in the container" },
+  { "user", 'u', "UID[:GID]", "the user to run as" },
+  { "cap", 'c', "CAP", "add a capability (repeatable)" },
+  { "additional-gids", 'g', "GID", "add a supplementary group (repeatable)" },
+  { "pid-file", 0, "PATH", "write the process's pid to PATH" },
+  { "console-socket", 0, "PATH", "send the pty master to this unix socket (with --tty)" },
+  { "no-new-privs", 0, NULL, "set no_new_privs for the process" },
+  { "preserve-fds", 0, "N", "pass N more file descriptors, from fd 3, to the process" },
+  { NULL, 0, NULL, NULL },
+};
+static const struct cli_opt spec_opts[] = {
+  { "bundle", 'b', "DIR", "write config.json in DIR (default: the current directory)" },
+  { "rootless", 0, NULL, "a spec for a rootless container (user namespace)" },
+  { NULL, 0, NULL, NULL },
+};
+static const struct cli_opt update_opts[] = {
+  { "resources", 'r', "FILE|-", "the OCI linux.resources JSON to apply (- for stdin)" },
+  { "memory", 0, "N", "memory limit in bytes (k, m, g suffixes)" },
+  { "memory-swap", 0, "N", "memory plus swap limit in bytes" },
+  { "memory-reservation", 0, "N", "memory soft limit in bytes" },
+  { "cpu-quota", 0, "N", "CPU time in microseconds per period" },
+  { "cpu-period", 0, "N", "the CFS period in microseconds" },
+  { "cpu-share", 0, "N", "CPU shares (relative weight, cgroup v1)" },
+  { "cpu-weight", 0, "N", "CPU weight 1-10000 (cgroup v2)" },
+  { "cpu-burst", 0, "N", "CPU burst in microseconds" },
+  { "cpuset-cpus", 0, "LIST", "the CPUs to run on (0-3,5)" },
+  { "cpuset-mems", 0, "LIST", "the memory nodes to use" },
+  { "pids-limit", 0, "N", "the most processes" },
+  { "blkio-weight", 0, "N", "block IO weight 10-1000" },
+  { NULL, 0, NULL, NULL },
+};
+static const struct cli_opt events_opts[] = {
+  { "stats", 0, NULL, "print one resource usage sample and exit" },
+  { "interval", 0, "DURATION", "seconds between samples (default 5s)" },
+  { NULL, 0, NULL, NULL },
+};
 
 static const struct cli_command commands[] = {
   { "create", cli_create,
     "create [--bundle DIR] [--console-socket PATH] [--pid-file PATH] [--no-pivot] "
     "[--no-new-keyring] [--preserve-fds N] ID",
-    "create a container, stopped before its process" },
-  { "start", cli_start, "start ID", "run the process of a created container" },
-  { "run", cli_run, "run [create options] [--detach] ID", "create and start a container" },
-  { "state", cli_state, "state ID", "print the OCI state of a container" },
-  { "kill", cli_kill, "kill [--all] ID [SIGNAL]", "send a signal (default SIGTERM) to a container" },
-  { "delete", cli_delete, "delete [--force] ID", "delete a container and everything it created" },
-  { "list", cli_list, "list [--format table|json] [--quiet]", "list containers" },
-  { "exec", cli_exec, "exec [--process FILE | options] ID [COMMAND [ARG...]]",
-    "run a process in a container" },
-  { "ps", cli_ps, "ps [--format table|json] ID [PS ARGS...]", "show the processes of a container" },
-  { "spec", cli_spec, "spec [--bundle DIR] [--rootless]", "write a default config.json" },
-  { "features", cli_features, "features", "print the runtime's features (JSON)" },
+    "create a container, stopped before its process", "ID", create_opts },
+  { "start", cli_start, "start ID", "run the process of a created container", "ID", NULL },
+  { "run", cli_run, "run [create options] [--detach] ID", "create and start a container", "ID", run_opts },
+  { "state", cli_state, "state ID", "print the OCI state of a container", "ID", NULL },
+  { "kill", cli_kill, "kill [--all] ID [SIGNAL]", "send a signal (default SIGTERM) to a container",
+    "ID [SIGNAL]", kill_opts },
+  { "delete", cli_delete, "delete [--force] ID", "delete a container and everything it created", "ID",
+    delete_opts },
+  { "list", cli_list, "list [--format table|json] [--quiet]", "list containers", "", list_opts },
+  { "exec", cli_exec, "exec [--process FILE | options] ID [COMMAND [ARG...]]", "run a process in a container",
+    "ID [COMMAND [ARG...]]", exec_opts },
+  { "ps", cli_ps, "ps [--format table|json] ID [PS ARGS...]", "show the processes of a container",
+    "ID [PS ARGS...]", ps_opts },
+  { "spec", cli_spec, "spec [--bundle DIR] [--rootless]", "write a default config.json", "", spec_opts },
+  { "features", cli_features, "features", "print the runtime's features (JSON)", "", NULL },
   { "update", cli_update,
     "update [--resources FILE|-] [--memory N] [--memory-swap N] [--memory-reservation N] [--cpu-quota N] "
     "[--cpu-period N] [--cpu-share N] [--cpu-weight N] [--cpu-burst N] [--cpuset-cpus LIST] [--cpuset-mems "
     "LIST] "
     "[--pids-limit N] [--blkio-weight N] ID",
-    "change the resource limits of a running container" },
-  { "pause", cli_pause, "pause ID", "freeze every process of a container" },
-  { "resume", cli_resume, "resume ID", "thaw a paused container" },
+    "change the resource limits of a running container", "ID", update_opts },
+  { "pause", cli_pause, "pause ID", "freeze every process of a container", "ID", NULL },
+  { "resume", cli_resume, "resume ID", "thaw a paused container", "ID", NULL },
   { "events", cli_events, "events [--stats] [--interval DURATION] ID",
-    "print resource usage (one sample with --stats) and OOM events" },
+    "print resource usage (one sample with --stats) and OOM events", "ID", events_opts },
   { "image", cli_image, "image [--root DIR] pull|ls|inspect|rm|import|export ...",
-    "manage images (debug CLI)" },
+    "manage images (debug CLI)", NULL, NULL },
   { "container", cli_container, "container [--root DIR] run|ls|exec|logs|stop|rm ...",
-    "run images directly, no daemon (debug CLI)" },
+    "run images directly, no daemon (debug CLI)", NULL, NULL },
   { "cdi-hook", cli_cdi_hook, "cdi-hook update-ldcache|create-symlinks|chmod [options]",
-    "CDI createContainer hooks (state JSON on stdin)" },
-  { "cdi", cli_cdi, "cdi generate nvidia|list ...", "write a CDI spec for NVIDIA GPUs, list CDI devices" },
+    "CDI createContainer hooks (state JSON on stdin)", NULL, NULL },
+  { "cdi", cli_cdi, "cdi generate nvidia|list ...", "write a CDI spec for NVIDIA GPUs, list CDI devices",
+    NULL, NULL },
+  { "completion", cli_completion, "completion bash",
+    "print a bash completion script (source <(husk completion bash))", NULL, NULL },
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 
@@ -86,6 +170,22 @@ cli_usage_error (const char *command, struct husk_error **err, const char *fmt, 
   return husk_error_make (err, 0, "%s: %s (usage: husk %s)", command, msg, cmd ? cmd->usage : command);
 }
 
+/* A command with an option table prints it as every verb does
+ * (husk/cli_opts.h); the others their usage line. */
+static void
+print_command_help (const struct cli_command *cmd, const char *command)
+{
+  if (cmd && cmd->args)
+    {
+      char path[64];
+      snprintf (path, sizeof path, "%s", cmd->name);
+      struct cli_verb verb = { path, cmd->args, cmd->summary, cmd->opts };
+      cli_verb_print_help (&verb, stdout);
+      return;
+    }
+  printf ("usage: husk %s\n\n%s\n", cmd ? cmd->usage : command, cmd ? cmd->summary : "");
+}
+
 bool
 cli_wants_help (int argc, char **argv, const char *command)
 {
@@ -97,13 +197,21 @@ cli_wants_help (int argc, char **argv, const char *command)
         break;
       if (strcmp (argv[i], "--help") == 0 || strcmp (argv[i], "-h") == 0 || strcmp (argv[i], "-help") == 0)
         {
-          printf ("usage: husk %s\n\n%s\n", cmd ? cmd->usage : command, cmd ? cmd->summary : "");
+          print_command_help (cmd, command);
           return true;
         }
       if (argv[i][0] != '-')
         break; /* exec's COMMAND may take -h itself */
     }
   return false;
+}
+
+int
+cli_bad_option (const char *command, int c, char **argv, struct husk_error **err)
+{
+  if (c == ':')
+    return cli_usage_error (command, err, "option `%s` needs a value", argv[optind - 1]);
+  return cli_usage_error (command, err, "unknown option `%s`", argv[optind - 1]);
 }
 
 int
@@ -150,7 +258,7 @@ parse_globals (struct cli_globals *g, int argc, char **argv, struct husk_error *
   int c;
 
   opterr = 0;
-  while ((c = getopt_long_only (argc, argv, "+hv", options, NULL)) != -1)
+  while ((c = getopt_long_only (argc, argv, "+:hv", options, NULL)) != -1)
     switch (c)
       {
       case OPT_ROOT:
@@ -184,6 +292,9 @@ parse_globals (struct cli_globals *g, int argc, char **argv, struct husk_error *
       case OPT_VERSION:
         printf ("husk version %s\nspec: 1.2.0\n", HUSK_VERSION);
         exit (0);
+      case ':':
+        return husk_error_make (err, 0, "global option `%s` needs a value (see husk --help)",
+                                argv[optind - 1]);
       default:
         return husk_error_make (err, 0, "unknown global option `%s` (see husk --help)", argv[optind - 1]);
       }

@@ -27,7 +27,7 @@ cli_spec (struct cli_globals *g, int argc, char **argv, struct husk_error **err)
   int c;
 
   opterr = 0;
-  while ((c = getopt_long_only (argc, argv, "+b:", options, NULL)) != -1)
+  while ((c = getopt_long_only (argc, argv, "+:b:", options, NULL)) != -1)
     switch (c)
       {
       case 'b':
@@ -37,7 +37,7 @@ cli_spec (struct cli_globals *g, int argc, char **argv, struct husk_error **err)
         rootless = true;
         break;
       default:
-        return cli_usage_error ("spec", err, "unknown option `%s`", argv[optind - 1]);
+        return cli_bad_option ("spec", c, argv, err);
       }
   if (optind < argc)
     return cli_usage_error ("spec", err, "unexpected argument `%s`", argv[optind]);

@@ -24,7 +24,7 @@ UUID1=GPU-11111111-2222-3333-4444-555555555555
 ctr() { # ARGS...: husk container --root $STORE ARGS...
 	OUT=$(timeout -k 5 "$HUSK_TIMEOUT" "$HUSK" --root "$ROOT" container --root "$STORE" "$@" 2>"$WORK/err" </dev/null)
 	RC=$?
-	ERR=$(grep -v -E '^(layer [0-9]+/[0-9]+ |unpacking [0-9]+ layers)' "$WORK/err")
+	ERR=$(grep -v -E '^([0-9a-f]{12}  (done|already exists)|unpacking [0-9]+ layers?$)' "$WORK/err")
 }
 
 # The run of `husk container run --rm -u 0 --cdi-spec-dir $SPECS ARGS`
