@@ -119,6 +119,18 @@ def handled(samples, method, code="OK"):
     return metric(samples, "grpc_server_handled_total", grpc_method=method, grpc_code=code)
 
 
+def scrape_settled(settled, seconds=2):
+    """The samples once SETTLED(samples) holds (or SECONDS passed): a call
+    is counted when its handler returns, which may be a moment after the
+    client got its reply."""
+    end = time.monotonic() + seconds
+    while True:
+        samples = parse_exposition(scrape()[2])
+        if settled(samples) or time.monotonic() > end:
+            return samples
+        time.sleep(0.02)
+
+
 # ------------------------------------------------------------------ tests
 
 
@@ -272,7 +284,8 @@ def test_metrics_endpoint(c, s):
     for _ in range(3):
         c.call("Version", pb.VersionRequest(), pb.VersionResponse)
     rpc_error(lambda: c.status("0123" * 16))
-    after = parse_exposition(scrape()[2])
+    after = scrape_settled(lambda x: handled(x, "Version") - handled(before, "Version") >= 3
+                           and handled(x, "ContainerStatus", "NotFound") > handled(before, "ContainerStatus", "NotFound"))
     ok(handled(after, "Version") - handled(before, "Version") == 3,
        "grpc_server_handled_total{Version,OK} grows by the 3 calls made",
        (handled(before, "Version"), handled(after, "Version")))
@@ -295,12 +308,13 @@ def test_metrics_endpoint(c, s):
        f"one pull counted with the {s['layer_bytes']} layer bytes it downloaded",
        (metric(after, "husk_image_pull_bytes_total"), s["layer_bytes"]))
     c.pull(IMAGE)
-    again = parse_exposition(scrape()[2])
+    again = scrape_settled(lambda x: metric(x, "husk_image_pulls_total", result="success") >= 2)
     ok(metric(again, "husk_image_pulls_total", result="success") == 2
        and metric(again, "husk_image_pull_bytes_total") == s["layer_bytes"],
        "a second pull of the same image downloads no layer")
     e = rpc_error(lambda: c.pull(f"{REGISTRY}/test/nosuch:1"))
-    failed = parse_exposition(scrape()[2])
+    failed = scrape_settled(lambda x: metric(x, "husk_image_pulls_total", result="failure") >= 1
+                            and handled(x, "PullImage", e.code().name.title().replace("_", "")) >= 1)
     ok(e is not None and metric(failed, "husk_image_pulls_total", result="failure") == 1
        and handled(failed, "PullImage", e.code().name.title().replace("_", "")) >= 1,
        "a failed pull: husk_image_pulls_total{failure} and its gRPC code", e)
