@@ -461,6 +461,14 @@ log_list (const struct attachment *att, enum cni_command command, const char *pl
                    failure ? "failed" : "done");
 }
 
+/* Hands ONE to *ERR (replacing whatever it held). */
+static void
+pass_first_error (struct husk_error **err, struct husk_error *one)
+{
+  husk_error_free (err);
+  *err = one;
+}
+
 static int
 run_list (const struct cni_ctx *ctx, const struct attachment *att, enum cni_command command, json_t **result,
           struct husk_error **err)
@@ -478,15 +486,27 @@ run_list (const struct cni_ctx *ctx, const struct attachment *att, enum cni_comm
   clock_gettime (CLOCK_MONOTONIC, &start);
   if (!add && (!del || cni_version_at_least (att->net->cni_version, 0, 4)))
     prev = json_incref (att->cached_result);
-  for (size_t k = 0; k < n && ret == 0; k++)
+  /* ADD and CHECK stop at the first plugin that fails; DEL goes on to the
+   * others (each DEL must tolerate what is already gone) and reports the
+   * first failure, so that one missing or broken plugin does not leave the
+   * rules, leases and links of all before it in the list. */
+  for (size_t k = 0; k < n && (ret == 0 || del); k++)
     {
       size_t index = del ? n - 1 - k : k;
       char *longer = xasprintf ("%s%s%s", plugins, k ? "," : "", att->net->plugins[index].type);
+      struct husk_error *one_err = NULL;
       json_t *out = NULL;
 
       free (plugins);
       plugins = longer;
-      ret = run_plugin (&call, index, prev, add ? &out : NULL, err ? err : &local_err);
+      if (run_plugin (&call, index, prev, add ? &out : NULL, &one_err) < 0)
+        {
+          if (ret == 0)
+            pass_first_error (err ? err : &local_err, one_err);
+          else
+            husk_error_free (&one_err);
+          ret = -1;
+        }
       if (out != NULL)
         {
           json_decref (prev);

@@ -890,6 +890,38 @@ test_add_failure_is_undone (void **state)
   cni_network_free (net);
 }
 
+/* A plugin whose DEL fails (or that is missing) does not stop the DEL of
+ * the others: each tolerates what is gone, and all before it in the list
+ * would otherwise keep their rules, leases and links.  The first failure
+ * is the one reported, and the cache entry stays for a retry. */
+static void
+test_del_goes_on_past_a_failure (void **state)
+{
+  struct fixture *fx = *state;
+  struct cni_network *net = chain_setup (fx);
+  struct cni_pod pod = chain_pod ("pod5");
+  struct cni_result *result = NULL;
+  struct husk_error *err = NULL;
+  cleanup_free char *calls = NULL;
+  cleanup_free char *cache_path = cni_cache_path (fx->cache_dir, "chain", "pod5");
+
+  assert_int_equal (cni_add (&fx->ctx, net, &pod, &result, &err), 0);
+  cni_result_free (result);
+  write_plugin (
+      fx, "beta",
+      "[ $CNI_COMMAND = DEL ] && { echo '{\"code\":11,\"msg\":\"beta is stuck\"}'; exit 1; }; exit 0");
+  write_plugin (
+      fx, "gamma",
+      "[ $CNI_COMMAND = DEL ] && { echo '{\"code\":11,\"msg\":\"gamma is stuck\"}'; exit 1; }; exit 0");
+  assert_int_equal (cni_del (&fx->ctx, net, &pod, &err), -1);
+  ASSERT_CONTAINS (err->msg, "gamma is stuck");
+  husk_error_free (&err);
+  calls = log_file (fx, "calls");
+  assert_string_equal (calls, "alpha ADD\nbeta ADD\ngamma ADD\ngamma DEL\nbeta DEL\nalpha DEL\n");
+  assert_int_equal (access (cache_path, F_OK), 0);
+  cni_network_free (net);
+}
+
 static void
 test_plugin_failures_are_one_line (void **state)
 {
@@ -1369,6 +1401,7 @@ main (void)
     cmocka_unit_test_setup_teardown (test_del_is_idempotent, setup, teardown),
     cmocka_unit_test_setup_teardown (test_check_uses_cached_result, setup, teardown),
     cmocka_unit_test_setup_teardown (test_add_failure_is_undone, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_del_goes_on_past_a_failure, setup, teardown),
     cmocka_unit_test_setup_teardown (test_plugin_failures_are_one_line, setup, teardown),
     cmocka_unit_test_setup_teardown (test_plugin_exec_errors, setup, teardown),
     cmocka_unit_test_setup_teardown (test_lost_exit_status_is_an_error, setup, teardown),
