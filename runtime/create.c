@@ -311,6 +311,7 @@ spawn_init (struct create_job *job, struct husk_error **err)
         .fifo_fd = fifo_fd,
         .console_fd = child_console,
         .new_user_ns = ns_new (job->spec, SPEC_NS_USER),
+        .new_net_ns = ns_new (job->spec, SPEC_NS_NETWORK),
         .new_cgroup_ns = ns_new (job->spec, SPEC_NS_CGROUP),
         .cgroup_path = job->state.cgroup_path,
       };

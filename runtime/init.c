@@ -4,6 +4,7 @@
  * as one line (sync_child_fail). */
 #include <errno.h>
 #include <fcntl.h>
+#include <net/if.h>
 #include <limits.h>
 #include <sched.h>
 #include <signal.h>
@@ -11,7 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -176,6 +179,24 @@ wait_for_start (int fifo_fd, struct husk_error **err)
   return 0;
 }
 
+/* A network namespace of the container's own starts with lo down; runc
+ * and crun bring it up, and programs expect 127.0.0.1 to answer. */
+static int
+loopback_up (struct husk_error **err)
+{
+  struct ifreq ifr = { .ifr_name = "lo" };
+  cleanup_close int fd = socket (AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+  if (fd < 0 || ioctl (fd, SIOCGIFFLAGS, &ifr) < 0)
+    return husk_error_make (err, errno, "bring up lo in the new network namespace");
+  if (ifr.ifr_flags & IFF_UP)
+    return 0;
+  ifr.ifr_flags |= IFF_UP;
+  if (ioctl (fd, SIOCSIFFLAGS, &ifr) < 0)
+    return husk_error_make (err, errno, "bring up lo in the new network namespace");
+  return 0;
+}
+
 static int
 setup_before_pivot (const struct init_config *cfg, const char *state_json, struct husk_error **err)
 {
@@ -187,6 +208,8 @@ setup_before_pivot (const struct init_config *cfg, const char *state_json, struc
     return -1;
   if (cfg->new_cgroup_ns && unshare (CLONE_NEWCGROUP) < 0)
     return husk_error_make (err, errno, "unshare the cgroup namespace");
+  if (cfg->new_net_ns && loopback_up (err) < 0)
+    return -1;
   if (!cfg->opts->no_new_keyring)
     syscall (SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, NULL); /* best effort, as runc */
   if (set_names (spec, err) < 0)

@@ -45,6 +45,27 @@ t_new_namespaces() {
 	done
 }
 
+# A network namespace of the container's own has lo up (as runc and crun
+# do), so 127.0.0.1 answers; also in a new user namespace, which owns it.
+t_loopback_up() {
+	local b
+	BUNDLE=$(new_bundle)
+	spec_args ip -o link show lo
+	run_ctr
+	assert_rc "new netns: container runs" 0 "$RC" || return
+	assert_contains "new netns: lo is UP" "$OUT" "<LOOPBACK,UP"
+	b=$(new_bundle)
+	chown -R -h 100000:100000 "$b/rootfs"
+	BUNDLE=$b spec_ns user
+	BUNDLE=$b spec_set '
+c["linux"]["uidMappings"] = [{"containerID": 0, "hostID": 100000, "size": 65536}]
+c["linux"]["gidMappings"] = [{"containerID": 0, "hostID": 100000, "size": 65536}]
+c["mounts"] = [m for m in c["mounts"] if m["destination"] != "/sys/fs/cgroup"]'
+	BUNDLE=$b spec_args sh -c 'ip -o link show lo'
+	BUNDLE=$b run_ctr
+	assert_contains "new netns in a new user namespace: lo is UP" "$OUT" "<LOOPBACK,UP"
+}
+
 # Namespaces not listed are shared with the host.
 t_shared_namespaces() {
 	local ty
@@ -172,7 +193,7 @@ t_time_ns() {
 }
 
 for t in t_pid_ns t_uts_ns t_new_namespaces t_shared_namespaces t_join_netns \
-	t_join_ns_bad_path t_join_other_container t_user_ns t_time_ns; do
+	t_join_ns_bad_path t_join_other_container t_user_ns t_time_ns t_loopback_up; do
 	run_test "$t"
 done
 finish
