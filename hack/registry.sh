@@ -92,7 +92,11 @@ start() { # DIR [--htpasswd USER:PASS]
 		port=$(free_port)
 		addr=127.0.0.1:$port
 		write_config "$dir" "$port" "$htpasswd_file"
-		setsid "$registry_bin" serve "$dir/config.yml" >"$dir/registry.log" 2>&1 </dev/null &
+		# docker-registry reads every REGISTRY_* variable as a config key
+		# (REGISTRY_AUTH_FILE, podman's auth file, would break it).
+		# shellcheck disable=SC2046 # one "-u NAME" pair per variable
+		setsid env $(env | sed -n 's/^\(REGISTRY_[A-Za-z0-9_]*\)=.*/-u \1/p') \
+			"$registry_bin" serve "$dir/config.yml" >"$dir/registry.log" 2>&1 </dev/null &
 		pid=$!
 		echo "$pid" >"$dir/registry.pid"
 		if wait_ready "$addr" "$pid"; then

@@ -2,6 +2,7 @@
  * this host, and show the devices the CDI spec dirs define. */
 #include <errno.h>
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -375,10 +376,15 @@ cdi_list (int argc, char **argv, struct husk_error **err)
 int
 cdi_cli_main (int argc, char **argv, struct husk_error **err)
 {
-  if (argc < 2 || strcmp (argv[1], "--help") == 0 || strcmp (argv[1], "-h") == 0)
+  bool help = false;
+
+  /* `husk cdi generate --help`, `husk cdi list -h`: the usage, exit 0. */
+  for (int i = 1; i < argc; i++)
+    help = help || strcmp (argv[i], "--help") == 0 || strcmp (argv[i], "-h") == 0;
+  if (argc < 2 || help)
     {
-      fputs (CDI_USAGE, argc < 2 ? stderr : stdout);
-      return argc < 2 ? 1 : 0;
+      fputs (CDI_USAGE, help ? stdout : stderr);
+      return help ? 0 : 1;
     }
   if (strcmp (argv[1], "generate") == 0)
     return cdi_generate (argc - 1, argv + 1, err);

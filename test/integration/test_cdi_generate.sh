@@ -158,16 +158,9 @@ t_generate_formats_and_hooks() {
 		"$(py_json "$WORK/x.json" 'd["containerEdits"]["hooks"][0]["path"]')"
 }
 
-# The spec the containers use: the real hooks when this build has `husk
-# cdi-hook` (helper H's part of issue 15), else /bin/true in their place.
+# The spec the containers use, with its real hooks (this build's husk).
 container_spec() { # DIR
-	if "$HUSK" cdi-hook --help >/dev/null 2>&1; then
-		gen --output "$1/nvidia.yaml"
-		HOOKS=real
-	else
-		gen --hook-path /bin/true --output "$1/nvidia.yaml"
-		HOOKS=stub
-	fi
+	gen --output "$1/nvidia.yaml"
 }
 
 t_container_gpu0() {
@@ -199,12 +192,8 @@ exit 0"
 	assert_match "container gpu=0: libcuda is a read-only mount" "$OUT" "(^|$(printf '\n'))ro,"
 	assert_contains "container gpu=0: the fake nvidia-smi runs from the driver root" "$OUT" \
 		"GPU 0: Fake H100 80GB HBM3 (UUID: $UUID0)"
-	if [ "$HOOKS" = real ]; then
-		assert_contains "container gpu=0: the create-symlinks hook made libcuda.so.1" "$OUT" \
-			"libcuda.so.1 -> libcuda.so.$VERSION"
-	else
-		skip "container gpu=0: the create-symlinks hook made libcuda.so.1" "this build has no husk cdi-hook yet"
-	fi
+	assert_contains "container gpu=0: the create-symlinks hook made libcuda.so.1" "$OUT" \
+		"libcuda.so.1 -> libcuda.so.$VERSION"
 }
 
 t_container_mig() {
@@ -230,7 +219,13 @@ t_container_mig() {
 }
 
 t_errors() {
-	local out empty
+	local v out empty
+	for v in "generate" "generate nvidia" "list"; do
+		# shellcheck disable=SC2086 # two words for generate nvidia
+		"$HUSK" cdi $v --help >"$WORK/help.out" 2>&1
+		assert_rc "husk cdi $v --help: exit 0" 0 $?
+		assert_contains "husk cdi $v --help: the usage" "$(cat "$WORK/help.out")" "generate nvidia [--driver-root DIR]"
+	done
 	out=$(new_tmpdir cdigen-out)
 	empty=$(new_tmpdir cdigen-empty)
 	"$HUSK" cdi generate nvidia --dev-root "$empty" --proc-root "$empty" --driver-root "$FAKE/driver" \
