@@ -109,13 +109,9 @@ collect_image_garbage (struct store *store)
                stats.blobs_removed, stats.snapshots_removed);
 }
 
-int
-cri_service_init (struct cri_service *svc, const struct huskd_config *cfg, struct husk_error **err)
+static int
+service_start (struct cri_service *svc, const struct huskd_config *cfg, struct husk_error **err)
 {
-  memset (svc, 0, sizeof *svc);
-  svc->cfg = cfg;
-  pthread_mutex_init (&svc->lock, NULL);
-  pthread_mutex_init (&svc->cdi_lock, NULL);
   svc->cdi = cdi_registry_new ((const char *const *) cfg->cdi_spec_dirs);
   if (store_open (cfg->root, &svc->store, err) < 0)
     return husk_error_wrap (err, "image store");
@@ -138,6 +134,23 @@ cri_service_init (struct cri_service *svc, const struct huskd_config *cfg, struc
   if (cri_metrics_start (svc, method_table, N_METHODS, err) < 0)
     return -1;
   return cri_container_events_start (svc, err);
+}
+
+/* On failure whatever was started is stopped and freed again (a bad
+ * metrics_address, say, found after the stores were opened). */
+int
+cri_service_init (struct cri_service *svc, const struct huskd_config *cfg, struct husk_error **err)
+{
+  memset (svc, 0, sizeof *svc);
+  svc->cfg = cfg;
+  pthread_mutex_init (&svc->lock, NULL);
+  pthread_mutex_init (&svc->cdi_lock, NULL);
+  if (service_start (svc, cfg, err) < 0)
+    {
+      cri_service_clear (svc);
+      return -1;
+    }
+  return 0;
 }
 
 void
