@@ -46,6 +46,9 @@ int cdi_registry_refresh (struct cdi_registry *reg);
  * EINVAL for a malformed name, ENOENT for an unknown device. */
 json_t *cdi_registry_get (struct cdi_registry *reg, const char *name, struct husk_error **err);
 
+/* "the CDI specs in DIR, DIR": where REG looks, for error messages. */
+const char *cdi_registry_where (const struct cdi_registry *reg);
+
 /* All devices, sorted by name (borrowed, valid until the next refresh). */
 const struct cdi_device_info *cdi_registry_list (struct cdi_registry *reg, size_t *n);
 

@@ -23,6 +23,7 @@ struct cdi_dev
 struct cdi_registry
 {
   char **dirs;
+  char *where; /* "the CDI specs in DIR, DIR", for errors */
   char *stamp;
   struct cdi_spec_file *specs;
   size_t n_specs;

@@ -290,6 +290,13 @@ cdi_registry_new (const char *const *dirs)
       free (reg);
       return NULL;
     }
+  reg->where = xstrdup ("the CDI specs in");
+  for (size_t i = 0; i < n; i++)
+    {
+      char *longer = xasprintf ("%s%s %s", reg->where, i ? "," : "", reg->dirs[i]);
+      free (reg->where);
+      reg->where = longer;
+    }
   cdi_registry_refresh (reg);
   return reg;
 }
@@ -301,6 +308,7 @@ cdi_registry_free (struct cdi_registry *reg)
     return;
   free_contents (reg);
   husk_strvfreep (&reg->dirs);
+  free (reg->where);
   free (reg->stamp);
   free (reg);
 }
@@ -327,8 +335,14 @@ cdi_registry_find (struct cdi_registry *reg, const char *name, struct husk_error
     return NULL;
   struct cdi_dev *dev = find_device (reg, name);
   if (dev == NULL)
-    husk_error_kind (err, ENOENT, "CDI device %s: no such device in the CDI specs", name);
+    husk_error_kind (err, ENOENT, "CDI device %s: no such device in %s", name, reg->where);
   return dev;
+}
+
+const char *
+cdi_registry_where (const struct cdi_registry *reg)
+{
+  return reg->where;
 }
 
 json_t *

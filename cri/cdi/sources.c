@@ -150,8 +150,8 @@ add_all (const struct cdi_device_info *gpus, size_t n, char ***names)
  * `all`, each the name of an nvidia.com/gpu device.  WHAT names the
  * source in errors. */
 static int
-add_list (const struct cdi_device_info *gpus, size_t n, const char *what, const char *list, char ***names,
-          struct husk_error **err)
+add_list (const struct cdi_device_info *gpus, size_t n, const char *where, const char *what, const char *list,
+          char ***names, struct husk_error **err)
 {
   cleanup_free char *copy = xstrdup (list);
   char *save = NULL;
@@ -174,8 +174,7 @@ add_list (const struct cdi_device_info *gpus, size_t n, const char *what, const 
       if (cdi_parse_name (name, NULL, NULL, err) < 0)
         return husk_error_wrap (err, "%s", what);
       if (!has_gpu (gpus, n, item))
-        return husk_error_kind (err, ENOENT, "%s: GPU `%s`: no CDI device %s in the CDI specs", what, item,
-                                name);
+        return husk_error_kind (err, ENOENT, "%s: GPU `%s`: no CDI device %s in %s", what, item, name, where);
       cdi_names_add (names, name);
     }
   return 0;
@@ -197,7 +196,7 @@ cdi_nvidia_visible_devices (struct cdi_registry *reg, const char *value, char **
   if (n == 0)
     return 0;
   what = xasprintf ("NVIDIA_VISIBLE_DEVICES=%s", value);
-  return add_list (gpus, n, what, value, names, err);
+  return add_list (gpus, n, cdi_registry_where (reg), what, value, names, err);
 }
 
 /* --gpus N: the first N GPUs by index. */
@@ -230,9 +229,9 @@ cdi_gpus_option (struct cdi_registry *reg, const char *value, char ***names, str
   long long count;
 
   if (n == 0)
-    return husk_error_kind (
-        err, ENOENT, "%s: no nvidia.com/gpu devices in the CDI specs (husk cdi generate nvidia writes one)",
-        what);
+    return husk_error_kind (err, ENOENT,
+                            "%s: no nvidia.com/gpu devices in %s (husk cdi generate nvidia writes one)", what,
+                            cdi_registry_where (reg));
   if (strcmp (value, "all") == 0)
     return add_all (gpus, n, names), 0;
   if (husk_parse_int64 (value, 1, 1024, &count) == 0)
@@ -246,7 +245,7 @@ cdi_gpus_option (struct cdi_registry *reg, const char *value, char ***names, str
     }
   if (strncmp (unquoted, "device=", 7) != 0 || unquoted[7] == '\0')
     return husk_error_kind (err, EINVAL, "%s: expected all, a count, or device=IDX|UUID[,...]", what);
-  return add_list (gpus, n, what, unquoted + 7, names, err);
+  return add_list (gpus, n, cdi_registry_where (reg), what, unquoted + 7, names, err);
 }
 
 json_t *

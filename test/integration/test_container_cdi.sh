@@ -167,7 +167,8 @@ refused() { # NAME NEEDLE ARGS...: the run fails with one line naming NEEDLE, le
 
 t_refused() {
 	refused "--device nvidia.com/gpu=7" "nvidia.com/gpu=7" --cdi-spec-dir "$SPECS" --device nvidia.com/gpu=7 "$IMG"
-	refused "--device nvidia.com/gpu=0 without the spec dir (default dirs)" "nvidia.com/gpu=0" \
+	refused "--device nvidia.com/gpu=0 in a dir without specs: the dir is named" \
+		"nvidia.com/gpu=0: no such device in the CDI specs in $WORK/no-such-dir" \
 		--cdi-spec-dir "$WORK/no-such-dir" --device nvidia.com/gpu=0 "$IMG"
 	refused "--gpus 3 of 2 GPUs" "--gpus 3" --cdi-spec-dir "$SPECS" --gpus 3 "$IMG"
 	refused "--gpus device=5" "nvidia.com/gpu=5" --cdi-spec-dir "$SPECS" --gpus device=5 "$IMG"
