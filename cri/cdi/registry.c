@@ -6,6 +6,7 @@
  * huskd has no event loop to hang it on, and a stat per file is cheap). */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -70,31 +71,38 @@ list_specs (const char *dir)
 }
 
 static void
-stamp_add (char **stamp, const char *path)
+stamp_add (FILE *out, const char *path)
 {
   struct stat st;
-  char *next = NULL;
+
   if (stat (path, &st) < 0)
     st = (struct stat){ 0 };
-  if (asprintf (&next, "%s%s:%lld.%ld:%lld:%llu\n", *stamp ? *stamp : "", path, (long long) st.st_mtim.tv_sec,
-                st.st_mtim.tv_nsec, (long long) st.st_size, (unsigned long long) st.st_ino)
-      < 0)
-    next = NULL;
-  free (*stamp);
-  *stamp = next;
+  fprintf (out, "%s:%lld.%ld:%lld:%llu\n", path, (long long) st.st_mtim.tv_sec, st.st_mtim.tv_nsec,
+           (long long) st.st_size, (unsigned long long) st.st_ino);
 }
 
-/* What the dirs hold now, as one string to compare. */
+/* What the dirs hold now, as one string to compare (one line per dir and
+ * spec file, written to a growing buffer: linear in their number). */
 static char *
 make_stamp (char *const *dirs)
 {
-  char *stamp = strdup ("");
+  char *stamp = NULL;
+  size_t len = 0;
+  FILE *out = open_memstream (&stamp, &len);
+
+  if (out == NULL)
+    return NULL;
   for (size_t i = 0; dirs[i]; i++)
     {
-      stamp_add (&stamp, dirs[i]);
+      stamp_add (out, dirs[i]);
       cleanup_strv char **files = list_specs (dirs[i]);
       for (size_t j = 0; files && files[j]; j++)
-        stamp_add (&stamp, files[j]);
+        stamp_add (out, files[j]);
+    }
+  if (fclose (out) != 0)
+    {
+      free (stamp);
+      return NULL;
     }
   return stamp;
 }
