@@ -61,6 +61,7 @@ struct gpu
 {
   struct nvidia_gpu_info info;
   int numa_node; /* -1: unknown */
+  size_t index;  /* NVML's index: the place in bus-id order, GPUs left out counted */
 };
 
 struct mig
@@ -237,7 +238,9 @@ scan_dev_gpus (struct scan *scan, struct husk_error **err)
 }
 
 /* Drops GPUs whose /dev/nvidiaN is missing (a warning: the node may be
- * made later by nvidia-modprobe, and the rest is still usable). */
+ * made later by nvidia-modprobe, and the rest is still usable).  The
+ * others keep their index, as nvidia-smi and NVIDIA_VISIBLE_DEVICES
+ * number them. */
 static void
 keep_gpus_with_nodes (struct scan *scan)
 {
@@ -249,6 +252,7 @@ keep_gpus_with_nodes (struct scan *scan)
       cleanup_free char *rel = NULL, *node = NULL;
       struct stat st;
 
+      gpu->index = i;
       if (gpu->info.minor < 0)
         gpu->info.minor = (int) i;
       rel = xasprintf ("/dev/nvidia%d", gpu->info.minor);
@@ -635,7 +639,7 @@ add_gpu_devices (struct scan *scan, json_t *devices, json_t *all_nodes)
 
       add_node (scan, nodes, "/dev/nvidia%u", (unsigned) gpu->info.minor);
       add_node (scan, all_nodes, "/dev/nvidia%u", (unsigned) gpu->info.minor);
-      snprintf (name, sizeof name, "%zu", i);
+      snprintf (name, sizeof name, "%zu", gpu->index);
       json_array_append_new (devices, device (name, nodes, gpu->numa_node));
       if (gpu->info.uuid && *gpu->info.uuid)
         json_array_append_new (devices, device (gpu->info.uuid, nodes, gpu->numa_node));
@@ -658,7 +662,7 @@ add_mig_devices (struct scan *scan, json_t *devices, json_t *all_nodes)
       add_node (scan, nodes, "/dev/nvidia-caps/nvidia-cap%u", mig->ci_minor);
       add_node (scan, all_nodes, "/dev/nvidia-caps/nvidia-cap%u", mig->gi_minor);
       add_node (scan, all_nodes, "/dev/nvidia-caps/nvidia-cap%u", mig->ci_minor);
-      snprintf (name, sizeof name, "%zu:%zu", mig->gpu, mig->index);
+      snprintf (name, sizeof name, "%zu:%zu", gpu->index, mig->index);
       json_array_append_new (devices, device (name, nodes, gpu->numa_node));
       json_decref (nodes);
     }

@@ -137,6 +137,17 @@ t_generate_formats_and_hooks() {
 	assert_eq "generate, GPUs on one NUMA node: cdiVersion 0.5.0 (podman 4.3 and containerd 1.7 read it), no annotations" \
 		"0.5.0 0" "$(py_json "$WORK/spec-one-node.json" 'd["cdiVersion"] + " " + str(sum("annotations" in x for x in d["devices"]))')"
 	rm -rf "$WORK/sys-one-node"
+	# GPU 0's node missing (nvidia-modprobe not run yet): GPU 1 keeps its
+	# index, as nvidia-smi and NVIDIA_VISIBLE_DEVICES number it.
+	mkdir -p "$WORK/devroot-no0"
+	cp -a "$FAKE/dev" "$WORK/devroot-no0/dev"
+	rm -f "$WORK/devroot-no0/dev/nvidia0"
+	gen --format json --dev-root "$WORK/devroot-no0"
+	printf '%s\n' "$OUT" >"$WORK/spec-no0.json"
+	assert_eq "generate, GPU 0's node missing: GPU 1 is still nvidia.com/gpu=1 (and its UUID), no gpu=0" \
+		"1 $UUID1" "$(py_json "$WORK/spec-no0.json" '" ".join(x["name"] for x in d["devices"] if x["name"] in ("0", "1", "'"$UUID0"'", "'"$UUID1"'"))')"
+	assert_contains "generate, GPU 0's node missing: a warning names it" "$ERR" "nvidia0"
+	rm -rf "$WORK/devroot-no0"
 	assert_eq "generate json: the MIG device 0:1 is GPU 0 and caps 21, 22" \
 		"/dev/nvidia0 /dev/nvidia-caps/nvidia-cap21 /dev/nvidia-caps/nvidia-cap22" \
 		"$(py_json "$WORK/spec.json" '" ".join(n["path"] for x in d["devices"] if x["name"] == "0:1" for n in x["containerEdits"]["deviceNodes"])')"
