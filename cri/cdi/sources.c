@@ -3,6 +3,7 @@
  * `all`), docker's `--gpus`, and the NUMA nodes a container's devices
  * sit on.  Pure lookups in a registry: no CRI, no OCI config. */
 #include <errno.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -219,33 +220,116 @@ add_first (const struct cdi_device_info *gpus, size_t n, const char *value, long
   return 0;
 }
 
+/* Docker's --gpus value is CSV: fields split at commas outside double
+ * quotes, the quotes dropped ("device=0,1",capabilities=utility). */
+static char **
+csv_fields (const char *value)
+{
+  char **fields = xcalloc (1, sizeof *fields);
+  cleanup_free char *field = xcalloc (strlen (value) + 1, 1);
+  size_t len = 0;
+  bool quoted = false;
+
+  for (const char *p = value;; p++)
+    {
+      if (*p == '"')
+        quoted = !quoted;
+      else if (*p == '\0' || (*p == ',' && !quoted))
+        {
+          field[len] = '\0';
+          fields = husk_strv_append (fields, field);
+          len = 0;
+          if (*p == '\0')
+            break;
+        }
+      else
+        field[len++] = *p;
+    }
+  return fields;
+}
+
+/* capabilities=...: what the generated spec gives every GPU (the compute
+ * and utility libraries and binaries); graphics, video and display need
+ * files it does not mount, so asking for them is an error, not a silent
+ * container without them. */
+static int
+check_capabilities (const char *what, const char *list, struct husk_error **err)
+{
+  cleanup_free char *copy = xstrdup (list);
+  char *save = NULL;
+
+  for (char *cap = strtok_r (copy, ",", &save); cap; cap = strtok_r (NULL, ",", &save))
+    if (strcmp (cap, "compute") != 0 && strcmp (cap, "utility") != 0 && strcmp (cap, "gpu") != 0
+        && strcmp (cap, "all") != 0)
+      return husk_error_kind (
+          err, EINVAL, "%s: capability `%s`: husk's spec gives compute and utility (and gpu, all) only", what,
+          cap);
+  return 0;
+}
+
 int
 cdi_gpus_option (struct cdi_registry *reg, const char *value, char ***names, struct husk_error **err)
 {
   cleanup_free char *what = xasprintf ("--gpus %s", value);
-  cleanup_free char *unquoted = NULL;
+  cleanup_strv char **fields = csv_fields (value);
+  const char *count_text = NULL;
+  cleanup_free char *devices = NULL;
   size_t n;
   const struct cdi_device_info *gpus = gpu_devices (reg, &n);
   long long count;
 
+  for (size_t i = 0; fields[i]; i++)
+    {
+      const char *f = fields[i];
+      /* device=0,1 unquoted: the bare items after device= are its own. */
+      if (devices && i > 0 && strchr (f, '=') == NULL && strcmp (f, "all") != 0
+          && (strncmp (fields[i - 1], "device=", 7) == 0 || strchr (fields[i - 1], '=') == NULL))
+        {
+          char *longer = xasprintf ("%s,%s", devices, f);
+          free (devices);
+          devices = longer;
+        }
+      else if (strcmp (f, "all") == 0 || husk_parse_int64 (f, 0, LLONG_MAX, &count) == 0)
+        count_text = f;
+      else if (strncmp (f, "count=", 6) == 0)
+        count_text = f + 6;
+      else if (strncmp (f, "device=", 7) == 0)
+        {
+          free (devices);
+          devices = xstrdup (f + 7);
+        }
+      else if (strncmp (f, "capabilities=", 13) == 0)
+        {
+          if (check_capabilities (what, f + 13, err) < 0)
+            return -1;
+        }
+      else if (strncmp (f, "driver=", 7) == 0)
+        {
+          if (strcmp (f + 7, "nvidia") != 0)
+            return husk_error_kind (err, EINVAL, "%s: driver `%s`: only nvidia", what, f + 7);
+        }
+      else
+        return husk_error_kind (
+            err, EINVAL,
+            "%s: `%s`: expected all, a count, count=N|all, device=IDX|UUID[,...], capabilities=...", what, f);
+    }
+  if (count_text && devices)
+    return husk_error_kind (err, EINVAL, "%s: a count and device= together", what);
+  if (!count_text && !devices)
+    return husk_error_kind (err, EINVAL, "%s: expected all, a count, or device=IDX|UUID[,...]", what);
+  if (devices && *devices == '\0')
+    return husk_error_kind (err, EINVAL, "%s: device= names no GPU", what);
+  if (count_text && strcmp (count_text, "all") != 0 && husk_parse_int64 (count_text, 1, 1024, &count) < 0)
+    return husk_error_kind (err, EINVAL, "%s: count `%s`: expected 1 to 1024 or all", what, count_text);
   if (n == 0)
     return husk_error_kind (err, ENOENT,
                             "%s: no nvidia.com/gpu devices in %s (husk cdi generate nvidia writes one)", what,
                             cdi_registry_where (reg));
-  if (strcmp (value, "all") == 0)
+  if (devices)
+    return add_list (gpus, n, cdi_registry_where (reg), what, devices, names, err);
+  if (strcmp (count_text, "all") == 0)
     return add_all (gpus, n, names), 0;
-  if (husk_parse_int64 (value, 1, 1024, &count) == 0)
-    return add_first (gpus, n, value, count, names, err);
-  /* docker's CSV form: device=0,1 (its doc quotes it: "device=0,1"). */
-  unquoted = xstrdup (value);
-  if (unquoted[0] == '"' && strlen (unquoted) >= 2 && unquoted[strlen (unquoted) - 1] == '"')
-    {
-      memmove (unquoted, unquoted + 1, strlen (unquoted));
-      unquoted[strlen (unquoted) - 1] = '\0';
-    }
-  if (strncmp (unquoted, "device=", 7) != 0 || unquoted[7] == '\0')
-    return husk_error_kind (err, EINVAL, "%s: expected all, a count, or device=IDX|UUID[,...]", what);
-  return add_list (gpus, n, cdi_registry_where (reg), what, unquoted + 7, names, err);
+  return add_first (gpus, n, value, count, names, err);
 }
 
 json_t *

@@ -128,6 +128,8 @@ t_gpus() {
 	assert_eq "run --gpus 2: both" "/dev/nvidia0 c3:0 /dev/nvidia1 c3:1 /dev/nvidiactl c3:ff" "$OUT"
 	nv_run --gpus device=1 "$IMG"
 	assert_eq "run --gpus device=1" "/dev/nvidia1 c3:1 /dev/nvidiactl c3:ff" "$OUT"
+	nv_run --gpus count=1,capabilities=utility "$IMG"
+	assert_eq "run --gpus count=1,capabilities=utility (docker's CSV form)" "/dev/nvidia0 c3:0 /dev/nvidiactl c3:ff" "$OUT"
 	nv_run --gpus "\"device=$UUID1\"" "$IMG"
 	assert_eq "run --gpus '\"device=UUID\"' (docker's quoting)" "/dev/nvidia1 c3:1 /dev/nvidiactl c3:ff" "$OUT"
 	nv_run --gpus device=0 --device nvidia.com/gpu=0 -e NVIDIA_VISIBLE_DEVICES=0 "$IMG"
@@ -172,7 +174,8 @@ t_refused() {
 		--cdi-spec-dir "$WORK/no-such-dir" --device nvidia.com/gpu=0 "$IMG"
 	refused "--gpus 3 of 2 GPUs" "--gpus 3" --cdi-spec-dir "$SPECS" --gpus 3 "$IMG"
 	refused "--gpus device=5" "nvidia.com/gpu=5" --cdi-spec-dir "$SPECS" --gpus device=5 "$IMG"
-	refused "--gpus count=1 (not supported)" "--gpus count=1" --cdi-spec-dir "$SPECS" --gpus count=1 "$IMG"
+	refused "--gpus all,capabilities=graphics (not in husk's spec)" "capability \`graphics\`" \
+		--cdi-spec-dir "$SPECS" --gpus all,capabilities=graphics "$IMG"
 	refused "-e NVIDIA_VISIBLE_DEVICES=0,7 (found after the rootfs is made)" "GPU \`7\`" \
 		--cdi-spec-dir "$SPECS" -e NVIDIA_VISIBLE_DEVICES=0,7 "$IMG"
 	refused "--nvidia-env bogus" "--nvidia-env \`bogus\`" --nvidia-env bogus "$IMG"

@@ -257,8 +257,21 @@ test_gpus_option (void **state)
                "nvidia.com/gpu=GPU-6f1e2d3c nvidia.com/gpu=MIG-aa11");
   expect_refused (cdi_gpus_option (f->reg, "5", &names, &err), &err, ENOENT, "--gpus 5: only 4 GPUs");
   expect_refused (cdi_gpus_option (f->reg, "device=3", &names, &err), &err, ENOENT, "nvidia.com/gpu=3");
-  expect_refused (cdi_gpus_option (f->reg, "count=2", &names, &err), &err, EINVAL,
-                  "--gpus count=2: expected");
+  /* docker's CSV form: count=, capabilities=, quoted device lists. */
+  expect_gpus (f->reg, "count=2", "nvidia.com/gpu=0 nvidia.com/gpu=1");
+  expect_gpus (f->reg, "count=all", "nvidia.com/gpu=all");
+  expect_gpus (f->reg, "all,capabilities=utility", "nvidia.com/gpu=all");
+  expect_gpus (f->reg, "\"capabilities=compute,utility\",count=1", "nvidia.com/gpu=0");
+  expect_gpus (f->reg, "\"device=0,2\",capabilities=compute,driver=nvidia",
+               "nvidia.com/gpu=0 nvidia.com/gpu=2");
+  expect_refused (cdi_gpus_option (f->reg, "all,capabilities=graphics", &names, &err), &err, EINVAL,
+                  "capability `graphics`");
+  expect_refused (cdi_gpus_option (f->reg, "count=2,device=0", &names, &err), &err, EINVAL,
+                  "a count and device= together");
+  expect_refused (cdi_gpus_option (f->reg, "count=x", &names, &err), &err, EINVAL, "count `x`");
+  expect_refused (cdi_gpus_option (f->reg, "capabilities=utility", &names, &err), &err, EINVAL,
+                  "expected all");
+  expect_refused (cdi_gpus_option (f->reg, "bogus=1", &names, &err), &err, EINVAL, "`bogus=1`");
   expect_refused (cdi_gpus_option (f->reg, "device=", &names, &err), &err, EINVAL, "--gpus device=");
   expect_refused (cdi_gpus_option (f->reg, "0", &names, &err), &err, EINVAL, "--gpus 0");
   snprintf (path, sizeof path, "%s/gpu.json", f->dir);
