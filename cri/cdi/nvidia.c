@@ -575,6 +575,27 @@ scan_binaries_and_firmware (struct scan *scan)
             break;
           }
       }
+  /* The daemons' sockets where they run (as nvidia-ctk mounts them): the
+   * persistence daemon, fabric manager (NVSwitch systems), and MPS's pipe
+   * dir.  A read-only bind still lets the container connect. */
+  {
+    static const struct
+    {
+      const char *path;
+      mode_t type;
+    } ipc[] = {
+      { "/run/nvidia-persistenced/socket", S_IFSOCK },
+      { "/run/nvidia-fabricmanager/socket", S_IFSOCK },
+      { "/tmp/nvidia-mps", S_IFDIR },
+    };
+    for (size_t i = 0; i < sizeof ipc / sizeof ipc[0]; i++)
+      {
+        cleanup_free char *host = in_root (scan->roots.driver_root, ipc[i].path);
+        struct stat st;
+        if (lstat (host, &st) == 0 && (st.st_mode & S_IFMT) == ipc[i].type)
+          add_mount (scan, ipc[i].path);
+      }
+  }
   if (scan->version)
     {
       static const char *const firmware_dirs[] = { "/lib/firmware/nvidia", "/usr/lib/firmware/nvidia", NULL };

@@ -167,6 +167,16 @@ t_generate_formats_and_hooks() {
 	gen --hook-path /opt/husk/bin/husk --output "$WORK/x.json"
 	assert_eq "generate: --hook-path names the hooks' binary; a .json output is JSON" "/opt/husk/bin/husk" \
 		"$(py_json "$WORK/x.json" 'd["containerEdits"]["hooks"][0]["path"]')"
+	# The daemons' sockets, where they run: mounted as nvidia-ctk does.
+	mkdir -p "$FAKE/driver/run/nvidia-persistenced" "$FAKE/driver/tmp/nvidia-mps"
+	"$PY" -c 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' \
+		"$FAKE/driver/run/nvidia-persistenced/socket"
+	gen --format json
+	printf '%s\n' "$OUT" >"$WORK/spec-ipc.json"
+	assert_eq "generate: the persistenced socket and the MPS dir are mounted (read-only binds)" \
+		"/run/nvidia-persistenced/socket /tmp/nvidia-mps" \
+		"$(py_json "$WORK/spec-ipc.json" '" ".join(m["containerPath"] for m in d["containerEdits"]["mounts"] if m["containerPath"] in ("/run/nvidia-persistenced/socket", "/tmp/nvidia-mps"))')"
+	rm -rf "$FAKE/driver/run/nvidia-persistenced" "$FAKE/driver/tmp/nvidia-mps"
 }
 
 # The spec the containers use, with its real hooks (this build's husk).
