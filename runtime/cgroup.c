@@ -447,9 +447,21 @@ cgroup_kill_all (const char *path, int sig, struct husk_error **err)
       return dirs[0] && dirs[1] ? signal_pids (path, sig, err) : 0;
     }
   /* Without cgroup.kill a forking process could escape the signal: freeze
-   * it first where the v1 freezer can. */
+   * it first where the v1 freezer can.  An empty cgroup has no process
+   * that could fork, so it needs no freeze: freezing and thawing costs a
+   * kernel text patch with IPIs to every CPU (the freezer's static key),
+   * about 0.4 ms of each `husk run`'s delete. */
   if (cgroup_locate (path, "freezer", &freezer) == CGROUP_V1 && !cgroup_v1_frozen (freezer))
-    thaw = cgroup_v1_freeze (freezer, true, NULL) == 0;
+    {
+      cleanup_free pid_t *pids = NULL;
+      size_t n = 0;
+
+      if (cgroup_pids (path, &pids, &n, err) < 0)
+        return -1;
+      if (n == 0)
+        return 0;
+      thaw = cgroup_v1_freeze (freezer, true, NULL) == 0;
+    }
   ret = signal_pids (path, sig, err);
   if (thaw && cgroup_v1_freeze (freezer, false, ret < 0 ? NULL : err) < 0)
     return -1;

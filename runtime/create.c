@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -153,8 +154,24 @@ write_id_map (pid_t pid, const char *file, const struct spec_id_mapping *maps, s
   return 0;
 }
 
+#ifndef CGROUP2_SUPER_MAGIC
+#define CGROUP2_SUPER_MAGIC 0x63677270
+#endif
+
+/* Whether FD is a cgroup2 directory: CLONE_INTO_CGROUP takes no other. */
+static bool
+is_cgroup2_fd (int fd)
+{
+  struct statfs sfs;
+
+  return fstatfs (fd, &sfs) == 0 && sfs.f_type == CGROUP2_SUPER_MAGIC;
+}
+
 /* clone3 with CLONE_INTO_CGROUP puts the init in its cgroup atomically;
- * older kernels get plain clone and an explicit cgroup.procs write. */
+ * older kernels get plain clone and an explicit cgroup.procs write.  A v1
+ * directory (the cgroup of a v1-only host) is not tried: the kernel checks
+ * the cgroup only after it has made the new namespaces, so the failed call
+ * would build and tear down a whole network namespace. */
 static pid_t
 clone_init (unsigned long long flags, int cgroup_fd, bool *in_cgroup)
 {
@@ -162,7 +179,7 @@ clone_init (unsigned long long flags, int cgroup_fd, bool *in_cgroup)
   pid_t pid;
 
   fflush (NULL);
-  if (cgroup_fd >= 0)
+  if (cgroup_fd >= 0 && is_cgroup2_fd (cgroup_fd))
     {
       args.flags |= CLONE_INTO_CGROUP;
       args.cgroup = (unsigned long long) cgroup_fd;
