@@ -96,7 +96,7 @@ t_huskd() {
 t_container_run() {
 	local img=$ADDR/test/busybox:latest
 	mkdir -p "$STORE" "$CROOT"
-	ctr run --rm -u 0 --cdi-spec-dir "$SPECS" --gpus all "$img" \
+	ctr run --rm --network none -u 0 --cdi-spec-dir "$SPECS" --gpus all "$img" \
 		"$NODES; $PROBE; mknod /dev/nv2 c 195 2 && cat /dev/nv2 2>&1; $HOOKS; true"
 	assert_rc "husk container run --gpus all: rc 0" 0 "$RC" || diag "$ERR"
 	assert_eq "run --gpus all: both GPUs, the MIG caps and the control nodes with the fake tree's numbers" \
@@ -110,7 +110,7 @@ t_container_run() {
 	assert_contains "run --gpus all: the hooks made libcuda.so.1, ld.so.cache names it, 00-husk-cdi.conf lists $LIBDIR" \
 		"$(printf '%s\n' "$OUT" | tail -n 3 | paste -sd' ')" "libcuda.so.$VERSION 1 $LIBDIR"
 
-	ctr run --rm -u 0 --cdi-spec-dir "$SPECS" --device nvidia.com/gpu=0 "$img" \
+	ctr run --rm --network none -u 0 --cdi-spec-dir "$SPECS" --device nvidia.com/gpu=0 "$img" \
 		"$NODES; $PROBE; cat /dev/nvidia0 2>&1; $HOOKS; /usr/bin/nvidia-smi -L | head -n 1; true"
 	assert_rc "husk container run --device nvidia.com/gpu=0: rc 0" 0 "$RC" || diag "$ERR"
 	local -a out
@@ -130,7 +130,7 @@ t_container_run() {
 t_container_refused() {
 	local before img=$ADDR/test/busybox:latest
 	before=$(ls -A "$STORE/containers" "$CROOT" 2>/dev/null)
-	ctr run --rm -u 0 --cdi-spec-dir "$SPECS" --device nvidia.com/gpu=7 "$img" true
+	ctr run --rm --network none -u 0 --cdi-spec-dir "$SPECS" --device nvidia.com/gpu=7 "$img" true
 	assert_fails "husk container run --device nvidia.com/gpu=7: refused" "$RC"
 	assert_contains "--device nvidia.com/gpu=7: the error names it" "$ERR" "nvidia.com/gpu=7"
 	assert_eq "--device nvidia.com/gpu=7: one line" 1 "$(printf '%s\n' "$ERR" | grep -c .)"
