@@ -360,6 +360,15 @@ husk_parse_int64 (const char *s, long long min, long long max, long long *out)
   return 0;
 }
 
+bool
+husk_strv_contains (char *const *v, const char *s)
+{
+  for (size_t i = 0; v && v[i]; i++)
+    if (strcmp (v[i], s) == 0)
+      return true;
+  return false;
+}
+
 size_t
 husk_strv_len (char *const *v)
 {

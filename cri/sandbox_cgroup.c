@@ -127,15 +127,6 @@ record_save (const struct sandbox_store *store, char *const *names, struct husk_
   return husk_write_file_replace (store->cgroups_record, text, strlen (text), 0600, err);
 }
 
-static bool
-strv_has (char *const *v, const char *s)
-{
-  for (size_t i = 0; v && v[i]; i++)
-    if (strcmp (v[i], s) == 0)
-      return true;
-  return false;
-}
-
 /* Drops the first S from V; false when it has none. */
 static bool
 strv_drop (char **v, const char *s)
@@ -233,7 +224,7 @@ remove_levels (struct sandbox_store *store, const char *mount, const char *name,
       dirs = busy ? NULL : level_dirs (path);
       for (size_t i = 0; dirs && dirs[i] && !busy; i++)
         {
-          if (!strv_has (record, dirs[i]))
+          if (!husk_strv_contains (record, dirs[i]))
             continue;
           busy = !remove_once (dirs[i], strcmp (level, name) == 0);
           if (!busy)
@@ -272,7 +263,7 @@ make_levels (struct sandbox_store *store, const char *mount, const char *name, c
         if (access (dirs[i], F_OK) < 0)
           {
             missing = true;
-            if (!strv_has (*record, dirs[i]))
+            if (!husk_strv_contains (*record, dirs[i]))
               *record = husk_strv_append (*record, dirs[i]);
           }
       if (missing)

@@ -255,15 +255,6 @@ has_marker (struct cri_service *svc, const char *id, const char *marker)
 /* ------------------------------------------------------------------ */
 /* CreateContainer (continued)                                          */
 
-static bool
-strv_has (char *const *v, const char *s)
-{
-  for (; *v; v++)
-    if (strcmp (*v, s) == 0)
-      return true;
-  return false;
-}
-
 /* The CDI devices a container asks for: CDI_devices, then the values of
  * `cdi.k8s.io/...` annotations (comma-separated fully-qualified names, the
  * older convention); each once, in order.  NULL-terminated. */
@@ -273,8 +264,8 @@ cdi_names_of (const Runtime__V1__ContainerConfig *config)
   char **names = xcalloc (1, sizeof *names);
 
   for (size_t i = 0; i < config->n_cdi_devices; i++)
-    if (config->cdi_devices[i]->name && !strv_has (names, config->cdi_devices[i]->name))
-      names = husk_strv_append (names, config->cdi_devices[i]->name);
+    if (config->cdi_devices[i]->name)
+      cdi_names_add (&names, config->cdi_devices[i]->name);
   for (size_t i = 0; i < config->n_annotations; i++)
     {
       const Runtime__V1__ContainerConfig__AnnotationsEntry *a = config->annotations[i];
@@ -289,8 +280,7 @@ cdi_names_of (const Runtime__V1__ContainerConfig *config)
           comma = strchr (p, ',');
           if (comma)
             *comma = '\0';
-          if (!strv_has (names, p))
-            names = husk_strv_append (names, p);
+          cdi_names_add (&names, p);
           if (comma == NULL)
             break;
         }

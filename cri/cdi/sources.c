@@ -64,10 +64,8 @@ cdi_nvidia_env_value (enum cdi_nvidia_env mode, const char *config_value, char *
 void
 cdi_names_add (char ***names, const char *name)
 {
-  for (char **n = *names; n && *n; n++)
-    if (strcmp (*n, name) == 0)
-      return;
-  *names = husk_strv_append (*names, name);
+  if (!husk_strv_contains (*names, name))
+    *names = husk_strv_append (*names, name);
 }
 
 /* The registry's nvidia.com/gpu devices (one refresh), sorted by name. */

@@ -105,15 +105,6 @@ table_add_rule (struct table *table, const char *line, const char *tag)
   rule->ours = strstr (line, tag) != NULL;
 }
 
-static bool
-strv_has (char *const *v, const char *s)
-{
-  for (size_t i = 0; v && v[i]; i++)
-    if (strcmp (v[i], s) == 0)
-      return true;
-  return false;
-}
-
 /* A chain of the pod's own: declared, named CNI-* (the plugins' shared
  * CNI-HOSTPORT-* never), reached by no rule but ours, and either named
  * from the pod's hash or holding nothing but ours (portmap's per-pod chain
@@ -122,7 +113,7 @@ static bool
 chain_is_ours (const struct table *table, const char *chain, bool hashed_name)
 {
   if (chain == NULL || !husk_str_has_prefix (chain, "CNI-")
-      || husk_str_has_prefix (chain, SHARED_CHAIN_PREFIX) || !strv_has (table->chains, chain))
+      || husk_str_has_prefix (chain, SHARED_CHAIN_PREFIX) || !husk_strv_contains (table->chains, chain))
     return false;
   for (size_t i = 0; i < table->n_rules; i++)
     {
@@ -152,8 +143,8 @@ owned_chains (const struct table *table, char *const *hashed)
     {
       const char *target = table->rules[i].target;
 
-      if (table->rules[i].ours && target && !strv_has (owned, target)
-          && chain_is_ours (table, target, strv_has (hashed, target)))
+      if (table->rules[i].ours && target && !husk_strv_contains (owned, target)
+          && chain_is_ours (table, target, husk_strv_contains (hashed, target)))
         owned = husk_strv_append (owned, target);
     }
   return owned;

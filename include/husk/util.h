@@ -54,6 +54,8 @@ int husk_parse_int64 (const char *s, long long min, long long max, long long *ou
 
 /* Number of entries in a NULL-terminated string vector. */
 size_t husk_strv_len (char *const *v);
+/* Whether V (NULL-terminated, or NULL) holds a string equal to S. */
+bool husk_strv_contains (char *const *v, const char *s);
 
 /* Milliseconds from now (CLOCK_MONOTONIC) to DEADLINE, 0 once passed. */
 int husk_ms_until (const struct timespec *deadline);
