@@ -144,7 +144,7 @@ echo "| unpack alone (ms) | $m_husk_unpack | $m_umoci | $(ratio "$m_umoci" "$m_h
 echo "| unpack alone (MB/s, unpacked bytes) | $(mbps "$uncompressed" "$m_husk_unpack") | $(mbps "$uncompressed" "$m_umoci") | |"
 echo
 echo "rounds (ms): husk pull ${t_husk[*]}; skopeo ${t_skopeo[*]}; umoci ${t_umoci[*]}; husk unpack ${t_husk_unpack[*]}; husk download ${t_husk_fetch[*]}"
-echo "husk's unpack-alone figure includes one manifest request to the local registry; husk syncs each snapshot (syncfs) before publishing it; umoci makes no fsync calls (checked with strace)."
+echo "husk's unpack-alone figure includes one manifest request to the local registry; husk fsyncs each blob before naming it (one directory sync per image) and syncs each snapshot (syncfs) before publishing it; skopeo syncs its blobs too (fsync/fdatasync), umoci makes no fsync calls (checked with strace)."
 # Machine lines for hack/bench-table.sh (ratio peer/husk: higher is better).
 echo "BENCH|pull + unpack, $((compressed / 1000000)) MB 5-layer image, empty store, peer/husk (median of $rounds)|$m_husk ms|skopeo+umoci $m_peer ms|$(ratio "$m_peer" "$m_husk")|>= 2"
 echo "BENCH|pull download phase, peer/husk (median of $rounds)|$m_husk_fetch ms|skopeo copy $m_skopeo ms|$(ratio "$m_skopeo" "$m_husk_fetch")|-"
