@@ -159,6 +159,15 @@ if [ -n "${bin[husk]:-}" ]; then
 	echo
 fi
 echo "config: \`${spec_from} spec\` with process.args=[\"/bin/true\"], terminal false; timing with bash \$EPOCHREALTIME around each run"
+# Machine lines for hack/bench-table.sh (ratio husk/peer: lower is better).
+if [ -n "${bin[husk]:-}" ]; then
+	for peer in crun runc; do
+		[ -n "${bin[$peer]:-}" ] || continue
+		goal=-
+		[ "$peer" = crun ] && goal="<= 0.6"
+		echo "BENCH|\`run\` of /bin/true, husk/$peer (median of $rounds interleaved rounds)|${median[husk]} ms|$peer ${median[$peer]} ms|$(ratio "${median[husk]}" "${median[$peer]}")|$goal"
+	done
+fi
 for m in "${missing[@]}"; do
 	echo "note: $m"
 done

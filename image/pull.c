@@ -138,11 +138,16 @@ fetch_blobs (struct pull_job *job, struct husk_error **err)
     {
       struct store_ingest *ingest = steal_pointer (&set.ingests[i]);
       /* registry_fetch_blobs verified the digest while streaming. */
-      if (store_ingest_commit (ingest, set.requests[i].digest, err) < 0)
+      if (store_ingest_commit_batched (ingest, set.requests[i].digest, err) < 0)
         goto done;
       if (set.layer_of[i] != SIZE_MAX)
         report (job, PULL_LAYER_DONE, set.layer_of[i], set.requests[i].size, set.requests[i].size);
     }
+  /* One directory sync for the whole image instead of one per blob, before
+   * any snapshot or record refers to them.  Also when this pull fetched
+   * nothing: the blobs it found may be a concurrent pull's, not yet synced. */
+  if (store_sync_blobs (job->store, err) < 0)
+    goto done;
   ret = 0;
 done:
   fetch_set_clear (&set);

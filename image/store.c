@@ -249,7 +249,7 @@ fsync_dir (const char *path)
 }
 
 static int
-ingest_publish (struct store_ingest *ingest, struct husk_error **err)
+ingest_publish (struct store_ingest *ingest, bool sync_dir, struct husk_error **err)
 {
   cleanup_free char *blob_path = store_blob_path (ingest->store, ingest->digest);
 
@@ -267,12 +267,14 @@ ingest_publish (struct store_ingest *ingest, struct husk_error **err)
       if (errno != EINVAL || rename (ingest->tmp_path, blob_path) < 0)
         return husk_error_make (err, errno, "rename `%s` to `%s`", ingest->tmp_path, blob_path);
     }
-  fsync_dir (ingest->store->blobs_dir);
+  if (sync_dir)
+    fsync_dir (ingest->store->blobs_dir);
   return 0;
 }
 
-int
-store_ingest_commit (struct store_ingest *ingest, const char *computed_digest, struct husk_error **err)
+static int
+ingest_commit (struct store_ingest *ingest, const char *computed_digest, bool sync_dir,
+               struct husk_error **err)
 {
   int ret;
 
@@ -283,13 +285,36 @@ store_ingest_commit (struct store_ingest *ingest, const char *computed_digest, s
     }
   ret = ingest_verify (ingest, computed_digest, err);
   if (ret == 0)
-    ret = ingest_publish (ingest, err);
+    ret = ingest_publish (ingest, sync_dir, err);
   if (ret < 0)
     {
       store_ingest_abort (ingest);
       return -1;
     }
   ingest_free (ingest);
+  return 0;
+}
+
+int
+store_ingest_commit (struct store_ingest *ingest, const char *computed_digest, struct husk_error **err)
+{
+  return ingest_commit (ingest, computed_digest, true, err);
+}
+
+int
+store_ingest_commit_batched (struct store_ingest *ingest, const char *computed_digest,
+                             struct husk_error **err)
+{
+  return ingest_commit (ingest, computed_digest, false, err);
+}
+
+int
+store_sync_blobs (struct store *store, struct husk_error **err)
+{
+  cleanup_close int fd = open (store->blobs_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+  if (fd < 0 || fsync (fd) < 0)
+    return husk_error_make (err, errno, "sync `%s`", store->blobs_dir);
   return 0;
 }
 

@@ -46,6 +46,15 @@ uint64_t store_ingest_written (const struct store_ingest *ingest);
  * already there (a concurrent pull won) the ingest file is dropped and this
  * succeeds.  Always consumes INGEST: on failure the ingest file is removed. */
 int store_ingest_commit (struct store_ingest *ingest, const char *computed_digest, struct husk_error **err);
+/* The same, but the rename is not yet durable: the caller commits a batch
+ * and then calls store_sync_blobs once, before anything records the blobs
+ * (an image record, a snapshot).  The blob's content is fsynced before its
+ * rename, as always, so a crash may lose the name but never leaves a blob
+ * under its digest with other bytes. */
+int store_ingest_commit_batched (struct store_ingest *ingest, const char *computed_digest,
+                                 struct husk_error **err);
+/* Makes the renames of batched commits (this process's and others') durable. */
+int store_sync_blobs (struct store *store, struct husk_error **err);
 /* Removes the ingest file and frees INGEST (NULL is fine). */
 void store_ingest_abort (struct store_ingest *ingest);
 

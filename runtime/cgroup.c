@@ -325,6 +325,42 @@ cgroup_enter (const char *path, pid_t pid, struct husk_error **err)
   return 0;
 }
 
+int
+cgroup_enter_unified (const char *path, pid_t pid, struct husk_error **err)
+{
+  cleanup_strv char **dirs = cgroup_dirs (path);
+  char buf[32];
+  int n = snprintf (buf, sizeof buf, "%d", (int) pid);
+
+  for (size_t i = 0; dirs[i]; i++)
+    {
+      cleanup_free char *procs = NULL;
+      if (cgroup_is_v1_dir (dirs[i]))
+        continue;
+      procs = xasprintf ("%s/cgroup.procs", dirs[i]);
+      if (husk_write_file (procs, buf, (size_t) n, err) < 0)
+        return -1;
+    }
+  return 0;
+}
+
+int
+cgroup_enter_v1_self (const char *path, struct husk_error **err)
+{
+  cleanup_strv char **dirs = cgroup_dirs (path);
+
+  for (size_t i = 0; dirs[i]; i++)
+    {
+      cleanup_free char *tasks = NULL;
+      if (!cgroup_is_v1_dir (dirs[i]))
+        continue;
+      tasks = xasprintf ("%s/tasks", dirs[i]);
+      if (husk_write_file (tasks, "0", 1, err) < 0)
+        return -1;
+    }
+  return 0;
+}
+
 bool
 cgroup_exists (const char *path)
 {

@@ -95,6 +95,15 @@ int cgroup_controller_error (const char *path, const char *field, const char *co
 
 /* Moves PID (0: the caller) into the cgroup in every hierarchy. */
 int cgroup_enter (const char *path, pid_t pid, struct husk_error **err);
+/* Moves PID into the cgroup in the hierarchies that are not v1 (the
+ * unified one); cgroup_enter_v1_self does the rest. */
+int cgroup_enter_unified (const char *path, pid_t pid, struct husk_error **err);
+/* Moves the calling thread into the cgroup in every v1 hierarchy, through
+ * each directory's `tasks` file.  For single-threaded callers only: it
+ * moves one thread.  Unlike a cgroup.procs write it does not take the
+ * kernel's global threadgroup lock, whose first writer waits for an RCU
+ * grace period (1-20 ms on a busy 2-CPU host, every container start). */
+int cgroup_enter_v1_self (const char *path, struct husk_error **err);
 /* True if the cgroup exists in some hierarchy. */
 bool cgroup_exists (const char *path);
 /* Every pid in the cgroup (cgroup.procs). */

@@ -4,11 +4,13 @@
  * freezing and reading one.  Callers name controllers by their v2 names. */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -65,8 +67,80 @@ add_v1_mount (const char *mount_point, char *super_options)
     }
 }
 
+/* The usual layout without reading /proc/self/mountinfo, which costs
+ * milliseconds on a node with hundreds of mounts: every v1 controller
+ * /proc/self/cgroup names is a cgroup mount point at /sys/fs/cgroup/NAME
+ * (or a symlink there, cpu -> cpu,cpuacct), the controllers of one
+ * hierarchy share a mount and different hierarchies do not.  runc looks
+ * there first too.  Anything else returns false and mountinfo decides. */
+static bool
+load_v1_mounts_default (void)
+{
+  cleanup_file FILE *f = fopen ("/proc/self/cgroup", "re");
+  char *mounts[N_V1_CONTROLLERS] = { 0 };
+  dev_t devs[N_V1_CONTROLLERS];
+  size_t n_devs = 0;
+  struct stat top;
+  char line[4096];
+  bool ok = f != NULL && stat ("/sys/fs/cgroup", &top) == 0;
+
+  while (ok && fgets (line, sizeof line, f))
+    {
+      char *controllers = strchr (line, ':'), *end, *option, *save = NULL;
+      char *mount = NULL;
+      dev_t dev = 0;
+
+      end = controllers ? strchr (controllers + 1, ':') : NULL;
+      if (end == NULL)
+        continue;
+      *end = '\0';
+      for (option = strtok_r (controllers + 1, ",", &save); ok && option;
+           option = strtok_r (NULL, ",", &save))
+        {
+          cleanup_free char *path = NULL;
+          struct statfs fs;
+          struct stat st;
+          int i = controller_index (option);
+
+          if (i < 0 || mounts[i])
+            continue; /* name=systemd, or a controller husk does not use */
+          path = xasprintf ("/sys/fs/cgroup/%s", option);
+          if (mount == NULL)
+            {
+              mount = realpath (path, NULL);
+              ok = mount != NULL && statfs (mount, &fs) == 0 && fs.f_type == CGROUP_SUPER_MAGIC
+                   && stat (mount, &st) == 0 && st.st_dev != top.st_dev;
+              dev = ok ? st.st_dev : 0;
+              for (size_t k = 0; ok && k < n_devs; k++)
+                ok = devs[k] != dev;
+              if (ok)
+                devs[n_devs++] = dev;
+              mounts[i] = mount;
+            }
+          else
+            {
+              ok = stat (path, &st) == 0 && st.st_dev == dev;
+              mounts[i] = xstrdup (mount);
+            }
+        }
+      if (mount == NULL)
+        continue;
+      layout.hierarchies[husk_strv_len (layout.hierarchies)] = mount;
+    }
+  if (!ok)
+    {
+      /* Each hierarchy's string is the first of its controllers' mounts. */
+      for (size_t i = 0; i < N_V1_CONTROLLERS; i++)
+        free (mounts[i]);
+      memset (layout.hierarchies, 0, sizeof layout.hierarchies);
+      return false;
+    }
+  memcpy (layout.mounts, mounts, sizeof mounts);
+  return true;
+}
+
 static void
-load_v1_mounts (void)
+load_v1_mountinfo (void)
 {
   cleanup_file FILE *f = fopen ("/proc/self/mountinfo", "re");
   char line[4096];
@@ -82,6 +156,13 @@ load_v1_mounts (void)
         continue;
       add_v1_mount (mount_point, super_options);
     }
+}
+
+static void
+load_v1_mounts (void)
+{
+  if (!load_v1_mounts_default ())
+    load_v1_mountinfo ();
 }
 
 static void

@@ -229,6 +229,30 @@ write_pid_file (const char *path, pid_t pid, struct husk_error **err)
   return husk_write_file_replace (path, buf, (size_t) n, 0644, err);
 }
 
+/* Without a user namespace the init joins the v1 hierarchies itself, as its
+ * first step after PARENT_GO (cgroup_enter_v1_self: no global lock, no RCU
+ * grace period); it still runs husk's code then, and a failure fails the
+ * create.  In a user namespace it may not write the host's cgroup files. */
+static bool
+init_joins_v1 (const struct create_job *job)
+{
+  return job->state.cgroup_path && cgroup_v1_hierarchies ()[0]
+         && !job->spec->namespaces[SPEC_NS_USER].present;
+}
+
+static int
+enter_cgroup (const struct create_job *job, bool in_cgroup, struct husk_error **err)
+{
+  if (job->state.cgroup_path == NULL)
+    return 0;
+  if (init_joins_v1 (job))
+    return in_cgroup ? 0 : cgroup_enter_unified (job->state.cgroup_path, job->state.pid, err);
+  /* clone3 put it in the cgroup of one hierarchy at most: the v1 ones too. */
+  if (in_cgroup && !cgroup_v1_hierarchies ()[0])
+    return 0;
+  return cgroup_enter (job->state.cgroup_path, job->state.pid, err);
+}
+
 /* After clone: id maps, cgroup, then the handshake up to CHILD_READY. */
 static int
 drive_child (struct create_job *job, bool in_cgroup, struct husk_error **err)
@@ -241,9 +265,7 @@ drive_child (struct create_job *job, bool in_cgroup, struct husk_error **err)
       && (write_id_map (pid, "uid_map", spec->uid_mappings, spec->n_uid_mappings, err) < 0
           || write_id_map (pid, "gid_map", spec->gid_mappings, spec->n_gid_mappings, err) < 0))
     return -1;
-  /* clone3 put it in the cgroup of one hierarchy at most: the v1 ones too. */
-  if (job->state.cgroup_path && (!in_cgroup || cgroup_v1_hierarchies ()[0])
-      && cgroup_enter (job->state.cgroup_path, pid, err) < 0)
+  if (enter_cgroup (job, in_cgroup, err) < 0)
     return -1;
   job->state.pid_start = state_proc_start_time (pid);
   job->state.creating = true;
@@ -331,6 +353,7 @@ spawn_init (struct create_job *job, struct husk_error **err)
         .new_net_ns = ns_new (job->spec, SPEC_NS_NETWORK),
         .new_cgroup_ns = ns_new (job->spec, SPEC_NS_CGROUP),
         .cgroup_path = job->state.cgroup_path,
+        .join_cgroup_v1 = init_joins_v1 (job),
       };
       close (pair[0]);
       if (job->console_fd >= 0)

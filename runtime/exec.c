@@ -69,8 +69,11 @@ exec_child (int pidfd, int ns_flags, const struct container_state *state, const 
 
   init_reset_signals ();
   prctl (PR_SET_PDEATHSIG, SIGKILL);
+  /* Single-threaded here: the v1 hierarchies through `tasks` (no global
+   * lock, see cgroup_enter_v1_self), the unified one through cgroup.procs. */
   if (state->cgroup_path && access (state->cgroup_path, F_OK) == 0
-      && cgroup_enter (state->cgroup_path, 0, &err) < 0)
+      && (cgroup_enter_v1_self (state->cgroup_path, &err) < 0
+          || cgroup_enter_unified (state->cgroup_path, 0, &err) < 0))
     sync_child_fail (sync_fd, err);
   if (setns (pidfd, ns_flags & ~(CLONE_NEWPID | CLONE_NEWTIME)) < 0)
     {

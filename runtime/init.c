@@ -21,6 +21,7 @@
 
 #include "husk/cleanup.h"
 #include "husk/util.h"
+#include "runtime/cgroup.h"
 #include "runtime/hooks.h"
 #include "runtime/init.h"
 #include "runtime/rootfs.h"
@@ -202,6 +203,9 @@ setup_before_pivot (const struct init_config *cfg, const char *state_json, struc
 {
   const struct spec *spec = cfg->spec;
 
+  /* First, while /sys/fs/cgroup is still the host's and our creds are. */
+  if (cfg->join_cgroup_v1 && cgroup_enter_v1_self (cfg->cgroup_path, err) < 0)
+    return -1;
   if (join_namespaces (spec, err) < 0)
     return -1;
   if (cfg->new_user_ns && become_root_in_userns (err) < 0)

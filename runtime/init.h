@@ -22,6 +22,7 @@ struct init_config
   bool new_net_ns;
   bool new_cgroup_ns;
   const char *cgroup_path; /* the container's cgroup, made before the clone; NULL: none */
+  bool join_cgroup_v1;     /* init moves itself into CGROUP_PATH's v1 hierarchies */
 };
 
 /* The container's init: runs in the cloned child, never returns. */

@@ -864,6 +864,51 @@ v1_dir (const char *cgroup, const char *controller)
   return dir;
 }
 
+/* The v1 mounts husk finds (at /sys/fs/cgroup/NAME when they are there,
+ * without reading mountinfo) are the ones /proc/self/mountinfo lists, and
+ * every hierarchy is listed once. */
+static void
+test_v1_layout_matches_mountinfo (void **state)
+{
+  static const char *const names[] = { "cpuset",  "cpu",      "cpuacct", "memory",     "devices", "freezer",
+                                       "net_cls", "net_prio", "blkio",   "perf_event", "hugetlb", "pids" };
+  FILE *f = fopen ("/proc/self/mountinfo", "re");
+  char *const *hierarchies = cgroup_v1_hierarchies ();
+  char line[4096];
+  size_t n_mounts = 0, n_hierarchies = 0;
+  char *mounts[64];
+
+  (void) state;
+  assert_non_null (f);
+  while (fgets (line, sizeof line, f) && n_mounts < 64)
+    {
+      char point[1024], type[64];
+      const char *dash = strstr (line, " - ");
+      if (dash && sscanf (line, "%*s %*s %*s %*s %1023s", point) == 1 && sscanf (dash + 3, "%63s", type) == 1
+          && strcmp (type, "cgroup") == 0)
+        mounts[n_mounts++] = strdup (point);
+    }
+  fclose (f);
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+    {
+      const char *mount = cgroup_v1_mount (names[i]);
+      bool listed = false;
+      if (mount == NULL)
+        continue;
+      for (size_t k = 0; k < n_mounts; k++)
+        listed = listed || strcmp (mounts[k], mount) == 0;
+      if (!listed)
+        fail_msg ("controller %s: %s is not a cgroup mount in mountinfo", names[i], mount);
+    }
+  for (; hierarchies && hierarchies[n_hierarchies]; n_hierarchies++)
+    for (size_t k = 0; k < n_hierarchies; k++)
+      assert_string_not_equal (hierarchies[k], hierarchies[n_hierarchies]);
+  if (cgroup_controller_version ("memory") == CGROUP_V1)
+    assert_true (n_hierarchies > 0);
+  for (size_t k = 0; k < n_mounts; k++)
+    free (mounts[k]);
+}
+
 /* Every v1 file of the memory, cpu and pids controllers, in the order the
  * kernel accepts (memsw >= limit at every step). */
 static void
@@ -1235,6 +1280,7 @@ main (void)
     cmocka_unit_test_setup_teardown (test_v1_devices, setup, teardown),
     cmocka_unit_test_setup_teardown (test_v1_stats, setup, teardown),
     cmocka_unit_test_setup_teardown (test_every_hierarchy, setup, teardown),
+    cmocka_unit_test (test_v1_layout_matches_mountinfo),
     cmocka_unit_test_setup_teardown (test_freeze_and_kill, setup, teardown),
     cmocka_unit_test_setup_teardown (test_kill_half_joined, setup, teardown),
     cmocka_unit_test_setup_teardown (test_stats, setup, teardown),

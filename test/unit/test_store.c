@@ -169,6 +169,37 @@ test_ingest_fd_and_abort (void **state)
   assert_int_equal (ingest_files (f), 0);
 }
 
+/* A batched commit verifies like the plain one; the caller syncs once. */
+static void
+test_ingest_commit_batched (void **state)
+{
+  struct fixture *f = *state;
+  char digest[DIGEST_STR_SIZE], other[DIGEST_STR_SIZE];
+  struct store_ingest *ingest = NULL;
+  struct husk_error *err = NULL;
+  char *content = NULL;
+  size_t len = 0;
+
+  digest_of_buffer ("batched", 7, digest);
+  digest_of_buffer ("other", 5, other);
+  assert_int_equal (store_ingest_begin (f->store, digest, 7, &ingest, &err), 0);
+  assert_int_equal (pwrite (store_ingest_fd (ingest), "batched", 7, 0), 7);
+  assert_int_equal (store_ingest_commit_batched (ingest, digest, &err), 0);
+  assert_int_equal (store_sync_blobs (f->store, &err), 0);
+  assert_int_equal (store_read_blob (f->store, digest, 64, &content, &len, &err), 0);
+  assert_int_equal (len, 7);
+  assert_memory_equal (content, "batched", 7);
+  free (content);
+  /* Wrong bytes under a digest: refused, nothing left behind. */
+  assert_int_equal (store_ingest_begin (f->store, other, 7, &ingest, &err), 0);
+  assert_int_equal (pwrite (store_ingest_fd (ingest), "batched", 7, 0), 7);
+  assert_int_equal (store_ingest_commit_batched (ingest, NULL, &err), -1);
+  assert_non_null (strstr (err->msg, "content has digest"));
+  husk_error_free (&err);
+  assert_false (store_has_blob (f->store, other, NULL));
+  assert_int_equal (ingest_files (f), 0);
+}
+
 /* Two processes write the same 4 MiB blob at once: both succeed, one blob. */
 static void
 test_concurrent_ingest (void **state)
@@ -323,6 +354,7 @@ main (void)
     cmocka_unit_test_setup_teardown (test_ingest_commit, setup, teardown),
     cmocka_unit_test_setup_teardown (test_ingest_rejects_bad_content, setup, teardown),
     cmocka_unit_test_setup_teardown (test_ingest_fd_and_abort, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_ingest_commit_batched, setup, teardown),
     cmocka_unit_test_setup_teardown (test_concurrent_ingest, setup, teardown),
     cmocka_unit_test_setup_teardown (test_disk_full, setup, teardown),
     cmocka_unit_test_setup_teardown (test_read_blob_checks, setup, teardown),
