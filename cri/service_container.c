@@ -154,19 +154,12 @@ static int
 check_name_free (struct container_store *store, const char *sandbox_id,
                  const Runtime__V1__ContainerMetadata *meta, struct husk_error **err)
 {
-  struct cri_container **list = NULL;
-  size_t n = 0;
-  int ret = 0;
+  cleanup_free char *holder = container_store_find_name (store, sandbox_id, meta->name, meta->attempt);
 
-  if (container_list (store, &list, &n, err) < 0)
-    return -1;
-  for (size_t i = 0; i < n && ret == 0; i++)
-    if (strcmp (list[i]->sandbox_id, sandbox_id) == 0 && strcmp (list[i]->name, meta->name) == 0
-        && list[i]->attempt == meta->attempt)
-      ret = husk_error_kind (err, EEXIST, "container `%s` attempt %u exists already in pod %s as %s",
-                             meta->name, meta->attempt, sandbox_id, list[i]->id);
-  cri_containers_free (list, n);
-  return ret;
+  if (holder)
+    return husk_error_kind (err, EEXIST, "container `%s` attempt %u exists already in pod %s as %s",
+                            meta->name, meta->attempt, sandbox_id, holder);
+  return 0;
 }
 
 static char *

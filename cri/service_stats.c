@@ -18,6 +18,7 @@
 #include "cri/containers.h"
 #include "cri/cri_stats.h"
 #include "cri/cri_stats_metrics.h"
+#include "cri/layer_usage.h"
 #include "cri/runtime_exec.h"
 #include "cri/sandbox.h"
 #include "cri/service.h"
@@ -54,6 +55,92 @@ cri_bundle_cgroup (struct cri_service *svc, const char *id)
   return path;
 }
 
+/* The cgroup directories of running containers, found once each: a
+ * container keeps its cgroup while it runs, and the stats RPCs of many
+ * containers would otherwise read each one's runtime state every time. */
+static struct
+{
+  pthread_mutex_t lock;
+  char **ids, **paths; /* NULL-terminated, in step */
+} cgroup_paths = { PTHREAD_MUTEX_INITIALIZER, NULL, NULL };
+
+static char *
+cached_cgroup (const char *id)
+{
+  char *path = NULL;
+
+  pthread_mutex_lock (&cgroup_paths.lock);
+  for (size_t i = 0; cgroup_paths.ids && cgroup_paths.ids[i] && path == NULL; i++)
+    if (strcmp (cgroup_paths.ids[i], id) == 0)
+      path = xstrdup (cgroup_paths.paths[i]);
+  pthread_mutex_unlock (&cgroup_paths.lock);
+  return path;
+}
+
+static void
+cache_cgroup (const char *id, const char *path)
+{
+  pthread_mutex_lock (&cgroup_paths.lock);
+  cgroup_paths.ids = husk_strv_append (cgroup_paths.ids, id);
+  cgroup_paths.paths = husk_strv_append (cgroup_paths.paths, path);
+  pthread_mutex_unlock (&cgroup_paths.lock);
+}
+
+static bool
+id_in (const char *id, char *const *ids, size_t n)
+{
+  for (size_t i = 0; i < n; i++)
+    if (strcmp (ids[i], id) == 0)
+      return true;
+  return false;
+}
+
+/* The paths of the containers in KEEP stay, the others go. */
+static void
+prune_cgroups (char *const *keep, size_t n_keep)
+{
+  size_t n, i = 0;
+
+  pthread_mutex_lock (&cgroup_paths.lock);
+  n = husk_strv_len (cgroup_paths.ids);
+  while (i < n)
+    {
+      if (id_in (cgroup_paths.ids[i], keep, n_keep))
+        {
+          i++;
+          continue;
+        }
+      free (cgroup_paths.ids[i]);
+      free (cgroup_paths.paths[i]);
+      cgroup_paths.ids[i] = cgroup_paths.ids[n - 1];
+      cgroup_paths.paths[i] = cgroup_paths.paths[n - 1];
+      cgroup_paths.ids[n - 1] = cgroup_paths.paths[n - 1] = NULL;
+      n--;
+    }
+  pthread_mutex_unlock (&cgroup_paths.lock);
+}
+
+/* ID's path goes (its cgroup went). */
+static void
+forget_cgroup (const char *id)
+{
+  size_t n;
+
+  pthread_mutex_lock (&cgroup_paths.lock);
+  n = husk_strv_len (cgroup_paths.ids);
+  for (size_t i = 0; i < n; i++)
+    if (strcmp (cgroup_paths.ids[i], id) == 0)
+      {
+        free (cgroup_paths.ids[i]);
+        free (cgroup_paths.paths[i]);
+        cgroup_paths.ids[i] = cgroup_paths.ids[n - 1];
+        cgroup_paths.paths[i] = cgroup_paths.paths[n - 1];
+        cgroup_paths.ids[n - 1] = cgroup_paths.paths[n - 1] = NULL;
+        break;
+      }
+  pthread_mutex_unlock (&cgroup_paths.lock);
+}
+
 /* The cgroup directory of a running container, NULL when it has none. */
 static char *
 container_cgroup (struct cri_service *svc, const struct cri_container *c)
@@ -65,6 +152,8 @@ container_cgroup (struct cri_service *svc, const struct cri_container *c)
 
   if (c->state != CRI_CONTAINER_RUNNING)
     return NULL;
+  if ((path = cached_cgroup (c->id)) != NULL)
+    return path;
   rt = cri_runtime_for (svc->cfg, c->runtime_handler, &ignored);
   if (rt && state_load (rt->root, c->id, &state, &ignored) == 0 && state->cgroup_path)
     path = xstrdup (state->cgroup_path);
@@ -74,6 +163,8 @@ container_cgroup (struct cri_service *svc, const struct cri_container *c)
     path = cri_bundle_cgroup (svc, c->id);
   if (path && !cgroup_exists (path))
     free (steal_pointer (&path));
+  if (path)
+    cache_cgroup (c->id, path);
   return path;
 }
 
@@ -98,6 +189,7 @@ sample_container (struct cri_service *svc, const struct cri_container *c, struct
   if (husk_cgroup_stats_read (out->cgroup, &out->cg, &err) < 0)
     {
       /* It exited between the lookup and the read. */
+      forget_cgroup (c->id);
       husk_error_free (&err);
       return;
     }
@@ -141,7 +233,8 @@ container_attributes (struct cri_arena *arena, const struct cri_container *c)
   return attrs;
 }
 
-/* The snapshot's upper dir (image/snapshot.h); none for a read-only rootfs. */
+/* The snapshot's upper dir (image/snapshot.h); none for a read-only rootfs.
+ * Its usage as last measured (cri/layer_usage.h), timestamped then. */
 static Runtime__V1__FilesystemUsage *
 writable_layer (struct cri_arena *arena, struct cri_service *svc, const struct cri_container *c)
 {
@@ -151,8 +244,9 @@ writable_layer (struct cri_arena *arena, struct cri_service *svc, const struct c
   Runtime__V1__FilesystemUsage *fs;
   struct cri_dir_usage usage;
   struct husk_error *err = NULL;
+  int64_t taken_ns = 0;
 
-  if (cri_stats_dir_usage (upper, &usage, &err) < 0)
+  if (layer_usage_get (svc->layers, upper, &usage, &taken_ns, &err) < 0)
     {
       if (err->errnum != ENOENT)
         husk_warn ("container %s: %s", c->id, err->msg);
@@ -164,7 +258,7 @@ writable_layer (struct cri_arena *arena, struct cri_service *svc, const struct c
   fs_id->mountpoint = upper;
   fs = cri_arena_alloc (arena, sizeof *fs);
   runtime__v1__filesystem_usage__init (fs);
-  fs->timestamp = cri_now_ns ();
+  fs->timestamp = taken_ns;
   fs->fs_id = fs_id;
   fs->used_bytes = cri_stats_u64 (arena, usage.bytes);
   fs->inodes_used = cri_stats_u64 (arena, usage.inodes);
@@ -226,9 +320,15 @@ prune_container_samples (struct cri_container *const *list, size_t n)
 {
   cleanup_free char **ids = xcalloc (n + 1, sizeof *ids);
 
+  size_t n_running = 0;
+
   for (size_t i = 0; i < n; i++)
     ids[i] = list[i]->id;
   prune_samples ('c', ids, n);
+  for (size_t i = 0; i < n; i++)
+    if (list[i]->state == CRI_CONTAINER_RUNNING)
+      ids[n_running++] = list[i]->id;
+  prune_cgroups (ids, n_running);
 }
 
 /* ------------------------------------------------------------------ */
@@ -698,6 +798,7 @@ container_metrics (struct cri_arena *arena, struct cri_service *svc, const struc
   char *upper = cri_arena_adopt (arena, xasprintf ("%s/upper", dir));
   struct cri_dir_usage usage;
   struct husk_error *ignored = NULL;
+  int64_t taken_ns = 0;
 
   sample_container (svc, c, &sample);
   if (!sample.sampled)
@@ -709,7 +810,7 @@ container_metrics (struct cri_arena *arena, struct cri_service *svc, const struc
   runtime__v1__container_metrics__init (cm);
   cm->container_id = c->id;
   cri_metrics_of_cgroup (arena, &list, base, &sample.cg);
-  if (cri_stats_dir_usage (upper, &usage, &ignored) == 0)
+  if (layer_usage_get (svc->layers, upper, &usage, &taken_ns, &ignored) == 0)
     cri_metrics_of_layer (arena, &list, base, upper, &usage);
   husk_error_free (&ignored);
   cri_metric_list_finish (arena, &list);
