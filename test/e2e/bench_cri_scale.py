@@ -9,7 +9,12 @@ over ROUNDS calls each with all N pods running, the daemons' RSS then, and
 per-pod StopPodSandbox+RemovePodSandbox.  Prints one JSON line.
 
   bench_cri_scale.py GEN_DIR IMAGE LOGDIR N ROUNDS NAME=SOCKET:PID...
+
+With SCALE_HOLD=FILE in the environment it creates FILE once the pods run
+and waits until FILE is removed before it measures (to look at the
+daemons with strace or perf meanwhile).
 """
+import os
 import json
 import statistics
 import sys
@@ -60,6 +65,11 @@ def main():
             res[name]["create_ms"].append((time.monotonic() - t) * 1000)
             res[name]["pods"].append(pod)
     time.sleep(2)
+    hold = os.environ.get("SCALE_HOLD")
+    if hold:
+        open(hold, "w").close()
+        while os.path.exists(hold):
+            time.sleep(0.5)
     # One call of each first: the first stats call has no cpu rate to give.
     for r in range(ROUNDS + 1):
         for method, req, rep, field in LISTS:
