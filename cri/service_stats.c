@@ -635,11 +635,15 @@ pod_process (struct cri_arena *arena, const struct husk_cgroup_stats *pod_cg,
 
   runtime__v1__process_usage__init (process);
   process->timestamp = cri_now_ns ();
+  /* pids.current, as containerd reports it; cgroup.procs (of every
+   * hierarchy) only without the pids controller. */
   if (pod_cg && pod_cg->has_pids)
     count = pod_cg->pids.current;
   else
     for (size_t i = 0; i < n; i++)
-      if (samples[i].cgroup)
+      if (samples[i].sampled && samples[i].cg.has_pids)
+        count += samples[i].cg.pids.current;
+      else if (samples[i].cgroup)
         count += count_pids (samples[i].cgroup);
   process->process_count = cri_stats_u64 (arena, count);
   return process;

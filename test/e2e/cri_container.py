@@ -144,6 +144,9 @@ def test_stop_remove(c, s):
     st = c.status(cid)
     ok(st.state == pb.CONTAINER_EXITED and st.exit_code == 0 and took < 2,
        f"StopContainer: a sleep loop that traps TERM exits 0 in {took:.2f} s", st)
+    merged = os.path.join(ROOT, "containers", cid, "merged")
+    ok(merged not in mounts_under(ROOT) and os.path.isdir(os.path.join(ROOT, "containers", cid, "upper")),
+       "an exited container's rootfs is unmounted at the stop, its upper dir kept", mounts_under(ROOT))
     c.stop(cid, timeout=5)
     ok(True, "StopContainer again succeeds")
     # A process that ignores SIGTERM is killed at the timeout.
