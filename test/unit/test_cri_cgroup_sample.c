@@ -60,8 +60,9 @@ test_v2_same_as_full (void **state)
   put (dir, "memory.max", "max\n");
   put (dir, "memory.swap.current", "4096\n");
   put (dir, "memory.swap.max", "1048576\n");
-  put (dir, "memory.stat", "anon 6291456\nfile 3145728\nkernel 12\ninactive_file 2097152\nactive_file 1048576\n"
-                           "pgfault 1234\npgmajfault 5\n");
+  put (dir, "memory.stat",
+       "anon 6291456\nfile 3145728\nkernel 12\ninactive_file 2097152\nactive_file 1048576\n"
+       "pgfault 1234\npgmajfault 5\n");
   put (dir, "cpu.stat", "usage_usec 987654\nuser_usec 600000\nsystem_usec 387654\nnr_periods 0\n");
   put (dir, "pids.current", "3\n");
   put (dir, "pids.max", "max\n");
