@@ -217,14 +217,21 @@ demo: deps
 	$(MAKE) --no-print-directory build
 	./hack/demo.sh $(BUILD)
 
+# Each benchmark's output goes to the terminal and to $(BUILD)/bench.log;
+# hack/bench-table.sh then puts every BENCH| line in one table.
+BENCH_LOG = bash -o pipefail -c '"$$@" 2>&1 | tee -a $(BUILD)/bench.log' bench
+
 bench: deps-bench
 	$(MAKE) --no-print-directory build
-	./hack/bench.sh $(BUILD)
-	./hack/bench-pull.sh $(BUILD)
-	./hack/bench-cri.sh
-	./hack/bench-cri.sh --cdi
-	BUILD_DIR=$(BUILD) ./hack/crash-cri.sh 10
-	./hack/vm-test.sh --bench $(BUILD)
+	: >$(BUILD)/bench.log
+	$(BENCH_LOG) ./hack/bench.sh $(BUILD)
+	$(BENCH_LOG) ./hack/bench-pull.sh $(BUILD)
+	$(BENCH_LOG) env BUILD_DIR=$(BUILD) ./hack/bench-cri.sh
+	$(BENCH_LOG) env BUILD_DIR=$(BUILD) ./hack/bench-cri.sh --cdi
+	$(BENCH_LOG) env BUILD_DIR=$(BUILD) ./hack/bench-cri.sh --scale
+	$(BENCH_LOG) env BUILD_DIR=$(BUILD) ./hack/crash-cri.sh 10
+	$(BENCH_LOG) ./hack/vm-test.sh --bench $(BUILD)
+	./hack/bench-table.sh $(BUILD)/bench.log
 
 # ASan+UBSan: everything but the static husk-pause built so in BUILD-sanitize,
 # then the unit tests and the CRI end-to-end tests under it; a sanitizer

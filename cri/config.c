@@ -85,6 +85,7 @@ set_defaults (struct huskd_config *cfg)
   cfg->stream_address = xstrdup ("127.0.0.1");
   cfg->stream_port = xstrdup ("0");
   cfg->stream_token_ttl_s = 60;
+  cfg->stats_collect_period_s = 10;
   cfg->max_image_bytes = UINT64_C (32) << 30;
   cfg->pull_min_bytes_per_s = 1024;
   cfg->pull_stall_timeout_s = 60;
@@ -179,7 +180,8 @@ take_counts (json_t *doc, struct huskd_config *cfg, const char *path, struct hus
   if (take_count (doc, "max_image_bytes", INT64_MAX, &cfg->max_image_bytes, path, err) < 0
       || take_count (doc, "pull_min_bytes_per_s", UINT_MAX, &cfg->pull_min_bytes_per_s, path, err) < 0
       || take_count (doc, "pull_stall_timeout_s", UINT_MAX, &cfg->pull_stall_timeout_s, path, err) < 0
-      || take_count (doc, "stream_token_ttl_s", 86400, &cfg->stream_token_ttl_s, path, err) < 0)
+      || take_count (doc, "stream_token_ttl_s", 86400, &cfg->stream_token_ttl_s, path, err) < 0
+      || take_count (doc, "stats_collect_period_s", 3600, &cfg->stats_collect_period_s, path, err) < 0)
     return -1;
   return 0;
 }
@@ -250,6 +252,7 @@ check_known_keys (json_t *doc, const char *path, struct husk_error **err)
     "pull_min_bytes_per_s",
     "pull_stall_timeout_s",
     "stream_token_ttl_s",
+    "stats_collect_period_s",
     "cdi_spec_dirs",
     "nvidia_visible_devices",
     "cdi_numa_align",
@@ -425,6 +428,8 @@ huskd_config_to_json (const struct huskd_config *cfg)
   json_object_set_new (doc, "pull_min_bytes_per_s", json_integer ((json_int_t) cfg->pull_min_bytes_per_s));
   json_object_set_new (doc, "pull_stall_timeout_s", json_integer ((json_int_t) cfg->pull_stall_timeout_s));
   json_object_set_new (doc, "stream_token_ttl_s", json_integer ((json_int_t) cfg->stream_token_ttl_s));
+  json_object_set_new (doc, "stats_collect_period_s",
+                       json_integer ((json_int_t) cfg->stats_collect_period_s));
   json_object_set_new (doc, "cdi_spec_dirs", strv_json (cfg->cdi_spec_dirs));
   json_object_set_new (doc, "nvidia_visible_devices",
                        json_string (cdi_nvidia_env_name ((enum cdi_nvidia_env) cfg->nvidia_visible_devices)));

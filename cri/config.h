@@ -46,6 +46,9 @@ struct huskd_config
   char *stream_address;
   char *stream_port;
   unsigned long long stream_token_ttl_s;
+  /* How often the writable layers' disk usage the stats RPCs give is
+   * measured again (containerd's stats_collect_period). */
+  unsigned long long stats_collect_period_s;
   /* Image pulls: decompressed bytes per image (a manifest declaring more is
    * refused before any download); a blob transfer slower than
    * pull_min_bytes_per_s for pull_stall_timeout_s fails. */

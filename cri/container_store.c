@@ -1,7 +1,9 @@
-/* CRI container records on disk (see container_store.h).  No cache: each
- * lookup reads cri.json, so that a restarted huskd sees exactly what the
- * files say, and the exit file of a container that ended meanwhile; and
- * the rebuilding of a record that cannot be read. */
+/* CRI container records on disk (see container_store.h), and their index:
+ * every record in memory, read from disk once (with the rebuilding of a
+ * record that cannot be read) and updated under RECORDS_LOCK right after
+ * each write, so that lookups and lists read no record file.  The disk
+ * stays the truth: a restarted huskd reads it again.  The exit file of a
+ * container that ended meanwhile is still looked for on each read. */
 #include <dirent.h>
 #include <errno.h>
 #include <jansson.h>
@@ -57,6 +59,47 @@ cri_containers_free (struct cri_container **list, size_t n)
   free (list);
 }
 
+static char *
+dup_or_null (const char *s)
+{
+  return s ? xstrdup (s) : NULL;
+}
+
+static Runtime__V1__ContainerConfig *
+config_copy (const Runtime__V1__ContainerConfig *config)
+{
+  size_t size = protobuf_c_message_get_packed_size (&config->base);
+  cleanup_free uint8_t *buf = xmalloc (size ? size : 1);
+  Runtime__V1__ContainerConfig *copy;
+
+  protobuf_c_message_pack (&config->base, buf);
+  copy = runtime__v1__container_config__unpack (NULL, size, buf);
+  if (copy == NULL)
+    abort (); /* only out of memory: we packed it */
+  return copy;
+}
+
+struct cri_container *
+cri_container_copy (const struct cri_container *c)
+{
+  struct cri_container *copy = xmalloc (sizeof *copy);
+
+  *copy = *c;
+  copy->id = dup_or_null (c->id);
+  copy->sandbox_id = dup_or_null (c->sandbox_id);
+  copy->name = dup_or_null (c->name);
+  copy->image = dup_or_null (c->image);
+  copy->image_id = dup_or_null (c->image_id);
+  copy->image_ref = dup_or_null (c->image_ref);
+  copy->runtime_handler = dup_or_null (c->runtime_handler);
+  copy->log_path = dup_or_null (c->log_path);
+  copy->stop_signal = dup_or_null (c->stop_signal);
+  copy->reason = dup_or_null (c->reason);
+  copy->message = dup_or_null (c->message);
+  copy->config = c->config ? config_copy (c->config) : NULL;
+  return copy;
+}
+
 int
 container_store_open (const char *root, const char *state, struct container_store **out,
                       struct husk_error **err)
@@ -68,7 +111,7 @@ container_store_open (const char *root, const char *state, struct container_stor
   pthread_mutex_init (&store->lock, NULL);
   pthread_cond_init (&store->idle, NULL);
   store->claims = xcalloc (1, sizeof *store->claims);
-  pthread_mutex_init (&store->rebuild_lock, NULL);
+  pthread_mutex_init (&store->records_lock, NULL);
   store->rebuild_warned = xcalloc (1, sizeof *store->rebuild_warned);
   if (husk_mkdir_p (store->containers_dir, 0700, err) < 0 || husk_mkdir_p (store->exit_dir, 0700, err) < 0)
     {
@@ -89,7 +132,8 @@ container_store_free (struct container_store *store)
   pthread_mutex_destroy (&store->lock);
   pthread_cond_destroy (&store->idle);
   husk_strvfreep (&store->claims);
-  pthread_mutex_destroy (&store->rebuild_lock);
+  pthread_mutex_destroy (&store->records_lock);
+  cri_containers_free (store->records, store->n_records);
   husk_strvfreep (&store->rebuild_warned);
   free (store);
 }
@@ -187,9 +231,69 @@ record_json (const struct cri_container *c)
   return doc;
 }
 
-int
-container_save (struct container_store *store, const struct cri_container *c, bool with_config,
-                struct husk_error **err)
+/* ------------------------------------------------------------------ */
+/* the index (under RECORDS_LOCK)                                       */
+
+/* Where the first id not below KEY is (or would go). */
+static size_t
+index_lower_bound (const struct container_store *store, const char *key)
+{
+  size_t lo = 0, hi = store->n_records;
+
+  while (lo < hi)
+    {
+      size_t mid = lo + (hi - lo) / 2;
+      if (strcmp (store->records[mid]->id, key) < 0)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+  return lo;
+}
+
+static struct cri_container *
+index_get (const struct container_store *store, const char *id)
+{
+  size_t i = index_lower_bound (store, id);
+
+  return i < store->n_records && strcmp (store->records[i]->id, id) == 0 ? store->records[i] : NULL;
+}
+
+/* C in place of the record of its id, or added; the index owns C. */
+static void
+index_put (struct container_store *store, struct cri_container *c)
+{
+  size_t i = index_lower_bound (store, c->id);
+
+  if (i < store->n_records && strcmp (store->records[i]->id, c->id) == 0)
+    {
+      if (store->records[i] != c)
+        cri_container_free (store->records[i]);
+      store->records[i] = c;
+      return;
+    }
+  store->records = xrealloc (store->records, (store->n_records + 1) * sizeof *store->records);
+  memmove (&store->records[i + 1], &store->records[i], (store->n_records - i) * sizeof *store->records);
+  store->records[i] = c;
+  store->n_records++;
+}
+
+static void
+index_drop (struct container_store *store, const char *id)
+{
+  size_t i = index_lower_bound (store, id);
+
+  if (i >= store->n_records || strcmp (store->records[i]->id, id) != 0)
+    return;
+  cri_container_free (store->records[i]);
+  memmove (&store->records[i], &store->records[i + 1], (store->n_records - i - 1) * sizeof *store->records);
+  store->n_records--;
+}
+
+/* The files of C's record, written; the index is not touched. */
+static int
+write_record (struct container_store *store, const struct cri_container *c, bool with_config,
+              struct husk_error **err)
 {
   cleanup_free char *dir = container_store_dir (store, c->id);
   cleanup_free char *path = xasprintf ("%s/" RECORD_FILE, dir);
@@ -200,7 +304,7 @@ container_save (struct container_store *store, const struct cri_container *c, bo
   /* Only a save with the config (the create's) makes the directory: an
    * update racing RemoveContainer (an exit file read, a lost monitor's
    * stand-in) must not bring a removed container's directory back. */
-  if (with_config ? husk_mkdir_p (dir, 0700, err) < 0 : access (dir, F_OK) < 0)
+  if (with_config ? husk_mkdir_p (dir, 0700, err) < 0 : !store->loaded && access (dir, F_OK) < 0)
     return with_config ? -1 : husk_error_kind (err, ENOENT, "container %s: removed", c->id);
   if (with_config)
     {
@@ -213,6 +317,40 @@ container_save (struct container_store *store, const struct cri_container *c, bo
         return -1;
     }
   return husk_write_file_atomic (path, text, strlen (text), 0600, err);
+}
+
+/* Under RECORDS_LOCK.  The index follows the disk: a write that failed
+ * leaves the index as it was, and so as the disk still says. */
+static int
+save_locked (struct container_store *store, const struct cri_container *c, bool with_config,
+             struct husk_error **err)
+{
+  struct cri_container *held = store->loaded ? index_get (store, c->id) : NULL;
+  struct cri_container *copy;
+
+  if (store->loaded && !with_config && held == NULL)
+    return husk_error_kind (err, ENOENT, "container %s: removed", c->id);
+  if (write_record (store, c, with_config, err) < 0)
+    return -1;
+  if (!store->loaded || held == c)
+    return 0;
+  copy = cri_container_copy (c);
+  if (copy->config == NULL && held && held->config)
+    copy->config = config_copy (held->config);
+  index_put (store, copy);
+  return 0;
+}
+
+int
+container_save (struct container_store *store, const struct cri_container *c, bool with_config,
+                struct husk_error **err)
+{
+  int ret;
+
+  pthread_mutex_lock (&store->records_lock);
+  ret = save_locked (store, c, with_config, err);
+  pthread_mutex_unlock (&store->records_lock);
+  return ret;
 }
 
 static char *
@@ -442,7 +580,7 @@ keep_damaged (const char *path)
     husk_error_free (&ignored);
 }
 
-/* Under REBUILD_LOCK: whether a rebuild of ID that could not be saved
+/* Under RECORDS_LOCK: whether a rebuild of ID that could not be saved
  * (and is done again on each read) is to be warned about: the first time. */
 static bool
 first_unsaved (struct container_store *store, const char *id)
@@ -454,7 +592,7 @@ first_unsaved (struct container_store *store, const char *id)
   return true;
 }
 
-/* Under REBUILD_LOCK: cri.json of ID could not be read (WHY).  The record
+/* Under RECORDS_LOCK, while loading: cri.json of ID could not be read (WHY).  The record
  * comes from cri.json itself when only config.pb was bad, else from the
  * disk and the hook; it is saved in place of the damaged one, so that
  * each damage is warned about once. */
@@ -492,7 +630,7 @@ rebuild_locked (struct container_store *store, const char *id, const char *why)
           ? "its bundle and the runtime's state (the damaged file is kept as " RECORD_FILE DAMAGED_SUFFIX ")"
           : "the bundle's annotations",
       stand_in ? ", with a stand-in ContainerConfig" : "");
-  if (container_save (store, c, stand_in, &ignored) == 0)
+  if (save_locked (store, c, stand_in, &ignored) == 0)
     husk_warn ("%s", what);
   else if (first_unsaved (store, id))
     husk_warn ("%s, but not saved: %s", what, ignored->msg);
@@ -507,23 +645,16 @@ container_store_set_rebuild (struct container_store *store, container_rebuild_fn
   store->rebuild_user = user;
 }
 
-/* The record of ID, rebuilt when it cannot be read; NULL when there is
- * none (any more: a remove took cri.json away meanwhile). */
+/* Under RECORDS_LOCK, while loading: the record of ID, rebuilt when it
+ * cannot be read. */
 static struct cri_container *
 read_or_rebuild (struct container_store *store, const char *id)
 {
-  cleanup_free char *record = xasprintf ("%s/%s/" RECORD_FILE, store->containers_dir, id);
   struct cri_container *c = NULL;
   struct husk_error *why = NULL;
 
-  if (read_record (store, id, &c, &why) == 0)
-    return c;
-  pthread_mutex_lock (&store->rebuild_lock);
-  /* Another thread may have rebuilt it meanwhile. */
-  husk_error_free (&why);
-  if (access (record, F_OK) == 0 && read_record (store, id, &c, &why) < 0)
+  if (read_record (store, id, &c, &why) < 0)
     c = rebuild_locked (store, id, why->msg);
-  pthread_mutex_unlock (&store->rebuild_lock);
   husk_error_free (&why);
   return c;
 }
@@ -543,9 +674,10 @@ parse_finished_at (const char *text)
   return (int64_t) timegm (&tm) * 1000000000 + nanos;
 }
 
-/* The monitor wrote how the container ended: record it.  Its own clock
- * reading, not the file's mtime: file times are coarse and may come
- * before the started_at huskd read just before `start`. */
+/* Under RECORDS_LOCK, C held by the index: the monitor wrote how the
+ * container ended: record it.  Its own clock reading, not the file's
+ * mtime: file times are coarse and may come before the started_at huskd
+ * read just before `start`. */
 static void
 fold_exit_file (struct container_store *store, struct cri_container *c)
 {
@@ -574,7 +706,7 @@ fold_exit_file (struct container_store *store, struct cri_container *c)
       c->message = member (doc, "message");
     }
   json_decref (doc);
-  if (container_save (store, c, false, &ignored) < 0 && ignored->errnum != ENOENT)
+  if (save_locked (store, c, false, &ignored) < 0 && ignored->errnum != ENOENT)
     husk_warn ("container %s: %s", c->id, ignored->msg);
   husk_error_free (&ignored);
 }
@@ -585,33 +717,100 @@ is_id_like (const char *name)
   return name[0] != '.' && strspn (name, "0123456789abcdef") == strlen (name);
 }
 
-int
-container_list (struct container_store *store, struct cri_container ***out, size_t *n,
-                struct husk_error **err)
+static int
+compare_records (const void *a, const void *b)
 {
-  cleanup_dir DIR *dir = opendir (store->containers_dir);
-  struct cri_container **list = NULL;
-  struct dirent *de;
-  size_t count = 0;
+  return strcmp ((*(struct cri_container *const *) a)->id, (*(struct cri_container *const *) b)->id);
+}
 
-  if (dir == NULL)
+/* Under RECORDS_LOCK: every record read into the index, once. */
+static int
+load_locked (struct container_store *store, struct husk_error **err)
+{
+  cleanup_dir DIR *dir = NULL;
+  struct dirent *de;
+
+  if (store->loaded)
+    return 0;
+  if ((dir = opendir (store->containers_dir)) == NULL)
     return husk_error_make (err, errno, "list `%s`", store->containers_dir);
   while ((de = readdir (dir)) != NULL)
     {
       cleanup_free char *record = xasprintf ("%s/%s/" RECORD_FILE, store->containers_dir, de->d_name);
-      struct cri_container *c = NULL;
+      struct cri_container *c;
 
       /* The debug CLI's containers live here too, without cri.json. */
       if (!is_id_like (de->d_name) || access (record, F_OK) < 0)
         continue;
       if ((c = read_or_rebuild (store, de->d_name)) == NULL)
         continue;
-      fold_exit_file (store, c);
-      list = xrealloc (list, (count + 1) * sizeof *list);
-      list[count++] = c;
+      store->records = xrealloc (store->records, (store->n_records + 1) * sizeof *store->records);
+      store->records[store->n_records++] = c;
     }
+  if (store->n_records)
+    qsort (store->records, store->n_records, sizeof *store->records, compare_records);
+  store->loaded = true;
+  return 0;
+}
+
+/* Under RECORDS_LOCK: the exit files that appeared for containers the
+ * index does not know to have exited, folded in; one read of the
+ * directory, not one look per container. */
+static void
+fold_exit_files (struct container_store *store)
+{
+  cleanup_dir DIR *dir = opendir (store->exit_dir);
+  struct dirent *de;
+
+  while (dir && (de = readdir (dir)) != NULL)
+    {
+      struct cri_container *c = is_id_like (de->d_name) ? index_get (store, de->d_name) : NULL;
+      if (c && c->state != CRI_CONTAINER_EXITED)
+        fold_exit_file (store, c);
+    }
+}
+
+int
+container_list (struct container_store *store, struct cri_container ***out, size_t *n,
+                struct husk_error **err)
+{
+  struct cri_container **list;
+  size_t count;
+
+  pthread_mutex_lock (&store->records_lock);
+  if (load_locked (store, err) < 0)
+    {
+      pthread_mutex_unlock (&store->records_lock);
+      return -1;
+    }
+  fold_exit_files (store);
+  count = store->n_records;
+  list = xcalloc (count + 1, sizeof *list);
+  for (size_t i = 0; i < count; i++)
+    list[i] = cri_container_copy (store->records[i]);
+  pthread_mutex_unlock (&store->records_lock);
   *out = list;
   *n = count;
+  return 0;
+}
+
+/* Under RECORDS_LOCK, loaded: the record ID names (the id or a unique
+ * prefix of it). */
+static int
+find_locked (struct container_store *store, const char *id, struct cri_container **found,
+             struct husk_error **err)
+{
+  size_t i = index_lower_bound (store, id);
+  struct cri_container *first = i < store->n_records ? store->records[i] : NULL;
+
+  /* Sorted: an exact match is the first with the prefix, and a second
+   * with it comes right after. */
+  if (first == NULL || !husk_str_has_prefix (first->id, id))
+    return husk_error_kind (err, ENOENT, "container `%s` not found", id);
+  if (strcmp (first->id, id) != 0 && i + 1 < store->n_records
+      && husk_str_has_prefix (store->records[i + 1]->id, id))
+    return husk_error_kind (err, EINVAL, "container id prefix `%s` is ambiguous", id);
+  *found = first;
   return 0;
 }
 
@@ -619,36 +818,72 @@ int
 container_lookup (struct container_store *store, const char *id, struct cri_container **out,
                   struct husk_error **err)
 {
-  struct cri_container **list = NULL, *found = NULL;
-  size_t n = 0, matches = 0;
-  bool exact = false;
+  struct cri_container *found = NULL;
+  int ret;
 
   if (id == NULL || id[0] == '\0')
     return husk_error_kind (err, EINVAL, "container_id: required");
-  if (container_list (store, &list, &n, err) < 0)
-    return -1;
-  for (size_t i = 0; i < n && !exact; i++)
-    if (husk_str_has_prefix (list[i]->id, id))
-      {
-        found = list[i];
-        exact = strcmp (list[i]->id, id) == 0;
-        matches++;
-      }
-  if (found && (exact || matches == 1))
-    for (size_t i = 0; i < n; i++)
-      if (list[i] == found)
-        list[i] = NULL;
-  cri_containers_free (list, n);
-  if (found == NULL)
-    return husk_error_kind (err, ENOENT, "container `%s` not found", id);
-  if (!exact && matches > 1)
-    return husk_error_kind (err, EINVAL, "container id prefix `%s` is ambiguous", id);
-  *out = found;
-  return 0;
+  pthread_mutex_lock (&store->records_lock);
+  ret = load_locked (store, err);
+  if (ret == 0)
+    ret = find_locked (store, id, &found, err);
+  if (ret == 0)
+    {
+      fold_exit_file (store, found);
+      *out = cri_container_copy (found);
+    }
+  pthread_mutex_unlock (&store->records_lock);
+  return ret;
 }
+
+char *
+container_store_find_name (struct container_store *store, const char *sandbox_id, const char *name,
+                           uint32_t attempt)
+{
+  struct husk_error *ignored = NULL;
+  char *id = NULL;
+
+  pthread_mutex_lock (&store->records_lock);
+  if (load_locked (store, &ignored) < 0)
+    husk_error_free (&ignored);
+  for (size_t i = 0; i < store->n_records && id == NULL; i++)
+    {
+      const struct cri_container *c = store->records[i];
+      if (c->attempt == attempt && strcmp (c->name, name) == 0 && strcmp (c->sandbox_id, sandbox_id) == 0)
+        id = xstrdup (c->id);
+    }
+  pthread_mutex_unlock (&store->records_lock);
+  return id;
+}
+
+void
+container_store_reload (struct container_store *store)
+{
+  pthread_mutex_lock (&store->records_lock);
+  cri_containers_free (store->records, store->n_records);
+  store->records = NULL;
+  store->n_records = 0;
+  store->loaded = false;
+  pthread_mutex_unlock (&store->records_lock);
+}
+
+static int forget_locked (struct container_store *store, const char *id, struct husk_error **err);
 
 int
 container_forget (struct container_store *store, const char *id, struct husk_error **err)
+{
+  int ret;
+
+  pthread_mutex_lock (&store->records_lock);
+  ret = forget_locked (store, id, err);
+  pthread_mutex_unlock (&store->records_lock);
+  return ret;
+}
+
+/* Under RECORDS_LOCK: the index drops the record as soon as cri.json is
+ * gone, as a lookup on disk would stop finding it then. */
+static int
+forget_locked (struct container_store *store, const char *id, struct husk_error **err)
 {
   cleanup_free char *dir = container_store_dir (store, id);
   const char *files[] = { RECORD_FILE, CONFIG_FILE };
@@ -672,6 +907,8 @@ container_forget (struct container_store *store, const char *id, struct husk_err
       cleanup_free char *path = xasprintf ("%s/%s", dir, files[i]);
       if (unlink (path) < 0 && errno != ENOENT)
         return husk_error_make (err, errno, "remove `%s`", path);
+      if (i == 0)
+        index_drop (store, id);
     }
   if (rmdir (dir) < 0 && errno != ENOENT && errno != ENOTEMPTY)
     return husk_error_make (err, errno, "remove `%s`", dir);

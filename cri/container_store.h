@@ -70,12 +70,18 @@ struct container_store
    * to record the outcome, so different containers' creates and starts
    * overlap. */
   pthread_mutex_t lock;
-  pthread_cond_t idle;          /* a claim was released */
-  char **claims;                /* under LOCK: container ids being started, and
-                                   "create:<sandbox id>/<name>/<attempt>" of creates */
-  pthread_mutex_t rebuild_lock; /* one rebuild of a damaged record at a time */
-  char **rebuild_warned;        /* under REBUILD_LOCK: ids whose rebuild could
-                                   not be saved, warned about once */
+  pthread_cond_t idle; /* a claim was released */
+  char **claims;       /* under LOCK: container ids being started, and
+                          "create:<sandbox id>/<name>/<attempt>" of creates */
+  /* The index: every record, sorted by id, read from disk at the first
+   * use (LOADED) and replaced right after each write of its files, under
+   * RECORDS_LOCK (taken after LOCK, never before it). */
+  pthread_mutex_t records_lock;
+  struct cri_container **records;
+  size_t n_records;
+  bool loaded;
+  char **rebuild_warned; /* under RECORDS_LOCK: ids whose rebuild could
+                            not be saved, warned about once */
   container_rebuild_fn rebuild;
   void *rebuild_user;
 };
@@ -98,7 +104,9 @@ bool container_store_claimed (const struct container_store *store, const char *k
 void container_store_claim (struct container_store *store, const char *key);
 void container_store_release (struct container_store *store, const char *key);
 
-/* Writes cri.json atomically; with WITH_CONFIG config.pb as well. */
+/* Writes cri.json atomically; with WITH_CONFIG config.pb as well; then
+ * the index takes a copy of C.  Without WITH_CONFIG, a container the index
+ * does not hold (removed meanwhile) is not written: errnum ENOENT. */
 int container_save (struct container_store *store, const struct cri_container *c, bool with_config,
                     struct husk_error **err);
 
@@ -109,11 +117,22 @@ void container_store_set_rebuild (struct container_store *store, container_rebui
  * Unknown: errnum ENOENT. */
 int container_lookup (struct container_store *store, const char *id, struct cri_container **out,
                       struct husk_error **err);
-/* Every container.  A record that cannot be read is rebuilt (see the top
- * of this file), saved in its place (the damaged file is kept as
- * cri.json.damaged) and warned about once. */
+/* Every container, from the index: no record file is read but at the
+ * first use, when every record is.  A record that cannot be read then is
+ * rebuilt (see the top of this file), saved in its place (the damaged file
+ * is kept as cri.json.damaged) and warned about once.  Exit files that
+ * appeared are folded in (one read of STATE/exits). */
 int container_list (struct container_store *store, struct cri_container ***out, size_t *n,
                     struct husk_error **err);
+/* The id of the container named NAME, attempt ATTEMPT, in pod SANDBOX_ID
+ * (malloc'd), or NULL when there is none. */
+char *container_store_find_name (struct container_store *store, const char *sandbox_id, const char *name,
+                                 uint32_t attempt);
+/* Forgets the index; the next use reads every record from disk again (as
+ * a restarted huskd would). */
+void container_store_reload (struct container_store *store);
+/* A deep copy of C. */
+struct cri_container *cri_container_copy (const struct cri_container *c);
 
 /* Removes the record files and the exit file; not an error when absent.
  * cri.json goes first: a lookup meanwhile finds no container rather than

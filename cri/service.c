@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cri/cdi/cdi.h"
+#include "cri/layer_usage.h"
 #include "cri/sandbox.h"
 #include "cri/service.h"
 #include "husk/cleanup.h"
@@ -129,6 +130,8 @@ service_start (struct cri_service *svc, const struct huskd_config *cfg, struct h
    * must already find the pod's containers. */
   if (cri_containers_init (svc, err) < 0)
     return -1;
+  if (layer_usage_new ((unsigned) cfg->stats_collect_period_s, &svc->layers, err) < 0)
+    return -1;
   if (cri_streaming_start (svc, err) < 0)
     return -1;
   if (cri_metrics_start (svc, method_table, N_METHODS, err) < 0)
@@ -160,6 +163,7 @@ cri_service_clear (struct cri_service *svc)
   cri_metrics_stop (svc);
   cri_streaming_stop (svc);
   cri_container_events_stop (svc);
+  layer_usage_free (svc->layers);
   store_free (svc->store);
   hosts_config_free (svc->hosts);
   cri_containers_clear (svc);

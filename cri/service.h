@@ -40,6 +40,7 @@ struct cri_service
   struct metrics *metrics;            /* counters and the /metrics endpoint (cri/service_metrics.c) */
   struct metrics_http *metrics_http;  /* NULL unless cfg->metrics_address */
   struct cri_meter *meters;           /* one per method: what the metered handler calls */
+  struct layer_usage *layers;         /* writable layers' usage (cri/layer_usage.h) */
 };
 
 int cri_service_init (struct cri_service *svc, const struct huskd_config *cfg, struct husk_error **err);

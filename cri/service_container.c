@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -154,19 +155,12 @@ static int
 check_name_free (struct container_store *store, const char *sandbox_id,
                  const Runtime__V1__ContainerMetadata *meta, struct husk_error **err)
 {
-  struct cri_container **list = NULL;
-  size_t n = 0;
-  int ret = 0;
+  cleanup_free char *holder = container_store_find_name (store, sandbox_id, meta->name, meta->attempt);
 
-  if (container_list (store, &list, &n, err) < 0)
-    return -1;
-  for (size_t i = 0; i < n && ret == 0; i++)
-    if (strcmp (list[i]->sandbox_id, sandbox_id) == 0 && strcmp (list[i]->name, meta->name) == 0
-        && list[i]->attempt == meta->attempt)
-      ret = husk_error_kind (err, EEXIST, "container `%s` attempt %u exists already in pod %s as %s",
-                             meta->name, meta->attempt, sandbox_id, list[i]->id);
-  cri_containers_free (list, n);
-  return ret;
+  if (holder)
+    return husk_error_kind (err, EEXIST, "container `%s` attempt %u exists already in pod %s as %s",
+                            meta->name, meta->attempt, sandbox_id, holder);
+  return 0;
 }
 
 static char *
@@ -987,6 +981,22 @@ stop_signal_of (const struct cri_container *c)
   return sig;
 }
 
+/* An exited container's rootfs (image/snapshot.h's ROOT/containers/<id>/
+ * merged) is unmounted (lazily) as soon as it exits, as containerd does at
+ * the task's delete: the kernel lets the overlay go while the rest of a
+ * pod's stop runs (CNI DEL), where RemoveContainer's rmdir of the mount
+ * point would otherwise wait for it.  The upper dir stays for the stats
+ * and the snapshot's removal; a rootfs mounted no more is fine for it. */
+static void
+release_rootfs (struct cri_service *svc, const char *id)
+{
+  cleanup_free char *dir = container_store_dir (svc->containers, id);
+  cleanup_free char *merged = xasprintf ("%s/merged", dir);
+
+  if (umount2 (merged, MNT_DETACH | UMOUNT_NOFOLLOW) < 0 && errno != EINVAL && errno != ENOENT)
+    husk_warn ("container %s: unmount `%s`: %s", id, merged, strerror (errno));
+}
+
 /* The stop signal, TIMEOUT seconds for the exit file, then SIGKILL to
  * every process of the container.  Stopping a stopped one is a no-op. */
 static int
@@ -1008,6 +1018,8 @@ stop_container (struct cri_service *svc, const char *id, int64_t timeout, struct
   if (c->state != CRI_CONTAINER_RUNNING || (rt = cri_runtime_for (svc->cfg, c->runtime_handler, err)) == NULL)
     {
       ret = c->state == CRI_CONTAINER_RUNNING ? -1 : 0;
+      if (c->state == CRI_CONTAINER_EXITED)
+        release_rootfs (svc, c->id);
       cri_container_free (c);
       return ret;
     }
@@ -1032,6 +1044,8 @@ stop_container (struct cri_service *svc, const char *id, int64_t timeout, struct
    * watcher did already: before the reply, whichever is first. */
   if (ret == 0)
     note_exit (svc, c->id);
+  if (ret == 0)
+    release_rootfs (svc, c->id);
   cri_container_free (c);
   return ret;
 }

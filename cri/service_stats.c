@@ -14,10 +14,12 @@
 
 #include <jansson.h>
 
+#include "cri/cgroup_sample.h"
 #include "cri/container_store.h"
 #include "cri/containers.h"
 #include "cri/cri_stats.h"
 #include "cri/cri_stats_metrics.h"
+#include "cri/layer_usage.h"
 #include "cri/runtime_exec.h"
 #include "cri/sandbox.h"
 #include "cri/service.h"
@@ -54,6 +56,92 @@ cri_bundle_cgroup (struct cri_service *svc, const char *id)
   return path;
 }
 
+/* The cgroup directories of running containers, found once each: a
+ * container keeps its cgroup while it runs, and the stats RPCs of many
+ * containers would otherwise read each one's runtime state every time. */
+static struct
+{
+  pthread_mutex_t lock;
+  char **ids, **paths; /* NULL-terminated, in step */
+} cgroup_paths = { PTHREAD_MUTEX_INITIALIZER, NULL, NULL };
+
+static char *
+cached_cgroup (const char *id)
+{
+  char *path = NULL;
+
+  pthread_mutex_lock (&cgroup_paths.lock);
+  for (size_t i = 0; cgroup_paths.ids && cgroup_paths.ids[i] && path == NULL; i++)
+    if (strcmp (cgroup_paths.ids[i], id) == 0)
+      path = xstrdup (cgroup_paths.paths[i]);
+  pthread_mutex_unlock (&cgroup_paths.lock);
+  return path;
+}
+
+static void
+cache_cgroup (const char *id, const char *path)
+{
+  pthread_mutex_lock (&cgroup_paths.lock);
+  cgroup_paths.ids = husk_strv_append (cgroup_paths.ids, id);
+  cgroup_paths.paths = husk_strv_append (cgroup_paths.paths, path);
+  pthread_mutex_unlock (&cgroup_paths.lock);
+}
+
+static bool
+id_in (const char *id, char *const *ids, size_t n)
+{
+  for (size_t i = 0; i < n; i++)
+    if (strcmp (ids[i], id) == 0)
+      return true;
+  return false;
+}
+
+/* The paths of the containers in KEEP stay, the others go. */
+static void
+prune_cgroups (char *const *keep, size_t n_keep)
+{
+  size_t n, i = 0;
+
+  pthread_mutex_lock (&cgroup_paths.lock);
+  n = husk_strv_len (cgroup_paths.ids);
+  while (i < n)
+    {
+      if (id_in (cgroup_paths.ids[i], keep, n_keep))
+        {
+          i++;
+          continue;
+        }
+      free (cgroup_paths.ids[i]);
+      free (cgroup_paths.paths[i]);
+      cgroup_paths.ids[i] = cgroup_paths.ids[n - 1];
+      cgroup_paths.paths[i] = cgroup_paths.paths[n - 1];
+      cgroup_paths.ids[n - 1] = cgroup_paths.paths[n - 1] = NULL;
+      n--;
+    }
+  pthread_mutex_unlock (&cgroup_paths.lock);
+}
+
+/* ID's path goes (its cgroup went). */
+static void
+forget_cgroup (const char *id)
+{
+  size_t n;
+
+  pthread_mutex_lock (&cgroup_paths.lock);
+  n = husk_strv_len (cgroup_paths.ids);
+  for (size_t i = 0; i < n; i++)
+    if (strcmp (cgroup_paths.ids[i], id) == 0)
+      {
+        free (cgroup_paths.ids[i]);
+        free (cgroup_paths.paths[i]);
+        cgroup_paths.ids[i] = cgroup_paths.ids[n - 1];
+        cgroup_paths.paths[i] = cgroup_paths.paths[n - 1];
+        cgroup_paths.ids[n - 1] = cgroup_paths.paths[n - 1] = NULL;
+        break;
+      }
+  pthread_mutex_unlock (&cgroup_paths.lock);
+}
+
 /* The cgroup directory of a running container, NULL when it has none. */
 static char *
 container_cgroup (struct cri_service *svc, const struct cri_container *c)
@@ -65,6 +153,8 @@ container_cgroup (struct cri_service *svc, const struct cri_container *c)
 
   if (c->state != CRI_CONTAINER_RUNNING)
     return NULL;
+  if ((path = cached_cgroup (c->id)) != NULL)
+    return path;
   rt = cri_runtime_for (svc->cfg, c->runtime_handler, &ignored);
   if (rt && state_load (rt->root, c->id, &state, &ignored) == 0 && state->cgroup_path)
     path = xstrdup (state->cgroup_path);
@@ -74,6 +164,8 @@ container_cgroup (struct cri_service *svc, const struct cri_container *c)
     path = cri_bundle_cgroup (svc, c->id);
   if (path && !cgroup_exists (path))
     free (steal_pointer (&path));
+  if (path)
+    cache_cgroup (c->id, path);
   return path;
 }
 
@@ -86,8 +178,11 @@ struct container_sample
   struct husk_cgroup_stats cg;
 };
 
+/* FULL: every counter, for the metrics RPC; else what the stats RPCs
+ * report (cri/cgroup_sample.h), from far fewer files. */
 static void
-sample_container (struct cri_service *svc, const struct cri_container *c, struct container_sample *out)
+sample_container (struct cri_service *svc, const struct cri_container *c, bool full,
+                  struct container_sample *out)
 {
   struct husk_error *err = NULL;
 
@@ -95,9 +190,12 @@ sample_container (struct cri_service *svc, const struct cri_container *c, struct
   out->cgroup = container_cgroup (svc, c);
   if (out->cgroup == NULL)
     return;
-  if (husk_cgroup_stats_read (out->cgroup, &out->cg, &err) < 0)
+  if ((full ? husk_cgroup_stats_read (out->cgroup, &out->cg, &err)
+            : cri_cgroup_sample (out->cgroup, &out->cg, &err))
+      < 0)
     {
       /* It exited between the lookup and the read. */
+      forget_cgroup (c->id);
       husk_error_free (&err);
       return;
     }
@@ -141,7 +239,8 @@ container_attributes (struct cri_arena *arena, const struct cri_container *c)
   return attrs;
 }
 
-/* The snapshot's upper dir (image/snapshot.h); none for a read-only rootfs. */
+/* The snapshot's upper dir (image/snapshot.h); none for a read-only rootfs.
+ * Its usage as last measured (cri/layer_usage.h), timestamped then. */
 static Runtime__V1__FilesystemUsage *
 writable_layer (struct cri_arena *arena, struct cri_service *svc, const struct cri_container *c)
 {
@@ -151,8 +250,9 @@ writable_layer (struct cri_arena *arena, struct cri_service *svc, const struct c
   Runtime__V1__FilesystemUsage *fs;
   struct cri_dir_usage usage;
   struct husk_error *err = NULL;
+  int64_t taken_ns = 0;
 
-  if (cri_stats_dir_usage (upper, &usage, &err) < 0)
+  if (layer_usage_get (svc->layers, upper, &usage, &taken_ns, &err) < 0)
     {
       if (err->errnum != ENOENT)
         husk_warn ("container %s: %s", c->id, err->msg);
@@ -164,7 +264,7 @@ writable_layer (struct cri_arena *arena, struct cri_service *svc, const struct c
   fs_id->mountpoint = upper;
   fs = cri_arena_alloc (arena, sizeof *fs);
   runtime__v1__filesystem_usage__init (fs);
-  fs->timestamp = cri_now_ns ();
+  fs->timestamp = taken_ns;
   fs->fs_id = fs_id;
   fs->used_bytes = cri_stats_u64 (arena, usage.bytes);
   fs->inodes_used = cri_stats_u64 (arena, usage.inodes);
@@ -209,7 +309,7 @@ container_stats_now (struct cri_arena *arena, struct cri_service *svc, const str
   struct container_sample sample;
   Runtime__V1__ContainerStats *stats;
 
-  sample_container (svc, c, &sample);
+  sample_container (svc, c, false, &sample);
   stats = container_stats (arena, svc, c, &sample);
   sample_clear (&sample);
   return stats;
@@ -226,9 +326,15 @@ prune_container_samples (struct cri_container *const *list, size_t n)
 {
   cleanup_free char **ids = xcalloc (n + 1, sizeof *ids);
 
+  size_t n_running = 0;
+
   for (size_t i = 0; i < n; i++)
     ids[i] = list[i]->id;
   prune_samples ('c', ids, n);
+  for (size_t i = 0; i < n; i++)
+    if (list[i]->state == CRI_CONTAINER_RUNNING)
+      ids[n_running++] = list[i]->id;
+  prune_cgroups (ids, n_running);
 }
 
 /* ------------------------------------------------------------------ */
@@ -387,68 +493,125 @@ pod_cgroup (const struct sandbox *sb)
 }
 
 /* setns() changes only the calling thread: a thread of its own enters
- * the pod's network namespace, reads its net/dev and ends. */
-struct netns_read
+ * the pods' network namespaces in turn, reads each one's net/dev and
+ * ends (one thread for all of a list, not one per pod). */
+struct netns_reads
 {
-  const char *pin;
-  char *text;
-  struct husk_error *err;
+  size_t n;
+  const char **pins; /* NULL: nothing to read for that pod */
+  char **texts;
+  struct husk_error **errs;
 };
 
 static void *
-read_net_dev_in (void *arg)
+read_net_devs_in (void *arg)
 {
-  struct netns_read *job = arg;
-  cleanup_close int fd = open (job->pin, O_RDONLY | O_CLOEXEC);
+  struct netns_reads *job = arg;
 
-  if (fd < 0)
-    husk_error_make (&job->err, errno, "open network namespace `%s`", job->pin);
-  else if (setns (fd, CLONE_NEWNET) < 0)
-    husk_error_make (&job->err, errno, "enter network namespace `%s`", job->pin);
-  else
-    husk_read_file ("/proc/thread-self/net/dev", &job->text, NULL, &job->err);
+  for (size_t i = 0; i < job->n; i++)
+    {
+      cleanup_close int fd = job->pins[i] ? open (job->pins[i], O_RDONLY | O_CLOEXEC) : -1;
+
+      if (job->pins[i] == NULL)
+        continue;
+      if (fd < 0)
+        husk_error_make (&job->errs[i], errno, "open network namespace `%s`", job->pins[i]);
+      else if (setns (fd, CLONE_NEWNET) < 0)
+        husk_error_make (&job->errs[i], errno, "enter network namespace `%s`", job->pins[i]);
+      else
+        husk_read_file ("/proc/thread-self/net/dev", &job->texts[i], NULL, &job->errs[i]);
+    }
   return NULL;
 }
 
-/* The pod's interfaces, read inside its network namespace; false when
- * it has none to read (host network, not ready) or the read failed. */
+/* Whether the network of SB is there to read: not host network, ready. */
+static bool
+has_own_network (const struct sandbox *sb)
+{
+  return sb->netns_path != NULL && !sb->network_down && sb->state == SANDBOX_READY;
+}
+
+static void
+net_reads_init (struct netns_reads *job, size_t n)
+{
+  job->n = n;
+  job->pins = xcalloc (n + 1, sizeof *job->pins);
+  job->texts = xcalloc (n + 1, sizeof *job->texts);
+  job->errs = xcalloc (n + 1, sizeof *job->errs);
+}
+
+/* Reads what JOB->pins name, in one thread. */
+static void
+net_reads_run (struct netns_reads *job)
+{
+  pthread_t thread;
+  int ret;
+
+  if ((ret = pthread_create (&thread, NULL, read_net_devs_in, job)) != 0)
+    {
+      for (size_t i = 0; i < job->n; i++)
+        if (job->pins[i])
+          husk_error_make (&job->errs[i], ret, "start a thread to read the pods' network");
+      return;
+    }
+  pthread_join (thread, NULL);
+}
+
+static void
+net_reads_clear (struct netns_reads *job)
+{
+  for (size_t i = 0; i < job->n; i++)
+    {
+      free (job->texts[i]);
+      husk_error_free (&job->errs[i]);
+    }
+  free (job->pins);
+  free (job->texts);
+  free (job->errs);
+}
+
+/* The interfaces of SB alone; false when it has none to read (host
+ * network, not ready) or the read failed (warned about). */
 static bool
 pod_net_devs (const struct sandbox *sb, struct cri_net_dev **devs, size_t *n)
 {
-  struct netns_read job = { .pin = sb->netns_path };
-  pthread_t thread;
+  struct netns_reads job;
+  struct husk_error *err = NULL;
   bool read_ok = false;
-  int ret;
 
   *devs = NULL;
   *n = 0;
-  if (sb->netns_path == NULL || sb->network_down || sb->state != SANDBOX_READY)
+  if (!has_own_network (sb))
     return false;
-  if ((ret = pthread_create (&thread, NULL, read_net_dev_in, &job)) != 0)
-    husk_error_make (&job.err, ret, "start a thread to read the network of pod %s", sb->id);
-  else
-    pthread_join (thread, NULL);
-  if (job.err == NULL && cri_stats_parse_net_dev (job.text, devs, n, &job.err) == 0)
+  net_reads_init (&job, 1);
+  job.pins[0] = sb->netns_path;
+  net_reads_run (&job);
+  if (job.errs[0] == NULL && cri_stats_parse_net_dev (job.texts[0], devs, n, &err) == 0)
     read_ok = true;
-  if (job.err)
-    {
-      husk_warn ("pod %s: %s", sb->id, job.err->msg);
-      husk_error_free (&job.err);
-    }
-  free (job.text);
+  if (job.errs[0] || err)
+    husk_warn ("pod %s: %s", sb->id, (job.errs[0] ? job.errs[0] : err)->msg);
+  husk_error_free (&err);
+  net_reads_clear (&job);
   return read_ok;
 }
 
+/* NetworkUsage of SB from TEXT (its /proc/net/dev, read at NOW) or, when
+ * it could not be read, NULL and a warning with ERR. */
 static Runtime__V1__NetworkUsage *
-pod_network (struct cri_arena *arena, const struct sandbox *sb)
+pod_network (struct cri_arena *arena, const struct sandbox *sb, const char *text, struct husk_error *err,
+             int64_t now)
 {
   cleanup_free struct cri_net_dev *devs = NULL;
-  int64_t now = cri_now_ns ();
+  struct husk_error *parse_err = NULL;
   size_t n = 0;
 
-  if (!pod_net_devs (sb, &devs, &n))
+  if (!has_own_network (sb))
     return NULL;
-  return cri_stats_network (arena, devs, n, now);
+  if (err == NULL && text && cri_stats_parse_net_dev (text, &devs, &n, &parse_err) == 0)
+    return cri_stats_network (arena, devs, n, now);
+  husk_warn ("pod %s: %s", sb->id, err ? err->msg : parse_err ? parse_err->msg : "no network statistics");
+  husk_error_free (&parse_err);
+  return NULL;
 }
 
 static uint64_t
@@ -472,11 +635,15 @@ pod_process (struct cri_arena *arena, const struct husk_cgroup_stats *pod_cg,
 
   runtime__v1__process_usage__init (process);
   process->timestamp = cri_now_ns ();
+  /* pids.current, as containerd reports it; cgroup.procs (of every
+   * hierarchy) only without the pids controller. */
   if (pod_cg && pod_cg->has_pids)
     count = pod_cg->pids.current;
   else
     for (size_t i = 0; i < n; i++)
-      if (samples[i].cgroup)
+      if (samples[i].sampled && samples[i].cg.has_pids)
+        count += samples[i].cg.pids.current;
+      else if (samples[i].cgroup)
         count += count_pids (samples[i].cgroup);
   process->process_count = cri_stats_u64 (arena, count);
   return process;
@@ -517,7 +684,7 @@ pod_containers (struct cri_arena *arena, struct cri_service *svc, const struct s
       struct container_sample *sample = &samples[linux_stats->n_containers];
       if (strcmp (all[i]->sandbox_id, sb->id) != 0)
         continue;
-      sample_container (svc, all[i], sample);
+      sample_container (svc, all[i], false, sample);
       linux_stats->containers[linux_stats->n_containers++] = container_stats (arena, svc, all[i], sample);
       if (sample->sampled)
         cri_stats_add (sum, &sample->cg);
@@ -525,9 +692,11 @@ pod_containers (struct cri_arena *arena, struct cri_service *svc, const struct s
   return samples;
 }
 
+/* NET: the pod's net/dev as read_net_devs_in read it. */
 static Runtime__V1__PodSandboxStats *
 pod_stats (struct cri_arena *arena, struct cri_service *svc, const struct sandbox *sb,
-           struct cri_container *const *all, size_t n_all)
+           struct cri_container *const *all, size_t n_all, const struct netns_reads *net, size_t net_i,
+           int64_t net_at)
 {
   Runtime__V1__PodSandboxStats *stats = cri_arena_alloc (arena, sizeof *stats);
   Runtime__V1__LinuxPodSandboxStats *linux_stats = cri_arena_alloc (arena, sizeof *linux_stats);
@@ -543,7 +712,7 @@ pod_stats (struct cri_arena *arena, struct cri_service *svc, const struct sandbo
   stats->attributes = pod_attributes (arena, sb);
   stats->linux = linux_stats;
   samples = pod_containers (arena, svc, sb, all, n_all, linux_stats, &sum);
-  if (cgroup && husk_cgroup_stats_read (cgroup, &pod_cg, &ignored) == 0)
+  if (cgroup && cri_cgroup_sample (cgroup, &pod_cg, &ignored) == 0)
     {
       usage = &pod_cg;
       has_pod_cg = true;
@@ -551,7 +720,7 @@ pod_stats (struct cri_arena *arena, struct cri_service *svc, const struct sandbo
   husk_error_free (&ignored);
   linux_stats->cpu = cpu_with_rate (arena, usage, 'p', sb->id);
   linux_stats->memory = cri_stats_memory (arena, usage);
-  linux_stats->network = pod_network (arena, sb);
+  linux_stats->network = pod_network (arena, sb, net->texts[net_i], net->errs[net_i], net_at);
   if (sb->state == SANDBOX_READY)
     linux_stats->process
         = pod_process (arena, has_pod_cg ? &pod_cg : NULL, samples, linux_stats->n_containers);
@@ -587,7 +756,14 @@ cri_pod_sandbox_stats (struct rpc_call *call, const void *req_bytes, size_t len,
     cri_fail (call, &err);
   else
     {
-      resp.stats = pod_stats (&arena, svc, sb, all, n_all);
+      struct netns_reads net;
+      int64_t net_at = cri_now_ns ();
+
+      net_reads_init (&net, 1);
+      net.pins[0] = has_own_network (sb) ? sb->netns_path : NULL;
+      net_reads_run (&net);
+      resp.stats = pod_stats (&arena, svc, sb, all, n_all, &net, 0, net_at);
+      net_reads_clear (&net);
       cri_reply (call, &resp.base);
     }
   cri_arena_clear (&arena);
@@ -631,11 +807,19 @@ reply_pod_list (struct rpc_call *call, struct cri_service *svc,
   Runtime__V1__ListPodSandboxStatsResponse resp = RUNTIME__V1__LIST_POD_SANDBOX_STATS_RESPONSE__INIT;
   cleanup_free char *id = filter ? full_sandbox_id (svc, filter->id) : NULL;
   struct cri_arena arena = { 0 };
+  struct netns_reads net;
+  int64_t net_at = cri_now_ns ();
 
+  net_reads_init (&net, n_pods);
+  for (size_t i = 0; i < n_pods; i++)
+    if (pod_matches (pods[i], id, filter) && has_own_network (pods[i]))
+      net.pins[i] = pods[i]->netns_path;
+  net_reads_run (&net);
   resp.stats = cri_arena_alloc (&arena, (n_pods + 1) * sizeof *resp.stats);
   for (size_t i = 0; i < n_pods; i++)
     if (pod_matches (pods[i], id, filter))
-      resp.stats[resp.n_stats++] = pod_stats (&arena, svc, pods[i], all, n_all);
+      resp.stats[resp.n_stats++] = pod_stats (&arena, svc, pods[i], all, n_all, &net, i, net_at);
+  net_reads_clear (&net);
   cri_reply (call, &resp.base);
   cri_arena_clear (&arena);
 }
@@ -698,8 +882,9 @@ container_metrics (struct cri_arena *arena, struct cri_service *svc, const struc
   char *upper = cri_arena_adopt (arena, xasprintf ("%s/upper", dir));
   struct cri_dir_usage usage;
   struct husk_error *ignored = NULL;
+  int64_t taken_ns = 0;
 
-  sample_container (svc, c, &sample);
+  sample_container (svc, c, true, &sample);
   if (!sample.sampled)
     {
       sample_clear (&sample);
@@ -709,7 +894,7 @@ container_metrics (struct cri_arena *arena, struct cri_service *svc, const struc
   runtime__v1__container_metrics__init (cm);
   cm->container_id = c->id;
   cri_metrics_of_cgroup (arena, &list, base, &sample.cg);
-  if (cri_stats_dir_usage (upper, &usage, &ignored) == 0)
+  if (layer_usage_get (svc->layers, upper, &usage, &taken_ns, &ignored) == 0)
     cri_metrics_of_layer (arena, &list, base, upper, &usage);
   husk_error_free (&ignored);
   cri_metric_list_finish (arena, &list);

@@ -9,6 +9,7 @@
 #   hack/bench-cri.sh [N]        (root; build huskd and husk-monitor first)
 #   hack/bench-cri.sh --stream [N]
 #   hack/bench-cri.sh --cdi [N]
+#   hack/bench-cri.sh --scale [N]
 #
 # --stream measures the streaming server instead (test/e2e/bench_stream.py):
 # `crictl exec CID true` round trips (N, median) and `crictl port-forward`
@@ -20,6 +21,16 @@
 # and an env entry, spec-wide a node and two file mounts, as an NVIDIA
 # spec has) against CreateContainer without devices, N rounds (default
 # 50), medians.  Target: overhead <= 1 ms.
+#
+# --scale runs huskd and containerd at the same time, each with N pods
+# (default 100) of one container, driven in turns (test/e2e/bench_cri_scale.py):
+# per-pod create and tear-down, the median latency of ListPodSandbox,
+# ListContainers, ListContainerStats and ListPodSandboxStats (ROUNDS, default
+# 30, calls each) and the daemons' RSS with all pods running.  Targets:
+# stats lists <= 10 ms and <= 0.5x containerd, RSS <= 0.5x.
+#
+# Every mode also prints one line per measured pair for hack/bench-table.sh:
+#   BENCH|name|husk value|peer and value|ratio|goal
 #
 # A trap removes pods, daemons, shims, bridges, iptables rules, temp dirs
 # and the registry, even when it fails.
@@ -42,9 +53,14 @@ if [ "${1:-}" = --stream ]; then
 elif [ "${1:-}" = --cdi ]; then
 	BENCH=bench_cdi.py
 	shift
+elif [ "${1:-}" = --scale ]; then
+	BENCH=bench_cri_scale.py
+	shift
 fi
 export CRICTL=${CRICTL:-$REPO_DIR/../shared/tools/bin/crictl}
 PODS=${1:-20}
+[ "$BENCH" = bench_cri_scale.py ] && PODS=${1:-100}
+ROUNDS=${ROUNDS:-30}
 IPAM_DIR=/var/lib/cni/networks
 FORWARD_BEFORE=$(cat /proc/sys/net/ipv4/ip_forward)
 VAR_LIB_CNI_BEFORE=$([ -d /var/lib/cni ] && echo yes)
@@ -249,6 +265,65 @@ print(f"| median (ms) | {r['plain_median_ms']:.2f} | {r['cdi_median_ms']:.2f} | 
       f"<= 1 {'yes' if r['overhead_ms'] <= 1 else 'no'} |")
 print(f"| p90 (ms) | {r['plain_p90_ms']:.2f} | {r['cdi_p90_ms']:.2f} | | |")
 print(f"\nmedian of the per-round differences: {r['paired_overhead_ms']:.2f} ms")
+print(f"BENCH|CreateContainer with 8 CDI devices, overhead|{r['overhead_ms']:.2f} ms|"
+      f"no devices {r['plain_median_ms']:.2f} ms|{r['cdi_median_ms'] / r['plain_median_ms']:.2f}|overhead <= 1 ms "
+      f"{'met' if r['overhead_ms'] <= 1 else 'missed'}")
+EOS
+	exit 0
+fi
+
+if [ "$BENCH" = bench_cri_scale.py ]; then
+	write_conflist "$W/husk-net.d" "${NET_HUSK[@]}"
+	echo "{\"cni_conf_dir\": \"$W/husk-net.d\"}" >"$W/husk-config.json"
+	"$HUSKD" --listen "unix://$W/husk.sock" --root "$W/husk/root" --state "$W/husk/state" \
+		--config "$W/husk-config.json" >"$W/huskd.log" 2>&1 &
+	HUSKD_PID=$!
+	write_conflist "$W/ctrd-net.d" "${NET_CTRD[@]}"
+	write_containerd_config "$W/containerd.toml" "$ADDR"
+	"$CONTAINERD" --config "$W/containerd.toml" >"$W/containerd.log" 2>&1 &
+	CTRD_PID=$!
+	wait_socket "$W/husk.sock" "$HUSKD_PID" || die "huskd did not start: $(tail -3 "$W/huskd.log")"
+	wait_socket "$W/ctrd.sock" "$CTRD_PID" || die "containerd did not start: $(tail -3 "$W/containerd.log")"
+	SCALE_JSON=$(timeout -k 5 1800 "$PY" "$REPO_DIR/test/e2e/bench_cri_scale.py" "$W/gen" "$IMAGE" "$W/logs-husk" \
+		"$PODS" "$ROUNDS" "husk=$W/husk.sock:$HUSKD_PID" "containerd=$W/ctrd.sock:$CTRD_PID") ||
+		die "the scale run failed: $(tail -3 "$W/huskd.log"; grep -i 'level=error' "$W/containerd.log" | tail -3)"
+	kill -TERM "$HUSKD_PID" "$CTRD_PID"
+	wait "$HUSKD_PID" "$CTRD_PID" 2>/dev/null
+	"$PY" - "$SCALE_JSON" <<'EOS'
+import json, sys
+r = json.loads(sys.argv[1])
+h, c = r["husk"], r["containerd"]
+print(f"{r['pods']} pods of one `sleep 3600` container each in huskd and containerd at once, driven in turns; "
+      f"list latencies: median of {r['rounds']} calls with every pod running\n")
+print("| measure | husk | containerd 1.6 | husk / containerd | target |")
+print("|---|---:|---:|---:|:---:|")
+rows = [("RunPodSandbox+CreateContainer+StartContainer per pod, median (ms)", "create_median_ms", 1, None, None),
+        ("StopPodSandbox+RemovePodSandbox per pod, median (ms)", "teardown_median_ms", 1, 0.5, None),
+        ("ListPodSandbox, median (ms)", "ListPodSandbox_median_ms", 1, None, None),
+        ("ListContainers, median (ms)", "ListContainers_median_ms", 1, None, None),
+        ("ListContainerStats, median (ms)", "ListContainerStats_median_ms", 1, 0.5, 10),
+        ("ListPodSandboxStats, median (ms)", "ListPodSandboxStats_median_ms", 1, 0.5, 10),
+        ("daemon RSS with the pods running (MiB)", "rss_kib", 1024, 0.5, None)]
+unit = lambda key: "MiB" if key == "rss_kib" else "ms"  # noqa: E731
+bench = []
+for name, key, div, want, limit in rows:
+    hv, cv = h[key], c[key]
+    if cv is None:  # containerd 1.6 has no ListPodSandboxStats
+        met = "" if hv is None or limit is None else ("met" if hv <= limit else "missed")
+        shown = "-" if hv is None else f"{hv / div:.1f}"
+        print(f"| {name} | {shown} | unimplemented | - | <= {limit} ms {met} |")
+        bench.append(f"BENCH|{r['pods']} pods: {name}|{shown} {unit(key)}|containerd: unimplemented|-|"
+                     f"<= {limit} ms {met}")
+        continue
+    hv, cv = hv / div, cv / div
+    ratio = hv / cv if cv else float("nan")
+    goal = "" if want is None else f"<= {want}x" + (f", <= {limit} ms" if limit else "")
+    met = "" if want is None else ("met" if ratio <= want and (limit is None or hv <= limit) else "missed")
+    print(f"| {name} | {hv:.1f} | {cv:.1f} | {ratio:.2f} | {goal} {met} |")
+    bench.append(f"BENCH|{r['pods']} pods: {name}|{hv:.1f} {unit(key)}|containerd {cv:.1f} {unit(key)}|"
+                 f"{ratio:.2f}|" + (f"{goal} {met}" if want else "-"))
+print(f"\nitems listed: husk {h['counts']}, containerd {c['counts']}")
+print("\n".join(bench))
 EOS
 	exit 0
 fi
@@ -285,14 +360,17 @@ h, c = json.loads(sys.argv[1]), json.loads(sys.argv[2])
 print(f"crictl exec CID true x {h['execs']}; crictl port-forward of 256 MiB from busybox nc, 3 runs\n")
 print("| measure | husk | containerd 1.6 | husk / containerd | target |")
 print("|---|---:|---:|---:|:---:|")
+bench = [""]
 for name, key, want in (("`crictl exec CID true`, median (ms)", "exec_median_ms", "<= 0.5"),
                         ("`crictl exec CID true`, p90 (ms)", "exec_p90_ms", ""),
                         ("`crictl exec --sync CID true` (ExecSync), median (ms)", "exec_sync_median_ms", ""),
                         ("`crictl version` (crictl start + one RPC), median (ms)", "version_median_ms", ""),
                         ("port-forward throughput, median (MiB/s)", "pf_mib_s_median", ">= 1")):
     ratio = h[key] / c[key] if c[key] else float("nan")
-    met = "" if not want else ("yes" if (ratio <= 0.5 if want == "<= 0.5" else ratio >= 1) else "no")
+    met = "" if not want else ("met" if (ratio <= 0.5 if want == "<= 0.5" else ratio >= 1) else "missed")
     print(f"| {name} | {h[key]:.1f} | {c[key]:.1f} | {ratio:.2f} | {want} {met} |")
+    bench.append(f"BENCH|{name}|{h[key]:.1f}|containerd {c[key]:.1f}|{ratio:.2f}|" + (f"{want} {met}" if want else "-"))
+print("\n".join(bench))
 EOS
 	exit 0
 fi
@@ -309,12 +387,16 @@ print(f"{h['pods']} pods of one `sleep 3600` container each "
       f"husk-monitor processes {h['shims']}, containerd-shim-runc-v2 processes {c['shims']})\n")
 print("| measure | husk | containerd 1.6 | husk / containerd | target <= 0.5 |")
 print("|---|---:|---:|---:|:---:|")
+bench = [""]
 for name, key, div in rows:
     hv, cv = h[key] / div, c[key] / div
     ratio = hv / cv if cv else float("nan")
     print(f"| {name} | {hv:.1f} | {cv:.1f} | {ratio:.2f} | {'yes' if ratio <= 0.5 else 'no'} |")
+    bench.append(f"BENCH|{h['pods']} pods in a row: {name}|{hv:.1f}|containerd {cv:.1f}|{ratio:.2f}|"
+                 f"<= 0.5 {'met' if ratio <= 0.5 else 'missed'}")
 print(f"\nmax start: husk {h['start_max_ms']:.1f} ms, containerd {c['start_max_ms']:.1f} ms; "
       f"max tear-down: husk {h['stop_max_ms']:.1f} ms, containerd {c['stop_max_ms']:.1f} ms; "
       f"StopPodSandbox alone, median: husk {h['stop_only_median_ms']:.1f} ms, "
       f"containerd {c['stop_only_median_ms']:.1f} ms")
+print("\n".join(bench))
 EOR

@@ -144,6 +144,9 @@ def test_stop_remove(c, s):
     st = c.status(cid)
     ok(st.state == pb.CONTAINER_EXITED and st.exit_code == 0 and took < 2,
        f"StopContainer: a sleep loop that traps TERM exits 0 in {took:.2f} s", st)
+    merged = os.path.join(ROOT, "containers", cid, "merged")
+    ok(merged not in mounts_under(ROOT) and os.path.isdir(os.path.join(ROOT, "containers", cid, "upper")),
+       "an exited container's rootfs is unmounted at the stop, its upper dir kept", mounts_under(ROOT))
     c.stop(cid, timeout=5)
     ok(True, "StopContainer again succeeds")
     # A process that ignores SIGTERM is killed at the timeout.
@@ -472,7 +475,7 @@ def test_reopen_log(c, s):
     time.sleep(0.3)
     ok(any(line.endswith("stdout F tick") for line in log_lines("main", "chatty")),
        "new output goes to the reopened log", log_lines("main", "chatty"))
-    reopen_log_errors(c, cid, path)
+    reopen_log_errors(c, s, cid, path)
     # Left running: StopPodSandbox must stop it.
     s["chatty"] = cid
 
@@ -493,7 +496,7 @@ def replace_file(path, text):
     os.rename(path + ".test-tmp", path)
 
 
-def reopen_log_errors(c, cid, path):
+def reopen_log_errors(c, s, cid, path):
     """The monitor's own error comes back at once; a recorded monitor pid
     that another process has now is not signalled."""
     start = time.monotonic()
@@ -518,11 +521,13 @@ def reopen_log_errors(c, cid, path):
     decoy = subprocess.Popen(["sleep", "30"])
     doc = json.loads(original)
     doc["monitor_pid"] = decoy.pid
-    replace_file(record, json.dumps(doc))
+    # huskd reads the records at its start (it keeps them in memory since):
+    # the pid is another process's when a new huskd finds the record.
+    restart(c, s, lambda: replace_file(record, json.dumps(doc)))
     try:
         e, _ = timed_reopen_error(c, cid)
     finally:
-        replace_file(record, original)
+        restart(c, s, lambda: replace_file(record, original))
         time.sleep(0.1)
         decoy_alive = decoy.poll() is None
         decoy.kill()

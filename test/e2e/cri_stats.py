@@ -9,6 +9,7 @@ pod without network stats), the list filters and bad input.  Prints TAP.
 
   cri_stats.py HUSKD REGISTRY WORKDIR
 """
+import json
 import os
 import socket
 import sys
@@ -30,6 +31,7 @@ IMAGE = f"{REGISTRY}/test/busybox:latest"
 LOGS = os.path.join(WORK, "logs")
 ROOT_USER = pb.Int64Value(value=0)  # the test busybox image runs as tester (1000)
 MIB = 1024 * 1024
+COLLECT_PERIOD_S = 2
 # A pod cgroup of our own under the unified hierarchy (removed at the end).
 POD_CGROUP = f"/husk-stats-e2e-{os.getpid()}"
 
@@ -135,10 +137,22 @@ def test_writable_layer(c, s):
        and before.timestamp > 0, "writable_layer: the container's upper dir", before)
     r = c.exec_sync(cid, ["dd", "if=/dev/zero", "of=/stats.dat", "bs=1M", "count=4"])
     ok(r.exit_code == 0, "ExecSync dd writes 4 MiB", r)
-    after = c.stats(cid).writable_layer
+    # The usage is measured again every stats_collect_period_s, not per call.
+    wrote, after = time.time_ns(), c.stats(cid).writable_layer
+    deadline = time.monotonic() + COLLECT_PERIOD_S + 3
+    while after.used_bytes.value - before.used_bytes.value < 4 * MIB and time.monotonic() < deadline:
+        time.sleep(0.2)
+        after = c.stats(cid).writable_layer
     grew = after.used_bytes.value - before.used_bytes.value
-    ok(grew >= 4 * MIB, f"used_bytes grows by at least 4 MiB ({grew} bytes)", (before, after))
+    ok(grew >= 4 * MIB, f"used_bytes grows by at least 4 MiB within the refresh period of "
+       f"{COLLECT_PERIOD_S} s ({grew} bytes, measured {(after.timestamp - wrote) / 1e9:.1f} s after the write)",
+       (before, after))
     ok(after.inodes_used.value >= before.inodes_used.value + 1, "inodes_used counts the new file", (before, after))
+    ok(after.timestamp > before.timestamp and after.timestamp >= wrote - 10**9,
+       "the timestamp is when it was measured", (before.timestamp, after.timestamp, wrote))
+    listed = [x for x in c.list_stats(id=cid)][0].writable_layer
+    ok(listed.used_bytes.value == after.used_bytes.value or listed.timestamp > after.timestamp,
+       "ListContainerStats gives the same reading", (listed, after))
 
 
 def test_exited(c, s):
@@ -299,6 +313,12 @@ def remove_pod_cgroup():
 
 
 def main():
+    config_path = os.path.join(WORK, "config.json")
+    with open(config_path) as f:
+        config = json.load(f)
+    config["stats_collect_period_s"] = COLLECT_PERIOD_S
+    with open(config_path, "w") as f:
+        json.dump(config, f)
     s = {"proc": cri_client.start_huskd(HUSKD, WORK, SOCK, ROOT, STATE, os.path.join(WORK, "config.json"))}
     c = StatsClient(SOCK)
     try:

@@ -180,6 +180,8 @@ test_damaged_record_rebuilt (void **state)
       save_running (f, ID_A, "web");
       save_running (f, ID_B, "db");
       put (record, damages[i]);
+      /* Damage is found when the records are read: at huskd's start. */
+      container_store_reload (f->store);
       c = listed (f, ID_A, &n);
       assert_int_equal (n, 2);
       assert_non_null (c);
@@ -228,6 +230,7 @@ test_hook_and_stand_in_config (void **state)
   save_running (f, ID_A, "web");
   put (record, "\x01\x02\x03");
   put (config, "\xff\xff\xff\xff");
+  container_store_reload (f->store);
   c = listed (f, ID_A, NULL);
   assert_non_null (c);
   assert_int_equal (f->hook_calls, 1);
@@ -259,6 +262,7 @@ test_only_config_damaged (void **state)
   container_store_set_rebuild (f->store, hook, f);
   save_running (f, ID_A, "web");
   put (config, "");
+  container_store_reload (f->store);
   c = listed (f, ID_A, NULL);
   assert_non_null (c);
   /* cri.json was fine: its facts stand, the hook is not asked. */
@@ -321,12 +325,158 @@ test_forget_record_first (void **state)
   /* What a remove cut short between the two unlinks leaves: no record,
    * so no container (and nothing rebuilt). */
   assert_int_equal (unlink (record), 0);
+  container_store_reload (f->store);
   assert_int_equal (container_lookup (f->store, ID_A, &c, &err), -1);
   assert_int_equal (err->errnum, ENOENT);
   husk_error_free (&err);
   assert_int_equal (access (config, F_OK), 0);
   assert_int_equal (container_forget (f->store, ID_A, &err), 0);
   assert_int_equal (access (config, F_OK), -1);
+}
+
+/* ------------------------------------------------------------------ */
+/* the index                                                            */
+
+#define ID_A2 "aaaa000000000000000000000000000000000000000000000000000000000003"
+
+static void
+expect_lookup (struct fixture *f, const char *id, int errnum, const char *want_id)
+{
+  struct cri_container *c = NULL;
+  struct husk_error *err = NULL;
+
+  if (errnum)
+    {
+      assert_int_equal (container_lookup (f->store, id, &c, &err), -1);
+      assert_int_equal (err->errnum, errnum);
+      husk_error_free (&err);
+      return;
+    }
+  assert_int_equal (container_lookup (f->store, id, &c, &err), 0);
+  assert_string_equal (c->id, want_id);
+  cri_container_free (c);
+}
+
+static void
+test_index_prefix_lookup (void **state)
+{
+  struct fixture *f = *state;
+
+  save_running (f, ID_A, "web");
+  save_running (f, ID_B, "db");
+  /* Loaded now; what follows goes through the index. */
+  expect_lookup (f, "bb", 0, ID_B);
+  expect_lookup (f, "aaaa", 0, ID_A);
+  save_running (f, ID_A2, "cache");
+  expect_lookup (f, "aaaa", EINVAL, NULL);
+  expect_lookup (f, ID_A, 0, ID_A);
+  expect_lookup (f, ID_A2, 0, ID_A2);
+  expect_lookup (f, "aaaa00000000000000000000000000000000000000000000000000000000000", EINVAL, NULL);
+  expect_lookup (f, "c", ENOENT, NULL);
+  expect_lookup (f, "", EINVAL, NULL);
+  expect_lookup (f, "aaaa0000000000000000000000000000000000000000000000000000000000039", ENOENT, NULL);
+}
+
+static void
+test_index_name_and_forget (void **state)
+{
+  struct fixture *f = *state;
+  struct husk_error *err = NULL;
+  cleanup_free char *dir = container_store_dir (f->store, ID_A);
+  cleanup_free char *held = NULL;
+  struct cri_container *c = NULL;
+  size_t n = 0;
+
+  save_running (f, ID_A, "web");
+  held = container_store_find_name (f->store, POD, "web", 3);
+  assert_string_equal (held, ID_A);
+  assert_null (container_store_find_name (f->store, POD, "web", 4));
+  assert_null (container_store_find_name (f->store, "other", "web", 3));
+  assert_int_equal (container_lookup (f->store, ID_A, &c, &err), 0);
+  assert_int_equal (container_forget (f->store, ID_A, &err), 0);
+  assert_null (container_store_find_name (f->store, POD, "web", 3));
+  expect_lookup (f, ID_A, ENOENT, NULL);
+  /* An update racing the remove brings back neither record nor directory. */
+  assert_int_equal (container_save (f->store, c, false, &err), -1);
+  assert_int_equal (err->errnum, ENOENT);
+  husk_error_free (&err);
+  assert_null (listed (f, ID_A, &n));
+  assert_int_equal (n, 0);
+  cri_container_free (c);
+  /* bundle/ is left by save_running: the directory stays, without records. */
+  assert_int_equal (access (dir, F_OK), 0);
+}
+
+static void
+test_index_follows_writes (void **state)
+{
+  struct fixture *f = *state;
+  cleanup_free char *record = file_in (f, ID_A, "cri.json");
+  cleanup_free char *exit_path = container_store_exit_path (f->store, ID_A);
+  struct cri_container *c = NULL;
+  struct husk_error *err = NULL;
+  size_t n = 0;
+
+  save_running (f, ID_A, "web");
+  assert_int_equal (container_lookup (f->store, ID_A, &c, &err), 0);
+  c->exit_code = 7;
+  free (c->message);
+  c->message = xstrdup ("updated");
+  assert_int_equal (container_save (f->store, c, false, &err), 0);
+  cri_container_free (c);
+  /* The index answers, not the file: a record taken away behind huskd's
+   * back is still listed, with what was last written... */
+  assert_int_equal (unlink (record), 0);
+  c = listed (f, ID_A, &n);
+  assert_non_null (c);
+  assert_int_equal (n, 1);
+  assert_int_equal (c->exit_code, 7);
+  assert_string_equal (c->message, "updated");
+  assert_string_equal (c->config->metadata->name, "web");
+  cri_container_free (c);
+  /* ...but an exit file the monitor wrote is folded into the list. */
+  put (exit_path, "{\"exit_code\": 3, \"oom_killed\": false, \"finished_at\": "
+                  "\"2016-10-06T00:17:09.669794202Z\"}");
+  c = listed (f, ID_A, NULL);
+  assert_int_equal (c->state, CRI_CONTAINER_EXITED);
+  assert_int_equal (c->exit_code, 3);
+  assert_string_equal (c->reason, "Error");
+  cri_container_free (c);
+  /* Folding wrote the record again: the disk holds the exit too. */
+  container_store_reload (f->store);
+  c = listed (f, ID_A, NULL);
+  assert_non_null (c);
+  assert_int_equal (c->state, CRI_CONTAINER_EXITED);
+  assert_int_equal (c->exit_code, 3);
+  cri_container_free (c);
+}
+
+static void
+test_index_reload_from_disk (void **state)
+{
+  struct fixture *f = *state;
+  struct container_store *other = NULL;
+  struct cri_container **list = NULL;
+  struct husk_error *err = NULL;
+  size_t n = 0;
+
+  save_running (f, ID_B, "db");
+  save_running (f, ID_A, "web");
+  save_running (f, ID_A2, "cache");
+  assert_int_equal (container_forget (f->store, ID_A2, &err), 0);
+  /* A second store on the same disk (a restarted huskd) sees the same. */
+  assert_int_equal (container_store_open (f->root, f->state, &other, &err), 0);
+  assert_int_equal (container_list (other, &list, &n, &err), 0);
+  assert_int_equal (n, 2);
+  /* Sorted by id. */
+  assert_string_equal (list[0]->id, ID_A);
+  assert_string_equal (list[1]->id, ID_B);
+  assert_string_equal (list[1]->name, "db");
+  assert_int_equal (list[1]->state, CRI_CONTAINER_RUNNING);
+  assert_int_equal (list[1]->pid_start, 987654321);
+  assert_string_equal (list[1]->image_ref, "busybox@sha256:5678");
+  cri_containers_free (list, n);
+  container_store_free (other);
 }
 
 int
@@ -340,6 +490,10 @@ main (void)
     cmocka_unit_test_setup_teardown (test_nothing_to_rebuild_from, setup, teardown),
     cmocka_unit_test_setup_teardown (test_lost_monitor_exit_file, setup, teardown),
     cmocka_unit_test_setup_teardown (test_forget_record_first, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_index_prefix_lookup, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_index_name_and_forget, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_index_follows_writes, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_index_reload_from_disk, setup, teardown),
   };
   return cmocka_run_group_tests (tests, NULL, NULL);
 }

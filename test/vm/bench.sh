@@ -1,7 +1,8 @@
 # The cgroup benchmark, run in the VM by `hack/vm-test.sh --bench`: the
 # mean time of create + start + delete of a container with memory, cpu and
 # pids limits, husk against crun, both on this pure cgroup v2 kernel.
-# Prints "BENCH-RESULT runs=N husk_ms=X crun_ms=Y" for hack/vm-test.sh.
+# Prints "BENCH-RESULT runs=N husk_ms=X crun_ms=Y" for hack/vm-test.sh, and
+# "# BENCH|..." for hack/bench-table.sh (vm-test.sh passes "#" lines on).
 . /vm/tests/lib.sh
 
 RUNS=${BENCH_RUNS:-20}
@@ -47,4 +48,13 @@ measure() { # NAME RUNTIME DELETE-FLAG
 
 measure husk "$HUSK" --force
 measure crun /husk/bin/crun -f
-echo "BENCH-RESULT runs=$RUNS husk_ms=$(cat /run/bench-husk.ms) crun_ms=$(cat /run/bench-crun.ms)"
+HUSK_MS=$(cat /run/bench-husk.ms)
+CRUN_MS=$(cat /run/bench-crun.ms)
+echo "BENCH-RESULT runs=$RUNS husk_ms=$HUSK_MS crun_ms=$CRUN_MS"
+if [ "$CRUN_MS" -gt 0 ] 2>/dev/null; then
+	RATIO=$((HUSK_MS * 100 / CRUN_MS))
+	RATIO=$((RATIO / 100)).$(printf '%02d' $((RATIO % 100)))
+else
+	RATIO=nan
+fi
+echo "# BENCH|vm cgroup v2: create+start+delete with limits ($RUNS runs)|$HUSK_MS ms|crun $CRUN_MS ms|$RATIO|-"
