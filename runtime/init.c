@@ -76,7 +76,7 @@ init_cloexec_from (int first)
  * joined by the parent (they only apply to children); the mount namespace
  * goes last, since after it the host's paths are gone. */
 static int
-join_namespaces (const struct spec *spec, struct husk_error **err)
+join_namespaces (const struct spec *spec, bool user_joined, struct husk_error **err)
 {
   static const enum spec_ns_type order[]
       = { SPEC_NS_USER, SPEC_NS_IPC, SPEC_NS_UTS, SPEC_NS_NETWORK, SPEC_NS_CGROUP, SPEC_NS_MOUNT };
@@ -86,7 +86,7 @@ join_namespaces (const struct spec *spec, struct husk_error **err)
       const struct spec_namespace *ns = &spec->namespaces[order[i]];
       cleanup_close int fd = -1;
 
-      if (!ns->present || ns->path == NULL)
+      if (!ns->present || ns->path == NULL || (order[i] == SPEC_NS_USER && user_joined))
         continue;
       fd = open (ns->path, O_RDONLY | O_CLOEXEC);
       if (fd < 0)
@@ -202,7 +202,7 @@ setup_before_pivot (const struct init_config *cfg, const char *state_json, struc
 {
   const struct spec *spec = cfg->spec;
 
-  if (join_namespaces (spec, err) < 0)
+  if (join_namespaces (spec, cfg->joined_user_ns, err) < 0)
     return -1;
   if (cfg->new_user_ns && become_root_in_userns (err) < 0)
     return -1;
@@ -236,7 +236,7 @@ container_init (const struct init_config *cfg)
   /* Not dumpable: other processes in the container cannot ptrace us or
    * open our /proc entries while we still run husk's code.  In a new user
    * namespace that would also lock us out of our own /proc files. */
-  if (!cfg->new_user_ns)
+  if (!cfg->new_user_ns && !cfg->joined_user_ns)
     prctl (PR_SET_DUMPABLE, 0);
 
   if (sync_expect (cfg->sync_fd, SYNC_PARENT_GO, &state_json, &err) < 0)

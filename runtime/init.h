@@ -19,6 +19,7 @@ struct init_config
   int fifo_fd;    /* exec fifo, opened O_RDWR by the parent */
   int console_fd; /* socket that receives the pty master, or -1 */
   bool new_user_ns;
+  bool joined_user_ns; /* linux.namespaces user has a path: the clone was made inside it */
   bool new_net_ns;
   bool new_cgroup_ns;
   const char *cgroup_path; /* the container's cgroup, made before the clone; NULL: none */
