@@ -59,8 +59,7 @@ husk_id_map_write (pid_t pid, const char *file, const struct husk_id_map *maps, 
 
 /* The child: a user namespace of its own, then it waits for EOF on
  * HOLD_FD (the parent has written the maps and opened the namespace). */
-static void __attribute__ ((noreturn))
-userns_child (int ready_fd, int hold_fd)
+static void __attribute__ ((noreturn)) userns_child (int ready_fd, int hold_fd)
 {
   char byte = unshare (CLONE_NEWUSER) == 0 ? 0 : 1;
 
@@ -128,10 +127,10 @@ husk_fs_type_name (const char *path)
     unsigned long magic;
     const char *name;
   } names[] = {
-    { 0xEF53, "ext4" },       { 0x01021994, "tmpfs" }, { 0x794c7630, "overlay" }, { 0x58465342, "xfs" },
-    { 0x9123683E, "btrfs" },  { 0x6969, "nfs" },       { 0x65735546, "fuse" },    { 0x62656572, "sysfs" },
-    { 0x9fa0, "proc" },       { 0x2fc12fc1, "zfs" },   { 0xF2F52010, "f2fs" },    { 0x858458f6, "ramfs" },
-    { 0x01021997, "9p" },     { 0x73717368, "squashfs" },
+    { 0xEF53, "ext4" },      { 0x01021994, "tmpfs" },    { 0x794c7630, "overlay" }, { 0x58465342, "xfs" },
+    { 0x9123683E, "btrfs" }, { 0x6969, "nfs" },          { 0x65735546, "fuse" },    { 0x62656572, "sysfs" },
+    { 0x9fa0, "proc" },      { 0x2fc12fc1, "zfs" },      { 0xF2F52010, "f2fs" },    { 0x858458f6, "ramfs" },
+    { 0x01021997, "9p" },    { 0x73717368, "squashfs" },
   };
   struct statfs sfs;
 
@@ -141,6 +140,17 @@ husk_fs_type_name (const char *path)
     if ((unsigned long) sfs.f_type == names[i].magic)
       return names[i].name;
   return "unknown";
+}
+
+int
+husk_mount_clone (const char *path, bool recursive, struct husk_error **err)
+{
+  unsigned flags = OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | (recursive ? AT_RECURSIVE : 0);
+  int fd = (int) syscall (SYS_open_tree, AT_FDCWD, path, flags);
+
+  if (fd < 0)
+    return husk_error_make (err, errno, "bind `%s`: clone the mount", path);
+  return fd;
 }
 
 int

@@ -47,8 +47,9 @@ struct create_job
   struct container_state state;
   bool state_dir_made;
   int cgroup_fd;
-  int sync_fd;    /* parent's end */
-  int console_fd; /* our end of an internal console pair, for run */
+  int sync_fd;               /* parent's end */
+  int ns_fds[SPEC_NS_COUNT]; /* the namespaces given by path, opened before the clone; -1: none */
+  int console_fd;            /* our end of an internal console pair, for run */
 };
 
 static const struct
@@ -120,12 +121,20 @@ same_mappings (const struct spec_mount *a, const struct spec_mount *b)
          && memcmp (a->gid_mappings, b->gid_mappings, a->n_gid_mappings * sizeof *a->gid_mappings) == 0;
 }
 
-/* The idmapped mounts are made here, in the runtime's namespaces: the
- * kernel wants CAP_SYS_ADMIN over the filesystem, which the init, in the
- * container's user namespace, lacks.  It attaches the detached mounts it
- * inherits.  One user namespace serves each run of equal mappings. */
+static bool
+in_user_ns (const struct spec *spec)
+{
+  return spec->namespaces[SPEC_NS_USER].present;
+}
+
+/* Bind mounts are cloned here, in the runtime's namespaces, and the init
+ * attaches the detached clones: an idmapped one needs CAP_SYS_ADMIN over
+ * the filesystem, and in a user namespace the init could not even reach
+ * a source under a directory only host root may search (the pod's files,
+ * kubelet's volumes).  One user namespace serves each run of equal
+ * mappings. */
 static int
-prepare_idmapped_mounts (struct spec *spec, struct husk_error **err)
+prepare_bind_mounts (struct spec *spec, struct husk_error **err)
 {
   const struct spec_mount *userns_for = NULL;
   cleanup_close int userns_fd = -1;
@@ -133,10 +142,11 @@ prepare_idmapped_mounts (struct spec *spec, struct husk_error **err)
   for (size_t i = 0; i < spec->n_mounts; i++)
     {
       struct spec_mount *mnt = &spec->mounts[i];
+      bool idmapped = mnt->n_uid_mappings > 0;
 
-      if (mnt->n_uid_mappings == 0)
+      if (!idmapped && !(mnt->bind && in_user_ns (spec) && mnt->source))
         continue;
-      if (userns_for == NULL || !same_mappings (userns_for, mnt))
+      if (idmapped && (userns_for == NULL || !same_mappings (userns_for, mnt)))
         {
           cleanup_free struct husk_id_map *uids = to_id_maps (mnt->uid_mappings, mnt->n_uid_mappings);
           cleanup_free struct husk_id_map *gids = to_id_maps (mnt->gid_mappings, mnt->n_gid_mappings);
@@ -147,19 +157,42 @@ prepare_idmapped_mounts (struct spec *spec, struct husk_error **err)
             return husk_error_wrap (err, "config.json: mounts[%zu]", i);
           userns_for = mnt;
         }
-      mnt->idmap_fd = husk_idmap_clone (mnt->source, (mnt->flags & MS_REC) != 0, userns_fd, err);
-      if (mnt->idmap_fd < 0)
+      mnt->prepared_fd = idmapped ? husk_idmap_clone (mnt->source, (mnt->flags & MS_REC) != 0, userns_fd, err)
+                                  : husk_mount_clone (mnt->source, (mnt->flags & MS_REC) != 0, err);
+      if (mnt->prepared_fd < 0)
         return husk_error_wrap (err, "config.json: mounts[%zu] (destination `%s`)", i, mnt->destination);
+      mnt->prepared = true;
+    }
+  return 0;
+}
+
+/* The namespaces to join are opened here, as the runtime: after joining a
+ * user namespace the init could not open a path under a directory only
+ * host root may search (a pod's pins).  pid and time are joined before
+ * the clone, by path. */
+static int
+open_namespaces (struct create_job *job, struct husk_error **err)
+{
+  for (int type = 0; type < SPEC_NS_COUNT; type++)
+    {
+      const struct spec_namespace *ns = &job->spec->namespaces[type];
+
+      if (!ns->present || ns->path == NULL || type == SPEC_NS_PID || type == SPEC_NS_TIME)
+        continue;
+      job->ns_fds[type] = open (ns->path, O_RDONLY | O_CLOEXEC);
+      if (job->ns_fds[type] < 0)
+        return husk_error_make (err, errno, "open %s namespace `%s`", spec_ns_name ((enum spec_ns_type) type),
+                                ns->path);
     }
   return 0;
 }
 
 static void
-close_idmapped_mounts (struct spec *spec)
+close_prepared_mounts (struct spec *spec)
 {
   for (size_t i = 0; spec && i < spec->n_mounts; i++)
-    if (spec->mounts[i].n_uid_mappings > 0)
-      husk_closep (&spec->mounts[i].idmap_fd);
+    if (spec->mounts[i].prepared)
+      husk_closep (&spec->mounts[i].prepared_fd);
 }
 
 /* The pid and time namespaces apply to children only, so the parent joins
@@ -407,6 +440,7 @@ init_child (struct create_job *job, int sync_fd, int other_sync_fd, int fifo_fd,
     .new_net_ns = ns_new (job->spec, SPEC_NS_NETWORK),
     .new_cgroup_ns = ns_new (job->spec, SPEC_NS_CGROUP),
     .cgroup_path = job->state.cgroup_path,
+    .ns_fds = job->ns_fds,
   };
   close (other_sync_fd);
   if (job->console_fd >= 0)
@@ -644,7 +678,9 @@ job_clear (struct create_job *job)
   if (job->sync_fd >= 0)
     close (job->sync_fd);
   seccomp_program_clear (&job->seccomp);
-  close_idmapped_mounts (job->spec);
+  close_prepared_mounts (job->spec);
+  for (int type = 0; type < SPEC_NS_COUNT; type++)
+    husk_closep (&job->ns_fds[type]);
   free (job->state.state_dir);
   free (job->state.bundle);
   free (job->state.rootfs);
@@ -668,7 +704,7 @@ create_steps (struct create_job *job, struct husk_error **err)
     return -1;
   if (job->spec->has_seccomp && seccomp_compile (&job->spec->seccomp, &job->seccomp, err) < 0)
     return -1;
-  if (prepare_idmapped_mounts (job->spec, err) < 0)
+  if (prepare_bind_mounts (job->spec, err) < 0 || open_namespaces (job, err) < 0)
     return -1;
   job->state.id = (char *) job->id;
   job->state.state_dir = state_dir_path (job->ctx->root, job->id);
@@ -690,7 +726,11 @@ create_container_job (const struct runtime_ctx *ctx, const char *id, const struc
   struct create_job job = {
     .ctx = ctx, .id = id, .opts = opts, .cgroup_fd = -1, .sync_fd = -1, .console_fd = foreground ? -1 : -2
   };
-  int ret = create_steps (&job, err);
+  int ret;
+
+  for (int type = 0; type < SPEC_NS_COUNT; type++)
+    job.ns_fds[type] = -1;
+  ret = create_steps (&job, err);
 
   if (ret < 0)
     undo (&job);

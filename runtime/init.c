@@ -76,7 +76,7 @@ init_cloexec_from (int first)
  * joined by the parent (they only apply to children); the mount namespace
  * goes last, since after it the host's paths are gone. */
 static int
-join_namespaces (const struct spec *spec, bool user_joined, struct husk_error **err)
+join_namespaces (const struct spec *spec, bool user_joined, const int *ns_fds, struct husk_error **err)
 {
   static const enum spec_ns_type order[]
       = { SPEC_NS_USER, SPEC_NS_IPC, SPEC_NS_UTS, SPEC_NS_NETWORK, SPEC_NS_CGROUP, SPEC_NS_MOUNT };
@@ -84,14 +84,12 @@ join_namespaces (const struct spec *spec, bool user_joined, struct husk_error **
   for (size_t i = 0; i < sizeof order / sizeof order[0]; i++)
     {
       const struct spec_namespace *ns = &spec->namespaces[order[i]];
-      cleanup_close int fd = -1;
 
       if (!ns->present || ns->path == NULL || (order[i] == SPEC_NS_USER && user_joined))
         continue;
-      fd = open (ns->path, O_RDONLY | O_CLOEXEC);
-      if (fd < 0)
-        return husk_error_make (err, errno, "open %s namespace `%s`", spec_ns_name (order[i]), ns->path);
-      if (setns (fd, ns_clone_flag[order[i]]) < 0)
+      if (ns_fds[order[i]] < 0)
+        return husk_error_make (err, EBADF, "open %s namespace `%s`", spec_ns_name (order[i]), ns->path);
+      if (setns (ns_fds[order[i]], ns_clone_flag[order[i]]) < 0)
         return husk_error_make (err, errno, "join %s namespace `%s`", spec_ns_name (order[i]), ns->path);
     }
   return 0;
@@ -202,7 +200,7 @@ setup_before_pivot (const struct init_config *cfg, const char *state_json, struc
 {
   const struct spec *spec = cfg->spec;
 
-  if (join_namespaces (spec, cfg->joined_user_ns, err) < 0)
+  if (join_namespaces (spec, cfg->joined_user_ns, cfg->ns_fds, err) < 0)
     return -1;
   if (cfg->new_user_ns && become_root_in_userns (err) < 0)
     return -1;

@@ -52,7 +52,11 @@ struct spec_mount
   /* uidMappings/gidMappings: an idmapped bind mount (both or neither). */
   struct spec_id_mapping *uid_mappings, *gid_mappings;
   size_t n_uid_mappings, n_gid_mappings;
-  int idmap_fd; /* not from config.json: the detached idmapped mount create made (with mappings only) */
+  /* Not from config.json: the detached clone of the source create made
+   * in the runtime's namespaces (idmapped when the mount has mappings),
+   * which the init attaches; valid when PREPARED. */
+  bool prepared;
+  int prepared_fd;
 };
 
 struct spec_device

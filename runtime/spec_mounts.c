@@ -243,7 +243,7 @@ parse_mount_item (struct parse_ctx *ctx, json_t *item, void *elem)
 {
   struct spec_mount *mount = elem;
 
-  mount->idmap_fd = -1;
+  mount->prepared_fd = -1;
   if (parse_fields (ctx, item, mount_fields, N_ELEMENTS (mount_fields), mount) < 0
       || parse_mount_options_of (ctx, item, mount) < 0 || check_idmapped_mount (ctx, mount) < 0)
     return -1;

@@ -35,6 +35,9 @@ int husk_userns_open (const struct husk_id_map *uids, size_t n_uids, const struc
  * filesystem; nothing is left behind. */
 int husk_idmap_clone (const char *path, bool recursive, int userns_fd, struct husk_error **err);
 
+/* The same without the idmapping: a detached clone of PATH. */
+int husk_mount_clone (const char *path, bool recursive, struct husk_error **err);
+
 /* Whether an idmapped mount of PATH's filesystem works on this kernel
  * (tried on a throwaway clone). */
 bool husk_idmap_supported (const char *path);

@@ -764,9 +764,9 @@ test_mount_idmapped (void **state)
   assert_int_equal (spec->mounts[0].n_gid_mappings, 2);
   assert_int_equal (spec->mounts[0].gid_mappings[1].container_id, 1000);
   assert_int_equal (spec->mounts[0].gid_mappings[1].host_id, 200000);
-  assert_int_equal (spec->mounts[0].idmap_fd, -1);
+  assert_false (spec->mounts[0].prepared);
   assert_int_equal (spec->mounts[1].n_uid_mappings, 0);
-  assert_int_equal (spec->mounts[1].idmap_fd, -1);
+  assert_false (spec->mounts[1].prepared);
   spec_free (spec);
   expect_error (
       "'mounts': [{'destination': '/a', 'type': 'bind', 'source': '/b', 'uidMappings': "
