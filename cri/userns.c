@@ -54,8 +54,9 @@ parse_list (Runtime__V1__IDMapping *const *list, size_t n, const char *field, co
       if (len == 0)
         return husk_error_kind (err, EINVAL, "%s.%s[%zu].length: must not be 0", field, name, i);
       if (host + len > UINT32_MAX || inside + len > UINT32_MAX)
-        return husk_error_kind (err, EINVAL, "%s.%s[%zu]: host_id %u / container_id %u + length %u pass 2^32-1",
-                                field, name, i, m->host_id, m->container_id, m->length);
+        return husk_error_kind (err, EINVAL,
+                                "%s.%s[%zu]: host_id %u / container_id %u + length %u pass 2^32-1", field,
+                                name, i, m->host_id, m->container_id, m->length);
       if (host < CRI_USERNS_HOST_RESERVED)
         return husk_error_kind (err, EINVAL,
                                 "%s.%s[%zu]: host_id %u is below %u: those ids are the node's, kubelet never "

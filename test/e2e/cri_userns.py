@@ -255,6 +255,20 @@ def test_bad_container_userns(c, s):
        "CreateContainer with userns_options other than the pod's: INVALID_ARGUMENT", e and e.details())
 
 
+def test_restart(c, s):
+    cri_client.stop_huskd(s["proc"])
+    s["proc"] = cri_client.start_huskd(HUSKD, WORK, SOCK, ROOT, STATE, os.path.join(WORK, "config.json"))
+    c.reconnect()
+    st = c.call("PodSandboxStatus", pb.PodSandboxStatusRequest(pod_sandbox_id=s["pod"]), pb.PodSandboxStatusResponse)
+    ok(st.status.state == pb.SANDBOX_READY and c.status(s["main"]).state == pb.CONTAINER_RUNNING,
+       "after a huskd restart the pod is READY and its container runs", st.status.state)
+    cid = c.create(s["pod"], container_config("after", "sleep 1000", userns()), s["pod_config"])
+    c.start(cid)
+    ok(out(c, cid, "cat", "/proc/self/uid_map").split() == ["0", "65536", "65536"] and
+       out(c, cid, "stat", "-c", "%u", "/bin/busybox") == "0",
+       "a container created after the restart joins the pod's user namespace, idmapped rootfs")
+
+
 def test_teardown(c, s):
     pod = s["pod"]
     c.stop_pod(pod)
@@ -292,7 +306,7 @@ def main():
         c.pull(IMAGE)
         os.makedirs(os.path.join(STATE, "sandboxes"), exist_ok=True)
         for test in (test_features, test_bad_mappings, test_pod, test_ids, test_volumes, test_caps,
-                     test_bad_container_userns, test_host_pod, test_teardown, test_timing):
+                     test_bad_container_userns, test_host_pod, test_restart, test_teardown, test_timing):
             try:
                 test(c, s)
             except Exception as e:  # a crash of one test is one failure

@@ -115,6 +115,41 @@ t_idmap_unsupported() {
 	assert_eq "idmap unsupported: no state left" "" "$(ls "$ROOT" 2>/dev/null | grep -x "$CID")"
 }
 
+# In a user namespace the init cannot search a directory only host root
+# may (the pod's pins and files under huskd's state): create opens the
+# namespaces and clones the bind sources for it.
+t_sources_out_of_reach() {
+	local hidden uts_pid i
+	start_holder || { not_ok "hidden sources: holder started"; return; }
+	hidden=$(new_tmpdir hidden)
+	chmod 0700 "$hidden"
+	mkdir "$hidden/files"
+	echo pod-file >"$hidden/files/hosts"
+	chmod 0644 "$hidden/files/hosts"
+	# A uts namespace owned by the holder's user namespace, pinned in there.
+	nsenter -t "$HOLDER_PID" -U unshare --uts sleep 600 &
+	uts_pid=$!
+	defer "kill -9 $uts_pid 2>/dev/null"
+	for i in $(seq 1 100); do
+		[ "$(readlink /proc/$uts_pid/ns/uts 2>/dev/null)" != "$(readlink /proc/self/ns/uts)" ] && break
+		sleep 0.05
+	done
+	touch "$hidden/uts"
+	mount --bind "/proc/$uts_pid/ns/uts" "$hidden/uts"
+	defer "umount $hidden/uts 2>/dev/null"
+	joined_bundle
+	spec_ns uts "$hidden/uts"
+	spec_del_ns network
+	spec_mount /etc/hosts bind "$hidden/files/hosts" rbind ro
+	spec_args sh -c 'cat /etc/hosts; readlink /proc/self/ns/uts'
+	run_ctr
+	assert_rc "hidden sources: container runs" 0 "$RC" || { diag "$ERR"; return; }
+	assert_eq "hidden sources: a bind source under a 0700 host dir is mounted" pod-file \
+		"$(printf '%s\n' "$OUT" | sed -n 1p)"
+	assert_eq "hidden sources: the uts namespace pinned under it is joined" "$(readlink /proc/$uts_pid/ns/uts)" \
+		"$(printf '%s\n' "$OUT" | sed -n 2p)"
+}
+
 t_idmap_bad_config() {
 	BUNDLE=$(new_bundle)
 	spec_set 'c["mounts"].append({"destination": "/v", "type": "bind", "source": "/tmp", "options": ["rbind"],
@@ -139,7 +174,8 @@ t_features() {
 	assert_contains "features: the user namespace" "$(printf '%s' "$out" | json_get linux.namespaces)" '"user"'
 }
 
-for t in t_join_userns t_caps_confined t_idmapped_mount t_idmap_unsupported t_idmap_bad_config t_features; do
+for t in t_join_userns t_caps_confined t_idmapped_mount t_idmap_unsupported t_sources_out_of_reach \
+	t_idmap_bad_config t_features; do
 	run_test "$t"
 done
 finish
