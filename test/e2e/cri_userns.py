@@ -121,7 +121,15 @@ def test_bad_mappings(c, s):
     ok(e is not None and e.code() == grpc.StatusCode.INVALID_ARGUMENT
        and "namespace_options.network: NODE cannot go with userns_options mode POD" in e.details(),
        "RunPodSandbox, host network with a pod user namespace: INVALID_ARGUMENT", e and e.details())
-    ok(sorted(os.listdir(os.path.join(STATE, "sandboxes"))) == before and
+    # Refused inside the namespaces, after the user namespace exists.
+    bad = pod_config("bad", userns())
+    bad.linux.sysctls["net.ipv4.ip_unprivileged_port_start"] = "not-a-number"
+    e = rpc_error(lambda: c.run_pod(bad))
+    ok(e is not None and e.code() == grpc.StatusCode.INVALID_ARGUMENT and "ip_unprivileged_port_start" in e.details(),
+       "RunPodSandbox, a sysctl value the kernel refuses in the pod's namespaces: INVALID_ARGUMENT", e and e.details())
+    with open("/proc/self/mountinfo") as f:
+        pins = [line.split()[4] for line in f if os.path.join(STATE, "sandboxes") in line]
+    ok(sorted(os.listdir(os.path.join(STATE, "sandboxes"))) == before and not pins and
        not [p for p in c.call("ListPodSandbox", pb.ListPodSandboxRequest(), pb.ListPodSandboxResponse).items
             if p.metadata.name == "bad"],
        "refused pods leave no record and no pins", os.listdir(os.path.join(STATE, "sandboxes")))
@@ -130,6 +138,7 @@ def test_bad_mappings(c, s):
 def test_pod(c, s):
     t = time.monotonic()
     s["pod_config"] = pod_config("userns", userns(), pid=pb.POD)
+    s["pod_config"].linux.sysctls["net.ipv4.ip_unprivileged_port_start"] = "100"
     s["pod"] = pod = c.run_pod(s["pod_config"])
     user_pin = os.path.join(pod_dir(pod), "user")
     ok(os.path.exists(user_pin), "the pod's user namespace is pinned beside net, ipc and uts", os.listdir(pod_dir(pod)))
@@ -166,6 +175,8 @@ def test_ids(c, s):
        "inside: root, uid_map 0 65536 65536")
     ok(out(c, cid, "stat", "-c", "%u:%g", "/bin/busybox", "/etc", "/") == "0:0\n0:0\n0:0",
        "the image's files are root's inside (idmapped lower layers)", out(c, cid, "stat", "-c", "%u:%g", "/bin/busybox"))
+    ok(out(c, cid, "cat", "/proc/sys/net/ipv4/ip_unprivileged_port_start") == "100",
+       "a network sysctl of the pod is written inside its namespaces (owned by its user namespace)")
     owners = out(c, cid, "stat", "-c", "%n %u:%g", "/etc/hostname", "/etc/hosts", "/etc/resolv.conf", "/dev/shm")
     ok(owners.split("\n") == ["/etc/hostname 0:0", "/etc/hosts 0:0", "/etc/resolv.conf 0:0", "/dev/shm 0:0"],
        "hostname, hosts, resolv.conf and /dev/shm are the pod's root's", owners)
