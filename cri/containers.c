@@ -331,7 +331,7 @@ check_name_free (const struct containers_ctx *ctx, const char *name, struct husk
 
 int
 containers_prepare_rootfs (const char *image_root, const char *id, const struct image *image, bool readonly,
-                           char **rootfs, struct husk_error **err)
+                           const struct snapshot_idmap *idmap, char **rootfs, struct husk_error **err)
 {
   cleanup_free char **chain_ids = xcalloc (image->n_layers + 1, sizeof (char *));
   struct store *store = NULL;
@@ -347,7 +347,8 @@ containers_prepare_rootfs (const char *image_root, const char *id, const struct 
   store_free (store);
   if (ret < 0)
     return -1;
-  return snapshot_create_container (image_root, id, chain_ids, image->n_layers, readonly, rootfs, err);
+  return snapshot_create_container_idmapped (image_root, id, chain_ids, image->n_layers, readonly, idmap,
+                                             rootfs, err);
 }
 
 /* The RuntimeDefault seccomp profile, as CRI gives it, for the capability
@@ -402,7 +403,8 @@ build_container (const struct containers_ctx *ctx, const struct container_create
   json_t *config = NULL;
   int ret;
 
-  if (containers_prepare_rootfs (ctx->image_root, rec->id, image, spec.readonly_rootfs, &rootfs, err) < 0)
+  if (containers_prepare_rootfs (ctx->image_root, rec->id, image, spec.readonly_rootfs, NULL, &rootfs, err)
+      < 0)
     return -1;
   snprintf (hostname, sizeof hostname, "%.12s", rec->id);
   if (spec.hostname == NULL)

@@ -11,6 +11,8 @@
 #include "cri/ocispec.h"
 #include "husk/error.h"
 
+struct snapshot_idmap;
+
 struct cdi_registry;
 
 struct containers_ctx
@@ -130,9 +132,11 @@ char *containers_new_id (void);
 /* IMAGE_ROOT/containers/<id>/bundle */
 char *containers_bundle_dir (const char *image_root, const char *id);
 /* The rootfs of container ID made from IMAGE: unpacks the layer snapshots
- * that are missing, then mounts its overlay; *ROOTFS gets the path. */
+ * that are missing, then mounts its overlay (its layers idmapped when
+ * IDMAP is not NULL); *ROOTFS gets the path. */
 int containers_prepare_rootfs (const char *image_root, const char *id, const struct image *image,
-                               bool readonly, char **rootfs, struct husk_error **err);
+                               bool readonly, const struct snapshot_idmap *idmap, char **rootfs,
+                               struct husk_error **err);
 /* Writes BUNDLE/config.json atomically, creating BUNDLE. */
 int containers_write_config (const char *bundle, json_t *config, struct husk_error **err);
 

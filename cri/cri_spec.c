@@ -20,6 +20,7 @@
 #include "cri/ocispec.h"
 #include "cri/proto/api.pb-c.h"
 #include "cri/seccomp_default.h"
+#include "cri/userns.h"
 #include "runtime/cgroup.h"
 #include "runtime/spec.h"
 
@@ -395,11 +396,45 @@ pid_namespace (json_t *config, const struct cri_spec_input *in, struct husk_erro
     }
 }
 
+/* A container runs in its pod's user namespace: kubelet repeats the pod's
+ * userns_options for each container, and anything else is refused.  Its
+ * cgroup namespace is then new, owned by the pod's (or the container's
+ * root could not mount its cgroup). */
+static int
+set_user_namespace (json_t *config, const struct cri_spec_input *in, struct husk_error **err)
+{
+  static const char field[] = "linux.security_context.namespace_options.userns_options";
+  const struct cri_spec_sandbox *sb = &in->sandbox;
+  const Runtime__V1__LinuxContainerSecurityContext *sc
+      = in->config->linux ? in->config->linux->security_context : NULL;
+  const Runtime__V1__UserNamespace *options
+      = sc && sc->namespace_options ? sc->namespace_options->userns_options : NULL;
+  struct cri_userns *mine = xcalloc (1, sizeof *mine);
+  bool pod_userns = sb->userns && sb->userns->pod;
+  int ret = 0;
+
+  if (options && cri_userns_parse (options, field, mine, err) < 0)
+    ret = -1;
+  else if (options && (pod_userns ? !cri_userns_equal (mine, sb->userns) : mine->pod))
+    ret = husk_error_kind (
+        err, EINVAL, "%s: differs from the pod's (a container runs in its pod's user namespace)", field);
+  free (mine);
+  if (ret < 0)
+    return -1;
+  set_namespace (config, "user", sb->userns_path, sb->userns_path == NULL);
+  if (sb->userns_path)
+    set_namespace (config, "cgroup", NULL, false);
+  return 0;
+}
+
 /* Network, IPC and UTS are the pod's, whatever the container asks. */
 static int
 set_namespaces (json_t *config, const struct cri_spec_input *in, struct husk_error **err)
 {
   const struct cri_spec_sandbox *sb = &in->sandbox;
+
+  if (set_user_namespace (config, in, err) < 0)
+    return -1;
 
   set_namespace (config, "network", sb->netns_path, sb->netns_path == NULL);
   set_namespace (config, "ipc", sb->ipcns_path, sb->ipcns_path == NULL);
@@ -528,7 +563,47 @@ check_mount (const Runtime__V1__Mount *m, size_t i, struct husk_error **err)
                             (int) m->propagation);
   if (stat (m->host_path, &st) < 0)
     return husk_error_make (err, errno, "mounts[%zu].host_path `%s`", i, m->host_path);
+  if ((m->n_uidmappings == 0) != (m->n_gidmappings == 0))
+    return husk_error_kind (err, EINVAL, "mounts[%zu].%s: required with %s (an idmapped mount needs both)", i,
+                            m->n_uidmappings ? "gidMappings" : "uidMappings",
+                            m->n_uidmappings ? "uidMappings" : "gidMappings");
+  for (size_t k = 0; k < m->n_uidmappings + m->n_gidmappings; k++)
+    {
+      bool uid = k < m->n_uidmappings;
+      const Runtime__V1__IDMapping *map = uid ? m->uidmappings[k] : m->gidmappings[k - m->n_uidmappings];
+      if (map->length == 0)
+        return husk_error_kind (err, EINVAL, "mounts[%zu].%s[%zu].length: must not be 0", i,
+                                uid ? "uidMappings" : "gidMappings", uid ? k : k - m->n_uidmappings);
+    }
   return 0;
+}
+
+/* kubelet's Mount uidMappings/gidMappings (the pod's mappings, for a pod
+ * with a user namespace): an idmapped bind, so the volume's host-root files
+ * appear as the pod's root's, without a chown on the host. */
+static void
+add_mount_mappings (json_t *mount, const Runtime__V1__Mount *m)
+{
+  json_t *uids = json_array (), *gids = json_array ();
+
+  if (m->n_uidmappings == 0)
+    {
+      json_decref (uids);
+      json_decref (gids);
+      return;
+    }
+  for (size_t k = 0; k < m->n_uidmappings; k++)
+    json_array_append_new (uids, json_pack ("{s:I, s:I, s:I}", "containerID",
+                                            (json_int_t) m->uidmappings[k]->container_id, "hostID",
+                                            (json_int_t) m->uidmappings[k]->host_id, "size",
+                                            (json_int_t) m->uidmappings[k]->length));
+  for (size_t k = 0; k < m->n_gidmappings; k++)
+    json_array_append_new (gids, json_pack ("{s:I, s:I, s:I}", "containerID",
+                                            (json_int_t) m->gidmappings[k]->container_id, "hostID",
+                                            (json_int_t) m->gidmappings[k]->host_id, "size",
+                                            (json_int_t) m->gidmappings[k]->length));
+  json_object_set_new (mount, "uidMappings", uids);
+  json_object_set_new (mount, "gidMappings", gids);
 }
 
 /* Mounts go in by depth, so that /a is mounted before /a/b whatever the
@@ -560,8 +635,11 @@ add_user_mounts (json_t *config, const struct cri_spec_input *in, struct husk_er
       const Runtime__V1__Mount *m = cc->mounts[order[k]];
       const char *propagation = propagation_option (m->propagation);
 
+      json_t *mount = bind_mount (m->host_path, m->container_path, propagation, m->readonly);
+
       drop_mounts_at (mounts, m->container_path);
-      json_array_append_new (mounts, bind_mount (m->host_path, m->container_path, propagation, m->readonly));
+      add_mount_mappings (mount, m);
+      json_array_append_new (mounts, mount);
       if (strcmp (propagation, "rshared") == 0)
         rootfs_propagation = "rshared";
       else if (strcmp (propagation, "rslave") == 0 && rootfs_propagation == NULL)

@@ -15,6 +15,7 @@
  * header does not need the generated include path. */
 struct Runtime__V1__ContainerConfig;
 struct Runtime__V1__LinuxContainerResources;
+struct cri_userns;
 
 /* What a container takes from its pod.  A NULL namespace path means the
  * host's namespace (the pod runs with NODE mode for it). */
@@ -23,8 +24,10 @@ struct cri_spec_sandbox
   const char *id;
   const char *hostname;
   const char *netns_path, *ipcns_path, *utsns_path;
-  const char *pidns_path;                                    /* the pod's shared pid namespace, or NULL */
-  bool host_pid;                                             /* the pod's pid mode is NODE */
+  const char *userns_path;         /* the pod's user namespace, or NULL: the host's */
+  const struct cri_userns *userns; /* its mappings (NULL: none), checked against the container's */
+  const char *pidns_path;          /* the pod's shared pid namespace, or NULL */
+  bool host_pid;                   /* the pod's pid mode is NODE */
   const char *hostname_path, *hosts_path, *resolv_conf_path; /* NULL: not mounted */
   const char *shm_path;      /* the pod's /dev/shm to bind; NULL: a tmpfs of the container's own */
   const char *cgroup_parent; /* NULL: none */

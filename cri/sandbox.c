@@ -58,6 +58,7 @@ sandbox_copy (const struct sandbox *sb)
   copy->netns_path = dup_or_null (sb->netns_path);
   copy->ipcns_path = dup_or_null (sb->ipcns_path);
   copy->utsns_path = dup_or_null (sb->utsns_path);
+  copy->userns_path = dup_or_null (sb->userns_path);
   copy->pidns_path = dup_or_null (sb->pidns_path);
   copy->hostname_path = xstrdup (sb->hostname_path);
   copy->hosts_path = xstrdup (sb->hosts_path);
@@ -85,6 +86,7 @@ sandbox_free (struct sandbox *sb)
   free (sb->netns_path);
   free (sb->ipcns_path);
   free (sb->utsns_path);
+  free (sb->userns_path);
   free (sb->pidns_path);
   free (sb->hostname_path);
   free (sb->hosts_path);
@@ -96,6 +98,18 @@ sandbox_free (struct sandbox *sb)
     protobuf_c_message_free_unpacked (&sb->config->base, NULL);
   free (sb->damaged);
   free (sb);
+}
+
+int
+sandbox_userns (const Runtime__V1__PodSandboxConfig *config, struct cri_userns *out, struct husk_error **err)
+{
+  const Runtime__V1__LinuxSandboxSecurityContext *sc
+      = config && config->linux ? config->linux->security_context : NULL;
+  const Runtime__V1__UserNamespace *options
+      = sc && sc->namespace_options ? sc->namespace_options->userns_options : NULL;
+
+  return cri_userns_parse (options, "config.linux.security_context.namespace_options.userns_options", out,
+                           err);
 }
 
 void
@@ -148,13 +162,13 @@ sandbox_save (const struct sandbox *sb, bool with_config, struct husk_error **er
     json_array_append_new (ips, json_string (sb->ips[i]));
   /* The metadata again: what a damaged config.pb leaves to list it by. */
   doc = json_pack (
-      "{s:s, s:s, s:s, s:s, s:i, s:s, s:I, s:s, s:s?, s:s?, s:s?, s:s?, s:i, s:I, s:b, s:b, s:o}", "id",
+      "{s:s, s:s, s:s, s:s, s:i, s:s, s:I, s:s, s:s?, s:s?, s:s?, s:s?, s:s?, s:i, s:I, s:b, s:b, s:o}", "id",
       sb->id, "name", sb->name, "namespace", sb->namespace_, "uid", sb->uid, "attempt", (int) sb->attempt,
       "state", sb->state == SANDBOX_READY ? "ready" : "notready", "created_at", (json_int_t) sb->created_at,
       "runtime_handler", sb->runtime_handler, "netns", sb->netns_path, "ipcns", sb->ipcns_path, "utsns",
-      sb->utsns_path, "pidns", sb->pidns_path, "pause_pid", (int) sb->pause_pid, "pause_start_time",
-      (json_int_t) sb->pause_start_time, "network_down", sb->network_down, "creating", sb->creating, "ips",
-      ips);
+      sb->utsns_path, "userns", sb->userns_path, "pidns", sb->pidns_path, "pause_pid", (int) sb->pause_pid,
+      "pause_start_time", (json_int_t) sb->pause_start_time, "network_down", sb->network_down, "creating",
+      sb->creating, "ips", ips);
   text = json_dumps (doc, JSON_COMPACT);
   json_decref (doc);
   return husk_write_file_atomic (state_path, text, strlen (text), 0600, err);
@@ -208,6 +222,7 @@ load_state (struct sandbox *sb, struct husk_error **err)
   sb->netns_path = json_dup (doc, "netns");
   sb->ipcns_path = json_dup (doc, "ipcns");
   sb->utsns_path = json_dup (doc, "utsns");
+  sb->userns_path = json_dup (doc, "userns");
   sandbox_set_shm_path (sb);
   sb->pidns_path = json_dup (doc, "pidns");
   sb->pause_pid = (pid_t) json_integer_value (json_object_get (doc, "pause_pid"));
@@ -233,9 +248,9 @@ load_state (struct sandbox *sb, struct husk_error **err)
 static bool
 still_alive (const struct sandbox *sb)
 {
-  const char *pins[] = { sb->netns_path, sb->ipcns_path, sb->utsns_path };
+  const char *pins[] = { sb->netns_path, sb->ipcns_path, sb->utsns_path, sb->userns_path };
 
-  for (size_t i = 0; i < 3; i++)
+  for (size_t i = 0; i < 4; i++)
     if (pins[i] && !sandbox_ns_pinned (pins[i]))
       return false;
   return sb->pause_pid <= 0 || sandbox_proc_start_time (sb->pause_pid) == sb->pause_start_time;
@@ -280,6 +295,7 @@ state_from_disk (struct sandbox *sb)
   pin_if_present (sb, "net", &sb->netns_path);
   pin_if_present (sb, "ipc", &sb->ipcns_path);
   pin_if_present (sb, "uts", &sb->utsns_path);
+  pin_if_present (sb, "user", &sb->userns_path);
   sandbox_set_shm_path (sb);
   sb->pause_pid = sandbox_pause_find (sb->id, &sb->pause_start_time);
   if (sb->pause_pid > 0)
@@ -311,9 +327,9 @@ fill_damaged (struct sandbox *sb, bool have_config, bool have_state)
 static bool
 anything_alive (const struct sandbox *sb)
 {
-  const char *pins[] = { sb->netns_path, sb->ipcns_path, sb->utsns_path };
+  const char *pins[] = { sb->netns_path, sb->ipcns_path, sb->utsns_path, sb->userns_path };
 
-  for (size_t i = 0; i < 3; i++)
+  for (size_t i = 0; i < 4; i++)
     if (sandbox_ns_pinned (pins[i]))
       return true;
   return sb->pause_pid > 0 && sandbox_proc_start_time (sb->pause_pid) == sb->pause_start_time;

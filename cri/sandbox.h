@@ -18,6 +18,7 @@
 #include <sys/types.h>
 
 #include "cri/proto/api.pb-c.h"
+#include "cri/userns.h"
 #include "husk/error.h"
 
 enum sandbox_state
@@ -38,6 +39,9 @@ struct sandbox
   char *state_dir; /* STATE/sandboxes/<id> */
   /* Namespace files containers join; NULL means the host's (NODE mode). */
   char *netns_path, *ipcns_path, *utsns_path;
+  /* The pod's own user namespace (userns_options mode POD), which owns the
+   * three above; NULL: the host's.  Its mappings are in config. */
+  char *userns_path;
   /* The pause process's pid namespace (/proc/<pid>/ns/pid) when the pod
    * shares one (NamespaceMode POD); NULL otherwise. */
   char *pidns_path;
@@ -61,6 +65,11 @@ struct sandbox
 };
 
 void sandbox_free (struct sandbox *sb);
+
+/* CONFIG's user namespace (linux.security_context.namespace_options.
+ * userns_options), checked: EINVAL naming the field otherwise. */
+int sandbox_userns (const Runtime__V1__PodSandboxConfig *config, struct cri_userns *out,
+                    struct husk_error **err);
 
 struct sandbox_store;
 

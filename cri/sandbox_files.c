@@ -82,13 +82,31 @@ write_hosts (const struct sandbox *sb, const char *hostname, struct husk_error *
   return write_text (sb->hosts_path, text, err);
 }
 
+/* Root in the pod's user namespace owns them (host root would show as
+ * nobody there); they are the pod's own copies, no host file changes. */
+static int
+give_to_pod_root (const struct sandbox *sb, const struct cri_userns *userns, struct husk_error **err)
+{
+  const char *paths[] = { sb->hostname_path, sb->hosts_path, sb->resolv_conf_path };
+
+  if (!userns->pod)
+    return 0;
+  for (size_t i = 0; i < 3; i++)
+    if (chown (paths[i], cri_userns_root_uid (userns), cri_userns_root_gid (userns)) < 0)
+      return husk_error_make (err, errno, "chown `%s` to the pod's root (%u:%u)", paths[i],
+                              (unsigned) cri_userns_root_uid (userns),
+                              (unsigned) cri_userns_root_gid (userns));
+  return 0;
+}
+
 int
-sandbox_write_files (struct sandbox *sb, const char *hostname, struct husk_error **err)
+sandbox_write_files (struct sandbox *sb, const char *hostname, const struct cri_userns *userns,
+                     struct husk_error **err)
 {
   cleanup_free char *line = xasprintf ("%s\n", hostname);
 
   if (write_text (sb->hostname_path, line, err) < 0 || write_hosts (sb, hostname, err) < 0
-      || write_resolv_conf (sb, err) < 0)
+      || write_resolv_conf (sb, err) < 0 || give_to_pod_root (sb, userns, err) < 0)
     return husk_error_wrap (err, "write the pod's files in `%s`", sb->dir);
   return 0;
 }

@@ -20,6 +20,10 @@ struct sandbox_sysctl
 struct sandbox_ns_setup
 {
   const char *net_pin, *ipc_pin, *uts_pin;
+  /* The pod's user namespace (USERNS->pod): made first, with USERNS's
+   * mappings, and the three above are made inside it, owned by it. */
+  const char *user_pin;
+  const struct cri_userns *userns;
   const char *hostname; /* set in the new uts namespace; NULL: none */
   const struct sandbox_sysctl *sysctls;
   size_t n_sysctls;
@@ -33,7 +37,7 @@ int sandbox_ns_pin (const struct sandbox_ns_setup *setup, struct husk_error **er
 void sandbox_ns_unpin (const char *pin);
 /* The pod's /dev/shm: a tmpfs at PATH (created), and its unmount (not
  * an error when it is not mounted). */
-int sandbox_shm_mount (const char *path, struct husk_error **err);
+int sandbox_shm_mount (const char *path, const struct cri_userns *userns, struct husk_error **err);
 void sandbox_shm_unmount (const char *path);
 
 /* SIGKILLs every process in the network namespace pinned at PIN (none
@@ -43,12 +47,12 @@ int sandbox_ns_kill_members (const char *pin);
 bool sandbox_ns_pinned (const char *pin);
 
 /* Starts the pause process, pid 1 of a new pid namespace, inside the
- * pinned namespaces (NULL: the host's), named `husk-pause SANDBOX_ID`.
+ * pinned namespaces of SETUP (NULL: the host's; in the pod's user namespace
+ * first, as its root, when it has one), named `husk-pause SANDBOX_ID`.
  * It is reparented away from huskd so it outlives huskd restarts.
  * *START_TIME guards against pid reuse. */
-int sandbox_pause_start (const char *sandbox_id, const char *net_pin, const char *ipc_pin,
-                         const char *uts_pin, pid_t *pid, unsigned long long *start_time,
-                         struct husk_error **err);
+int sandbox_pause_start (const char *sandbox_id, const struct sandbox_ns_setup *setup, pid_t *pid,
+                         unsigned long long *start_time, struct husk_error **err);
 /* The pause process of SANDBOX_ID by its command line (for a record that
  * lost its pid), or 0. */
 pid_t sandbox_pause_find (const char *sandbox_id, unsigned long long *start_time);
@@ -82,6 +86,8 @@ int sandbox_cgroup_create (struct sandbox_store *store, struct sandbox *sb, stru
 void sandbox_cgroup_release (struct sandbox_store *store, struct sandbox *sb);
 void sandbox_cgroup_adopt (struct sandbox_store *store, struct sandbox *sb);
 
-int sandbox_write_files (struct sandbox *sb, const char *hostname, struct husk_error **err);
+/* Owned by the pod's root (USERNS) when the pod has its own user namespace. */
+int sandbox_write_files (struct sandbox *sb, const char *hostname, const struct cri_userns *userns,
+                         struct husk_error **err);
 
 #endif

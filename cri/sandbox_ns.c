@@ -42,12 +42,24 @@ enum pin_step
   PIN_MOUNT_UTS,
   PIN_HOSTNAME,
   PIN_LOOPBACK,
+  PIN_USERNS,
+  PIN_BECOME_ROOT,
   PIN_SYSCTL, /* + index of the sysctl */
 };
 
 static const char *const pin_step_names[] = {
-  "unshare the pod namespaces", "pin the network namespace", "pin the ipc namespace",
-  "pin the uts namespace",      "set the hostname",          "bring up lo",
+  "unshare the pod namespaces", "pin the network namespace",
+  "pin the ipc namespace",      "pin the uts namespace",
+  "set the hostname",           "bring up lo",
+  "unshare the user namespace", "become root in the user namespace",
+};
+
+/* What the child of a pod with a user namespace says when it waits for
+ * huskd: to write its id maps, then to pin its namespaces. */
+enum
+{
+  PIN_WAIT_MAPS = -2,
+  PIN_WAIT_PINS = -3,
 };
 
 struct child_report
@@ -66,6 +78,18 @@ close_inherited_fds (int keep_fd)
   if (keep_fd > 3)
     close_range (3, (unsigned) keep_fd - 1, 0);
   close_range ((unsigned) keep_fd + 1, ~0U, 0);
+}
+
+static void
+close_inherited_fds_but2 (int fd_a, int fd_b)
+{
+  int low = fd_a < fd_b ? fd_a : fd_b, high = fd_a < fd_b ? fd_b : fd_a;
+
+  if (low > 3)
+    close_range (3, (unsigned) low - 1, 0);
+  if (high > low + 1)
+    close_range ((unsigned) low + 1, (unsigned) high - 1, 0);
+  close_range ((unsigned) high + 1, ~0U, 0);
 }
 
 static void
@@ -108,20 +132,42 @@ write_sysctl (const struct sandbox_sysctl *sysctl)
   return close (fd);
 }
 
+/* Tells huskd it waits (STEP), and waits for its byte on GO_FD. */
 static void
-pin_child (const struct sandbox_ns_setup *setup, int report_fd)
+wait_for_huskd (int report_fd, int go_fd, int step)
+{
+  struct child_report report = { step, 0 };
+  char byte;
+
+  if (write (report_fd, &report, sizeof report) != sizeof report || read (go_fd, &byte, 1) != 1)
+    _exit (1);
+}
+
+/* In the pod's user namespace (then the namespaces made next are its) the
+ * child cannot mount on the host: huskd pins them from /proc/PID/ns. */
+static void
+pin_child (const struct sandbox_ns_setup *setup, int report_fd, int go_fd)
 {
   int flags = (setup->net_pin ? CLONE_NEWNET : 0) | (setup->ipc_pin ? CLONE_NEWIPC : 0)
               | (setup->uts_pin ? CLONE_NEWUTS : 0);
+  bool in_userns = setup->user_pin != NULL;
 
-  close_inherited_fds (report_fd);
+  close_inherited_fds_but2 (report_fd, go_fd);
+  if (in_userns)
+    {
+      if (unshare (CLONE_NEWUSER) < 0)
+        child_fail (report_fd, PIN_USERNS);
+      wait_for_huskd (report_fd, go_fd, PIN_WAIT_MAPS);
+      if (setresgid (0, 0, 0) < 0 || setresuid (0, 0, 0) < 0)
+        child_fail (report_fd, PIN_BECOME_ROOT);
+    }
   if (unshare (flags) < 0)
     child_fail (report_fd, PIN_UNSHARE);
-  if (setup->net_pin && mount ("/proc/self/ns/net", setup->net_pin, NULL, MS_BIND, NULL) < 0)
+  if (!in_userns && setup->net_pin && mount ("/proc/self/ns/net", setup->net_pin, NULL, MS_BIND, NULL) < 0)
     child_fail (report_fd, PIN_MOUNT_NET);
-  if (setup->ipc_pin && mount ("/proc/self/ns/ipc", setup->ipc_pin, NULL, MS_BIND, NULL) < 0)
+  if (!in_userns && setup->ipc_pin && mount ("/proc/self/ns/ipc", setup->ipc_pin, NULL, MS_BIND, NULL) < 0)
     child_fail (report_fd, PIN_MOUNT_IPC);
-  if (setup->uts_pin && mount ("/proc/self/ns/uts", setup->uts_pin, NULL, MS_BIND, NULL) < 0)
+  if (!in_userns && setup->uts_pin && mount ("/proc/self/ns/uts", setup->uts_pin, NULL, MS_BIND, NULL) < 0)
     child_fail (report_fd, PIN_MOUNT_UTS);
   if (setup->uts_pin && setup->hostname && sethostname (setup->hostname, strlen (setup->hostname)) < 0)
     child_fail (report_fd, PIN_HOSTNAME);
@@ -130,6 +176,8 @@ pin_child (const struct sandbox_ns_setup *setup, int report_fd)
   for (size_t i = 0; i < setup->n_sysctls; i++)
     if (write_sysctl (&setup->sysctls[i]) < 0)
       child_fail (report_fd, PIN_SYSCTL + (int) i);
+  if (in_userns)
+    wait_for_huskd (report_fd, go_fd, PIN_WAIT_PINS);
   _exit (0);
 }
 
@@ -150,9 +198,9 @@ make_pin_file (const char *pin, struct husk_error **err)
 static void
 unpin_all (const struct sandbox_ns_setup *setup)
 {
-  const char *pins[] = { setup->net_pin, setup->ipc_pin, setup->uts_pin };
+  const char *pins[] = { setup->net_pin, setup->ipc_pin, setup->uts_pin, setup->user_pin };
 
-  for (size_t i = 0; i < 3; i++)
+  for (size_t i = 0; i < 4; i++)
     if (pins[i])
       sandbox_ns_unpin (pins[i]);
 }
@@ -174,39 +222,103 @@ pin_failed (const struct sandbox_ns_setup *setup, const struct child_report *rep
   return husk_error_make (err, report->errnum, "%s", pin_step_names[report->step]);
 }
 
+static ssize_t
+read_report (int fd, struct child_report *report)
+{
+  ssize_t got;
+
+  do
+    got = read (fd, report, sizeof *report);
+  while (got < 0 && errno == EINTR);
+  return got;
+}
+
+static int
+pin_from_proc (pid_t pid, const char *name, const char *pin, struct husk_error **err)
+{
+  char source[64];
+
+  if (pin == NULL)
+    return 0;
+  snprintf (source, sizeof source, "/proc/%d/ns/%s", (int) pid, name);
+  if (mount (source, pin, NULL, MS_BIND, NULL) < 0)
+    return husk_error_make (err, errno, "pin the pod's %s namespace on `%s`", name, pin);
+  return 0;
+}
+
+/* The child waits twice: for its maps (kubelet's, in the parent user
+ * namespace, where huskd is root), then for its pins.  Returns the
+ * report that ended the talk in *REPORT, or -1 with *ERR. */
+static int
+drive_userns_child (const struct sandbox_ns_setup *setup, pid_t pid, int report_fd, int go_fd,
+                    struct child_report *report, ssize_t *got, struct husk_error **err)
+{
+  const struct cri_userns *userns = setup->userns;
+
+  *got = read_report (report_fd, report);
+  if (*got != (ssize_t) sizeof *report || report->step != PIN_WAIT_MAPS)
+    return 0;
+  if (husk_id_map_write (pid, "uid_map", userns->uids, userns->n_uids, err) < 0
+      || husk_id_map_write (pid, "gid_map", userns->gids, userns->n_gids, err) < 0
+      || write (go_fd, "g", 1) != 1)
+    return husk_error_wrap (err, "pod user namespace");
+  *got = read_report (report_fd, report);
+  if (*got != (ssize_t) sizeof *report || report->step != PIN_WAIT_PINS)
+    return 0;
+  if (pin_from_proc (pid, "user", setup->user_pin, err) < 0
+      || pin_from_proc (pid, "net", setup->net_pin, err) < 0
+      || pin_from_proc (pid, "ipc", setup->ipc_pin, err) < 0
+      || pin_from_proc (pid, "uts", setup->uts_pin, err) < 0)
+    return -1;
+  if (write (go_fd, "g", 1) != 1)
+    return husk_error_make (err, errno, "pod user namespace: release the namespace child");
+  *got = read_report (report_fd, report);
+  return 0;
+}
+
 int
 sandbox_ns_pin (const struct sandbox_ns_setup *setup, struct husk_error **err)
 {
   struct child_report report = { 0, 0 };
-  int pipe_fds[2], status = 0;
-  ssize_t got;
+  int pipe_fds[2], go_fds[2], status = 0, ret = 0;
+  ssize_t got = 0;
   pid_t pid;
 
   if (make_pin_file (setup->net_pin, err) < 0 || make_pin_file (setup->ipc_pin, err) < 0
-      || make_pin_file (setup->uts_pin, err) < 0)
+      || make_pin_file (setup->uts_pin, err) < 0 || make_pin_file (setup->user_pin, err) < 0)
     return unpin_all (setup), -1;
   if (pipe2 (pipe_fds, O_CLOEXEC) < 0)
     return unpin_all (setup), husk_error_make (err, errno, "pipe");
+  if (pipe2 (go_fds, O_CLOEXEC) < 0)
+    {
+      close (pipe_fds[0]);
+      close (pipe_fds[1]);
+      return unpin_all (setup), husk_error_make (err, errno, "pipe");
+    }
   pid = fork ();
   if (pid < 0)
     {
       close (pipe_fds[0]);
       close (pipe_fds[1]);
+      close (go_fds[0]);
+      close (go_fds[1]);
       return unpin_all (setup), husk_error_make (err, errno, "fork to create the pod namespaces");
     }
   if (pid == 0)
-    {
-      close (pipe_fds[0]);
-      pin_child (setup, pipe_fds[1]);
-    }
+    pin_child (setup, pipe_fds[1], go_fds[0]);
   close (pipe_fds[1]);
-  do
-    got = read (pipe_fds[0], &report, sizeof report);
-  while (got < 0 && errno == EINTR);
+  close (go_fds[0]);
+  if (setup->user_pin)
+    ret = drive_userns_child (setup, pid, pipe_fds[0], go_fds[1], &report, &got, err);
+  else
+    got = read_report (pipe_fds[0], &report);
+  close (go_fds[1]); /* a child still waiting on it exits */
   close (pipe_fds[0]);
   while (waitpid (pid, &status, 0) < 0 && errno == EINTR)
     ;
-  if (got == (ssize_t) sizeof report)
+  if (ret < 0)
+    return unpin_all (setup), -1;
+  if (got == (ssize_t) sizeof report && report.step >= 0)
     return pin_failed (setup, &report, err);
   if (!WIFEXITED (status) || WEXITSTATUS (status) != 0)
     {
@@ -265,11 +377,16 @@ sandbox_ns_kill_members (const char *pin)
 #define SHM_OPTIONS "mode=1777,size=65536k"
 
 int
-sandbox_shm_mount (const char *path, struct husk_error **err)
+sandbox_shm_mount (const char *path, const struct cri_userns *userns, struct husk_error **err)
 {
+  char options[128];
+
+  /* In a pod of its own user namespace the tmpfs is its root's. */
+  snprintf (options, sizeof options, SHM_OPTIONS ",uid=%u,gid=%u", (unsigned) cri_userns_root_uid (userns),
+            (unsigned) cri_userns_root_gid (userns));
   if (mkdir (path, 0700) < 0 && errno != EEXIST)
     return husk_error_make (err, errno, "create `%s`", path);
-  if (mount ("shm", path, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, SHM_OPTIONS) < 0)
+  if (mount ("shm", path, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, options) < 0)
     return husk_error_make (err, errno, "mount the pod's /dev/shm (tmpfs) on `%s`", path);
   return 0;
 }
@@ -290,17 +407,26 @@ enum
   PAUSE_EXEC = 1,
 };
 
-static void
-join (const char *pin, int nstype, int report_fd)
+static int
+open_pin (const char *pin, int report_fd)
 {
   int fd;
 
   if (pin == NULL)
-    return;
+    return -1;
   fd = open (pin, O_RDONLY | O_CLOEXEC);
-  if (fd < 0 || setns (fd, nstype) < 0)
+  if (fd < 0)
     child_fail (report_fd, PAUSE_SETUP);
-  close (fd);
+  return fd;
+}
+
+static void
+join (int fd, int nstype, int report_fd)
+{
+  if (fd >= 0 && setns (fd, nstype) < 0)
+    child_fail (report_fd, PAUSE_SETUP);
+  if (fd >= 0)
+    close (fd);
 }
 
 /* pid 1 of the pod: husk-pause, with nothing of huskd's open.  The id in
@@ -327,18 +453,30 @@ pause_exec (const char *pause_path, const char *sandbox_id, int exec_error_fd)
  * pid 1 into it, reports its pid once it has exec'd (or why it could not)
  * and exits so init adopts it. */
 static void
-pause_launcher (const char *pause_path, const char *sandbox_id, const char *net_pin, const char *ipc_pin,
-                const char *uts_pin, int report_fd)
+pause_launcher (const char *pause_path, const char *sandbox_id, const struct sandbox_ns_setup *setup,
+                int report_fd)
 {
   struct child_report report = { -1, 0 };
   int exec_error[2];
   int exec_errno = 0;
   pid_t init_pid;
 
+  int net_fd, ipc_fd, uts_fd;
+
   close_inherited_fds (report_fd);
-  join (net_pin, CLONE_NEWNET, report_fd);
-  join (ipc_pin, CLONE_NEWIPC, report_fd);
-  join (uts_pin, CLONE_NEWUTS, report_fd);
+  /* Opened while host root: the pins are in a directory only it may
+   * search. */
+  net_fd = open_pin (setup->net_pin, report_fd);
+  ipc_fd = open_pin (setup->ipc_pin, report_fd);
+  uts_fd = open_pin (setup->uts_pin, report_fd);
+  /* First the user namespace: the pid namespace made below is then its,
+   * and the pod's root may mount /proc for it. */
+  join (open_pin (setup->user_pin, report_fd), CLONE_NEWUSER, report_fd);
+  if (setup->user_pin && (setresgid (0, 0, 0) < 0 || setresuid (0, 0, 0) < 0))
+    child_fail (report_fd, PAUSE_SETUP);
+  join (net_fd, CLONE_NEWNET, report_fd);
+  join (ipc_fd, CLONE_NEWIPC, report_fd);
+  join (uts_fd, CLONE_NEWUTS, report_fd);
   if (setsid () < 0 || unshare (CLONE_NEWPID) < 0 || pipe2 (exec_error, O_CLOEXEC) < 0)
     child_fail (report_fd, PAUSE_SETUP);
   init_pid = fork ();
@@ -359,8 +497,8 @@ pause_launcher (const char *pause_path, const char *sandbox_id, const char *net_
 }
 
 int
-sandbox_pause_start (const char *sandbox_id, const char *net_pin, const char *ipc_pin, const char *uts_pin,
-                     pid_t *pid, unsigned long long *start_time, struct husk_error **err)
+sandbox_pause_start (const char *sandbox_id, const struct sandbox_ns_setup *setup, pid_t *pid,
+                     unsigned long long *start_time, struct husk_error **err)
 {
   cleanup_free char *pause_path = cri_helper_path ("husk-pause");
   struct child_report report = { 0, 0 };
@@ -380,7 +518,7 @@ sandbox_pause_start (const char *sandbox_id, const char *net_pin, const char *ip
   if (launcher == 0)
     {
       close (pipe_fds[0]);
-      pause_launcher (pause_path, sandbox_id, net_pin, ipc_pin, uts_pin, pipe_fds[1]);
+      pause_launcher (pause_path, sandbox_id, setup, pipe_fds[1]);
     }
   close (pipe_fds[1]);
   do

@@ -58,6 +58,29 @@ namespace_options (const Runtime__V1__PodSandboxConfig *config)
   return &defaults;
 }
 
+/* kubelet never sends a pod of its own user namespace that shares a
+ * namespace of the node (hostNetwork, hostIPC, hostPID need hostUsers):
+ * the node's namespaces belong to the node's user namespace. */
+static int
+check_userns_modes (const Runtime__V1__PodSandboxConfig *config, const struct cri_userns *userns,
+                    struct husk_error **err)
+{
+  const Runtime__V1__NamespaceOption *ns = namespace_options (config);
+  static const char *const names[] = { "network", "pid", "ipc" };
+  const Runtime__V1__NamespaceMode modes[] = { ns->network, ns->pid, ns->ipc };
+
+  if (!userns->pod)
+    return 0;
+  for (size_t i = 0; i < 3; i++)
+    if (modes[i] == RUNTIME__V1__NAMESPACE_MODE__NODE)
+      return husk_error_kind (
+          err, EINVAL,
+          "config.linux.security_context.namespace_options.%s: NODE cannot go with "
+          "userns_options mode POD (the node's namespace is not the pod's user namespace's)",
+          names[i]);
+  return 0;
+}
+
 static char *
 random_id (void)
 {
@@ -187,13 +210,13 @@ static int
 teardown (struct sandbox_store *store, struct sandbox *sb, bool network_added, struct husk_error **err)
 {
   struct husk_error *rm_err = NULL;
-  const char *pins[] = { sb->netns_path, sb->ipcns_path, sb->utsns_path };
+  const char *pins[] = { sb->netns_path, sb->ipcns_path, sb->utsns_path, sb->userns_path };
   cleanup_free char *shm = NULL;
 
   if (network_added && network_del (store, sb, err) < 0)
     return -1;
   sandbox_pause_kill (sb->pause_pid, sb->pause_start_time);
-  for (size_t i = 0; i < 3; i++)
+  for (size_t i = 0; i < 4; i++)
     if (pins[i])
       sandbox_ns_unpin (pins[i]);
   /* Whatever the record says: the tmpfs must not be emptied by rm_rf. */
@@ -258,6 +281,8 @@ new_record (struct sandbox_store *store, const Runtime__V1__PodSandboxConfig *co
     }
   if (ns->ipc != RUNTIME__V1__NAMESPACE_MODE__NODE)
     sb->ipcns_path = xasprintf ("%s/ipc", sb->state_dir);
+  if (ns->userns_options && ns->userns_options->mode == RUNTIME__V1__NAMESPACE_MODE__POD)
+    sb->userns_path = xasprintf ("%s/user", sb->state_dir);
   sandbox_set_shm_path (sb);
   if (config->linux && !empty (config->linux->cgroup_parent))
     sb->cgroup_parent = xstrdup (config->linux->cgroup_parent);
@@ -285,12 +310,14 @@ hostname_of (const struct sandbox *sb, char *buf, size_t len, struct husk_error 
 
 /* The steps after the name is reserved; *NETWORK_ADDED says what to undo. */
 static int
-create (struct sandbox_store *store, struct sandbox *sb, const struct sandbox_sysctl *sysctls,
-        size_t n_sysctls, bool *network_added, struct husk_error **err)
+create (struct sandbox_store *store, struct sandbox *sb, const struct cri_userns *userns,
+        const struct sandbox_sysctl *sysctls, size_t n_sysctls, bool *network_added, struct husk_error **err)
 {
   struct sandbox_ns_setup setup = { .net_pin = sb->netns_path,
                                     .ipc_pin = sb->ipcns_path,
                                     .uts_pin = sb->utsns_path,
+                                    .user_pin = sb->userns_path,
+                                    .userns = userns,
                                     .hostname = NULL,
                                     .sysctls = sysctls,
                                     .n_sysctls = n_sysctls };
@@ -305,13 +332,11 @@ create (struct sandbox_store *store, struct sandbox *sb, const struct sandbox_sy
     return -1;
   if ((setup.net_pin || setup.ipc_pin) && sandbox_ns_pin (&setup, err) < 0)
     return -1;
-  if (sb->ipcns_path && sandbox_shm_mount (sb->shm_path, err) < 0)
+  if (sb->ipcns_path && sandbox_shm_mount (sb->shm_path, userns, err) < 0)
     return -1;
   if (namespace_options (sb->config)->pid == RUNTIME__V1__NAMESPACE_MODE__POD)
     {
-      if (sandbox_pause_start (sb->id, sb->netns_path, sb->ipcns_path, sb->utsns_path, &sb->pause_pid,
-                               &sb->pause_start_time, err)
-          < 0)
+      if (sandbox_pause_start (sb->id, &setup, &sb->pause_pid, &sb->pause_start_time, err) < 0)
         return -1;
       sb->pidns_path = xasprintf ("/proc/%d/ns/pid", sb->pause_pid);
       /* A restart from here on must find the pause process to kill it. */
@@ -326,7 +351,7 @@ create (struct sandbox_store *store, struct sandbox *sb, const struct sandbox_sy
       if (network_add (store, sb, err) < 0)
         return -1;
     }
-  if (sandbox_write_files (sb, host_name, err) < 0)
+  if (sandbox_write_files (sb, host_name, userns, err) < 0)
     return -1;
   sb->state = SANDBOX_READY;
   sb->creating = false;
@@ -418,11 +443,14 @@ sandbox_run (struct sandbox_store *store, const Runtime__V1__PodSandboxConfig *c
   struct sandbox_sysctl *sysctls = NULL;
   size_t n_sysctls = 0;
   bool network_added = false, limited;
+  struct cri_userns userns;
   struct cni_bandwidth bandwidth;
   struct sandbox *sb;
   int ret;
 
-  if (validate (config, err) < 0 || sandbox_bandwidth (config, &bandwidth, &limited, err) < 0
+  if (validate (config, err) < 0 || sandbox_userns (config, &userns, err) < 0
+      || check_userns_modes (config, &userns, err) < 0
+      || sandbox_bandwidth (config, &bandwidth, &limited, err) < 0
       || sandbox_cgroup_check (config->linux ? config->linux->cgroup_parent : NULL, store->systemd_cgroup,
                                err)
              < 0)
@@ -438,7 +466,7 @@ sandbox_run (struct sandbox_store *store, const Runtime__V1__PodSandboxConfig *c
       ret = husk_error_kind (err, EEXIST, "pod sandbox %s/%s (attempt %u) already exists", sb->namespace_,
                              sb->name, sb->attempt);
     }
-  else if ((ret = create (store, sb, sysctls, n_sysctls, &network_added, err)) < 0)
+  else if ((ret = create (store, sb, &userns, sysctls, n_sysctls, &network_added, err)) < 0)
     sb = undo_run (store, sb, network_added, err);
   else
     {
@@ -484,8 +512,8 @@ static struct sandbox *
 unreadable_record (struct sandbox_store *store, const char *id)
 {
   struct sandbox *sb = xcalloc (1, sizeof *sb);
-  const char *names[] = { "net", "ipc", "uts" };
-  char **paths[] = { &sb->netns_path, &sb->ipcns_path, &sb->utsns_path };
+  const char *names[] = { "net", "ipc", "uts", "user" };
+  char **paths[] = { &sb->netns_path, &sb->ipcns_path, &sb->utsns_path, &sb->userns_path };
 
   sb->id = xstrdup (id);
   sb->name = xstrdup ("");
@@ -493,7 +521,7 @@ unreadable_record (struct sandbox_store *store, const char *id)
   sb->uid = xstrdup ("");
   sb->ips = xcalloc (1, sizeof *sb->ips);
   sandbox_set_paths (store, sb);
-  for (size_t i = 0; i < 3; i++)
+  for (size_t i = 0; i < 4; i++)
     {
       cleanup_free char *pin = xasprintf ("%s/%s", sb->state_dir, names[i]);
       if (access (pin, F_OK) == 0)
@@ -509,11 +537,11 @@ static void
 recover_lost_pins (struct sandbox_store *store, const char *id, char ***kept)
 {
   struct sandbox *sb = unreadable_record (store, id);
-  const char *pins[] = { sb->netns_path, sb->ipcns_path, sb->utsns_path };
+  const char *pins[] = { sb->netns_path, sb->ipcns_path, sb->utsns_path, sb->userns_path };
   struct husk_error *err = NULL;
   bool live = false;
 
-  for (size_t p = 0; p < 3; p++)
+  for (size_t p = 0; p < 4; p++)
     live = live || sandbox_ns_pinned (pins[p]);
   if (live)
     {

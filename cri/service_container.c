@@ -36,6 +36,7 @@
 #include "husk/util.h"
 #include "image/images.h"
 #include "image/snapshot.h"
+#include "image/snapshot.h"
 #include "runtime/cgroup.h"
 #include "runtime/container.h"
 
@@ -91,6 +92,22 @@ config_copy (const Runtime__V1__ContainerConfig *config)
   return runtime__v1__container_config__unpack (NULL, size, buf);
 }
 
+/* The pod's pinned user namespace, for its containers' idmapped rootfs. */
+static int
+open_pod_userns (const struct sandbox *sb, const struct cri_userns *userns, struct snapshot_idmap *idmap,
+                 struct husk_error **err)
+{
+  if (sb->userns_path == NULL)
+    return husk_error_kind (err, EINVAL, "pod sandbox %s has user namespace mappings but no user namespace",
+                            sb->id);
+  idmap->userns_fd = open (sb->userns_path, O_RDONLY | O_CLOEXEC);
+  if (idmap->userns_fd < 0)
+    return husk_error_make (err, errno, "open the pod's user namespace `%s`", sb->userns_path);
+  idmap->root_uid = cri_userns_root_uid (userns);
+  idmap->root_gid = cri_userns_root_gid (userns);
+  return 0;
+}
+
 /* NODE_NAME (HOST_NAME_MAX + 1 bytes) holds the node's hostname, the pod's
  * when its config names none (see sandbox_run.c). */
 static void
@@ -106,6 +123,7 @@ spec_sandbox_of (const struct sandbox *sb, struct cri_spec_sandbox *out, char *n
     .netns_path = sb->netns_path,
     .ipcns_path = sb->ipcns_path,
     .utsns_path = sb->utsns_path,
+    .userns_path = sb->userns_path,
     .pidns_path = sb->pidns_path,
     .host_pid
     = sc && sc->namespace_options && sc->namespace_options->pid == RUNTIME__V1__NAMESPACE_MODE__NODE,
@@ -387,11 +405,22 @@ build_bundle (struct create_job *job, struct husk_error **err)
   };
   json_t *config = NULL;
   char node_name[HOST_NAME_MAX + 1];
+  struct cri_userns userns;
+  struct snapshot_idmap idmap = { .userns_fd = -1 };
   int ret;
 
   spec_sandbox_of (job->sb, &in.sandbox, node_name);
-  if (set_marker (job->svc, job->c->id, "creating", err) < 0
-      || containers_prepare_rootfs (root, job->c->id, job->image, false, &rootfs, err) < 0)
+  if (sandbox_userns (job->sb->config, &userns, err) < 0)
+    return -1;
+  in.sandbox.userns = &userns;
+  if (userns.pod && open_pod_userns (job->sb, &userns, &idmap, err) < 0)
+    return -1;
+  ret = set_marker (job->svc, job->c->id, "creating", err);
+  if (ret == 0)
+    ret = containers_prepare_rootfs (root, job->c->id, job->image, false, userns.pod ? &idmap : NULL, &rootfs,
+                                     err);
+  husk_closep (&idmap.userns_fd);
+  if (ret < 0)
     return -1;
   in.rootfs = rootfs;
   if (cri_spec_build (&in, &config, err) < 0)

@@ -6,6 +6,8 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 
 #include "cri/cdi/cdi.h"
@@ -13,6 +15,7 @@
 #include "cri/runtime_exec.h"
 #include "cri/service.h"
 #include "husk/cleanup.h"
+#include "husk/idmap.h"
 #include "husk/util.h"
 
 #define CRI_API_VERSION "v1"
@@ -67,12 +70,15 @@ cri_version (struct rpc_call *call, const void *req, size_t len, void *user)
 
 /* What `RUNTIME features` (the OCI runtime features document) says, asked
  * once per binary: "rro" among its mount options is what kubelet calls
- * recursive_read_only_mounts.  A runtime without the verb (runc before
- * 1.1, crun 1.8) supports none of it. */
+ * recursive_read_only_mounts; the user namespace among its namespaces and
+ * idmapped mounts (mountExtensions.idmap) are what a user-namespaced pod
+ * needs of it.  A runtime without the verb (runc before 1.1, crun 1.8)
+ * supports none of it. */
 struct handler_features
 {
   char *path;
   bool rro;
+  bool userns;
 };
 
 static pthread_mutex_t features_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -80,51 +86,95 @@ static struct handler_features *features_cache;
 static size_t n_features_cache;
 
 static bool
-runtime_has_rro (const char *path)
+strings_have (json_t *array, const char *want)
+{
+  json_t *item;
+  size_t i;
+
+  json_array_foreach (array, i, item)
+  {
+    if (json_is_string (item) && strcmp (json_string_value (item), want) == 0)
+      return true;
+  }
+  return false;
+}
+
+static struct handler_features
+runtime_features (const char *path)
 {
   char *argv[] = { (char *) path, "features", NULL };
   struct cri_child_run run = { .argv = argv, .timeout_ms = 5000, .output_max = 1 << 20 };
   struct husk_error *err = NULL;
-  bool rro = false;
+  struct handler_features found = { .path = NULL };
 
   if (cri_child_run (&run, &err) < 0)
     husk_error_free (&err);
   else if (WIFEXITED (run.wait_status) && WEXITSTATUS (run.wait_status) == 0 && run.out[0].data)
     {
-      json_t *doc = json_loads (run.out[0].data, 0, NULL), *opt;
-      size_t i;
+      json_t *doc = json_loads (run.out[0].data, 0, NULL);
+      json_t *linux_section = json_object_get (doc, "linux");
+      json_t *idmap = json_object_get (json_object_get (linux_section, "mountExtensions"), "idmap");
 
-      json_array_foreach (json_object_get (doc, "mountOptions"), i, opt)
-      {
-        if (json_is_string (opt) && strcmp (json_string_value (opt), "rro") == 0)
-          rro = true;
-      }
+      found.rro = strings_have (json_object_get (doc, "mountOptions"), "rro");
+      found.userns = strings_have (json_object_get (linux_section, "namespaces"), "user")
+                     && json_is_true (json_object_get (idmap, "enabled"));
       json_decref (doc);
     }
   cri_child_run_clear (&run);
-  return rro;
+  return found;
 }
 
-static bool
-handler_rro (const struct huskd_runtime *rt)
+static struct handler_features
+handler_features_of (const struct huskd_runtime *rt)
 {
-  bool rro;
+  struct handler_features found;
 
   pthread_mutex_lock (&features_lock);
   for (size_t i = 0; i < n_features_cache; i++)
     if (strcmp (features_cache[i].path, rt->path) == 0)
       {
-        rro = features_cache[i].rro;
+        found = features_cache[i];
         pthread_mutex_unlock (&features_lock);
-        return rro;
+        return found;
       }
   pthread_mutex_unlock (&features_lock);
-  rro = runtime_has_rro (rt->path); /* not under the lock: it runs a program */
+  found = runtime_features (rt->path); /* not under the lock: it runs a program */
+  found.path = xstrdup (rt->path);
   pthread_mutex_lock (&features_lock);
   features_cache = xrealloc (features_cache, (n_features_cache + 1) * sizeof *features_cache);
-  features_cache[n_features_cache++] = (struct handler_features){ .path = xstrdup (rt->path), .rro = rro };
+  features_cache[n_features_cache++] = found;
   pthread_mutex_unlock (&features_lock);
-  return rro;
+  return found;
+}
+
+/* What huskd itself needs for a user-namespaced pod, asked once: overlayfs
+ * that takes idmapped lower layers (Linux 5.19) and idmapped mounts of the
+ * filesystem under ROOT, where the image snapshots are. */
+static pthread_mutex_t node_userns_lock = PTHREAD_MUTEX_INITIALIZER;
+static int node_userns = -1; /* -1: not asked yet */
+
+static bool
+kernel_at_least (int want_major, int want_minor)
+{
+  struct utsname u;
+  int major = 0, minor = 0;
+
+  if (uname (&u) < 0 || sscanf (u.release, "%d.%d", &major, &minor) != 2)
+    return false;
+  return major > want_major || (major == want_major && minor >= want_minor);
+}
+
+static bool
+node_supports_userns (const char *root)
+{
+  bool supported;
+
+  pthread_mutex_lock (&node_userns_lock);
+  if (node_userns < 0)
+    node_userns = kernel_at_least (5, 19) && husk_idmap_supported (root);
+  supported = node_userns == 1;
+  pthread_mutex_unlock (&node_userns_lock);
+  return supported;
 }
 
 /* One handler per configured runtime, and "" (the default one, what a pod
@@ -156,7 +206,10 @@ handler_list_init (struct handler_list *list, const struct huskd_config *cfg)
       runtime__v1__runtime_handler__init (h);
       runtime__v1__runtime_handler_features__init (&list->features[list->n]);
       h->name = i == 0 ? "" : rt->name;
-      list->features[list->n].recursive_read_only_mounts = handler_rro (rt);
+      struct handler_features found = handler_features_of (rt);
+
+      list->features[list->n].recursive_read_only_mounts = found.rro;
+      list->features[list->n].user_namespaces = found.userns && node_supports_userns (cfg->root);
       h->features = &list->features[list->n];
       list->ptrs[list->n++] = h;
     }

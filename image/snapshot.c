@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "husk/cleanup.h"
+#include "husk/idmap.h"
 #include "husk/util.h"
 #include "image/snapshot.h"
 #include "image/unpack.h"
@@ -609,11 +610,65 @@ mount_short (const char *snapshots, char *const *chain_ids, size_t n, const char
   return mount_overlay_from (snapshots, options, merged, flags, err);
 }
 
+static void
+close_fds (int *fds, size_t n)
+{
+  for (size_t i = 0; i < n; i++)
+    husk_closep (&fds[i]);
+}
+
+/* The lower dirs as idmapped detached clones, named /proc/self/fd/N in the
+ * options (the overlay holds them once mounted; the fds go). */
+static int
+mount_rootfs_idmapped (const char *snapshots, const char *dir, char *const *chain_ids, size_t n,
+                       const struct snapshot_idmap *idmap, struct husk_error **err)
+{
+  cleanup_free int *fds = xcalloc (n + 1, sizeof *fds);
+  cleanup_free char *upper = xasprintf ("%s/upper", dir), *work = xasprintf ("%s/work", dir);
+  cleanup_free char *merged = xasprintf ("%s/merged", dir);
+  cleanup_free char *options = NULL;
+  size_t len = 0;
+  FILE *f;
+  int ret = 0;
+
+  for (size_t i = 0; i < n; i++)
+    fds[i] = -1;
+  for (size_t i = 0; i < n && ret == 0; i++)
+    {
+      cleanup_free char *fs = xasprintf ("%s/%s/fs", snapshots, digest_hex (chain_ids[i]));
+      fds[i] = husk_idmap_clone (fs, false, idmap->userns_fd, err);
+      if (fds[i] < 0)
+        ret = -1;
+    }
+  if (ret == 0 && (chown (upper, idmap->root_uid, idmap->root_gid) < 0))
+    ret = husk_error_make (err, errno, "chown `%s` to the user namespace's root (%u:%u)", upper,
+                           (unsigned) idmap->root_uid, (unsigned) idmap->root_gid);
+  if (ret == 0)
+    {
+      f = open_memstream (&options, &len);
+      if (f == NULL)
+        abort ();
+      fputs ("lowerdir=", f);
+      for (size_t i = n; i-- > 0;)
+        fprintf (f, "/proc/self/fd/%d%s", fds[i], i ? ":" : "");
+      fprintf (f, ",upperdir=%s,workdir=%s,index=off", upper, work);
+      fclose (f);
+      if (strlen (options) >= (size_t) sysconf (_SC_PAGESIZE))
+        ret = husk_error_make (
+            err, E2BIG, "mount overlay on `%s`: %zu idmapped layers are too many for one mount", merged, n);
+      else if (mount ("overlay", merged, "overlay", 0, options) < 0)
+        ret = husk_error_make (err, errno, "mount overlay with idmapped layers on `%s` (%s)", merged,
+                               husk_fs_type_name (snapshots));
+    }
+  close_fds (fds, n);
+  return ret;
+}
+
 /* mount(2) takes one page of options: full paths when they fit, else
  * short links relative to ROOT/snapshots (about 15 bytes a layer). */
 static int
 mount_rootfs (const char *root, const char *dir, char *const *chain_ids, size_t n, bool readonly,
-              struct husk_error **err)
+              const struct snapshot_idmap *idmap, struct husk_error **err)
 {
   cleanup_free char *abs_dir = realpath (dir, NULL);
   cleanup_free char *abs_root = realpath (root, NULL);
@@ -626,6 +681,8 @@ mount_rootfs (const char *root, const char *dir, char *const *chain_ids, size_t 
     return husk_error_make (err, 0, "`%s`: overlay paths cannot hold `,` or `:`", abs_dir);
   merged = xasprintf ("%s/merged", abs_dir);
   snapshots = xasprintf ("%s/snapshots", abs_root);
+  if (idmap)
+    return mount_rootfs_idmapped (snapshots, abs_dir, chain_ids, n, idmap, err);
   if (readonly && n == 1)
     {
       cleanup_free char *fs = snapshot_fs_path (abs_root, chain_ids[0]);
@@ -664,9 +721,53 @@ make_container_dirs (const char *dir, bool readonly, struct husk_error **err)
   return 0;
 }
 
+/* The init of a container in a user namespace walks to its rootfs as root
+ * of that namespace, which host-root-only directories stop: ROOT,
+ * ROOT/containers and DIR get search permission for all (0711 at least, as
+ * containerd keeps its root; no listing); a directory above ROOT without
+ * it is an error naming it, not changed behind the operator's back. */
+static int
+make_searchable (const char *root, const char *dir, struct husk_error **err)
+{
+  cleanup_free char *abs_root = realpath (root, NULL);
+  cleanup_free char *containers = NULL, *walk = NULL;
+  const char *ours[3];
+  struct stat st;
+
+  if (abs_root == NULL)
+    return husk_error_make (err, errno, "resolve `%s`", root);
+  containers = xasprintf ("%s/containers", abs_root);
+  ours[0] = abs_root;
+  ours[1] = containers;
+  ours[2] = dir;
+  for (size_t i = 0; i < 3; i++)
+    if (stat (ours[i], &st) < 0 || chmod (ours[i], (st.st_mode & 07777) | 0111) < 0)
+      return husk_error_make (err, errno, "make `%s` searchable for a user-namespaced container", ours[i]);
+  walk = xstrdup (abs_root);
+  for (char *slash = strrchr (walk, '/'); slash && slash != walk; slash = strrchr (walk, '/'))
+    {
+      *slash = '\0';
+      if (stat (walk, &st) == 0 && (st.st_mode & S_IXOTH) == 0)
+        return husk_error_make (err, EACCES,
+                                "`%s` (mode %04o) is not searchable by others: a user-namespaced container's "
+                                "root cannot reach its rootfs under `%s`",
+                                walk, (unsigned) (st.st_mode & 07777), abs_root);
+    }
+  return 0;
+}
+
 int
 snapshot_create_container (const char *root, const char *container_id, char *const *chain_ids, size_t n,
                            bool readonly, char **rootfs_path, struct husk_error **err)
+{
+  return snapshot_create_container_idmapped (root, container_id, chain_ids, n, readonly, NULL, rootfs_path,
+                                             err);
+}
+
+int
+snapshot_create_container_idmapped (const char *root, const char *container_id, char *const *chain_ids,
+                                    size_t n, bool readonly, const struct snapshot_idmap *idmap,
+                                    char **rootfs_path, struct husk_error **err)
 {
   cleanup_free char *dir = NULL, *merged = NULL;
   cleanup_close int lock_fd = -1;
@@ -675,6 +776,9 @@ snapshot_create_container (const char *root, const char *container_id, char *con
     return -1;
   if (n == 0)
     return husk_error_make (err, 0, "container `%s`: the image has no layers", container_id);
+  if (idmap && readonly)
+    return husk_error_make (err, EINVAL, "container `%s`: an idmapped rootfs is always writable",
+                            container_id);
   dir = xasprintf ("%s/containers/%s", root, container_id);
   merged = xasprintf ("%s/merged", dir);
   lock_fd = store_gc_lock (root, false, true, err);
@@ -687,7 +791,9 @@ snapshot_create_container (const char *root, const char *container_id, char *con
   if (make_container_dirs (dir, readonly, err) < 0
       || record_layers (dir, container_id, chain_ids, n, readonly, err) < 0)
     return husk_error_wrap (err, "container `%s`", container_id);
-  if (!is_mount_point (merged) && mount_rootfs (root, dir, chain_ids, n, readonly, err) < 0)
+  if (idmap && make_searchable (root, dir, err) < 0)
+    return husk_error_wrap (err, "container `%s`", container_id);
+  if (!is_mount_point (merged) && mount_rootfs (root, dir, chain_ids, n, readonly, idmap, err) < 0)
     return husk_error_wrap (err, "container `%s`", container_id);
   *rootfs_path = steal_pointer (&merged);
   return 0;

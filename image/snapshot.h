@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "husk/error.h"
 #include "image/digest.h"
@@ -61,6 +62,26 @@ int snapshot_prepare_layers_max (struct store *store, const struct snapshot_laye
  * (malloc'd) gets the merged dir. */
 int snapshot_create_container (const char *root, const char *container_id, char *const *chain_ids, size_t n,
                                bool readonly, char **rootfs_path, struct husk_error **err);
+
+/* For a container in a user namespace: the lower layers go into the
+ * overlay as idmapped clones (through USERNS_FD), so the image's files
+ * appear owned by its root while the snapshots, shared with every other
+ * container, stay as they are; the upper dir is made ROOT_UID:ROOT_GID's
+ * (the namespace's root on the host), its writes land with host ids.
+ * Containers in the same user namespace as others share nothing else. */
+struct snapshot_idmap
+{
+  int userns_fd;
+  uid_t root_uid;
+  gid_t root_gid;
+};
+
+/* snapshot_create_container, idmapped when IDMAP is not NULL (not with
+ * READONLY).  The container's directory is then searchable by all (0711):
+ * the runtime's init, root only in the namespace, must reach the rootfs. */
+int snapshot_create_container_idmapped (const char *root, const char *container_id, char *const *chain_ids,
+                                        size_t n, bool readonly, const struct snapshot_idmap *idmap,
+                                        char **rootfs_path, struct husk_error **err);
 
 /* Unmounts (MNT_DETACH) and removes what snapshot_create_container made;
  * removes ROOT/containers/<id> when nothing else is left in it.  A

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -19,6 +20,7 @@
 #include <unistd.h>
 
 #include "husk/cleanup.h"
+#include "husk/idmap.h"
 #include "husk/util.h"
 #include "runtime/cgroup.h"
 #include "runtime/container.h"
@@ -45,8 +47,9 @@ struct create_job
   struct container_state state;
   bool state_dir_made;
   int cgroup_fd;
-  int sync_fd;    /* parent's end */
-  int console_fd; /* our end of an internal console pair, for run */
+  int sync_fd;               /* parent's end */
+  int ns_fds[SPEC_NS_COUNT]; /* the namespaces given by path, opened before the clone; -1: none */
+  int console_fd;            /* our end of an internal console pair, for run */
 };
 
 static const struct
@@ -91,11 +94,105 @@ validate_spec (const struct spec *spec, struct husk_error **err)
   if (!spec->namespaces[SPEC_NS_MOUNT].present && spec->root_readonly)
     return husk_error_make (err, 0,
                             "config.json: root.readonly needs a mount namespace (linux.namespaces has none)");
-  if (spec->namespaces[SPEC_NS_USER].present && spec->namespaces[SPEC_NS_USER].path)
-    return husk_error_make (err, 0,
-                            "config.json: linux.namespaces: joining a user namespace by path is not "
-                            "supported yet");
   return 0;
+}
+
+static bool
+joins_user_ns (const struct spec *spec)
+{
+  return spec->namespaces[SPEC_NS_USER].present && spec->namespaces[SPEC_NS_USER].path != NULL;
+}
+
+static struct husk_id_map *
+to_id_maps (const struct spec_id_mapping *maps, size_t n)
+{
+  struct husk_id_map *out = xcalloc (n + 1, sizeof *out);
+
+  for (size_t i = 0; i < n; i++)
+    out[i] = (struct husk_id_map){ maps[i].container_id, maps[i].host_id, maps[i].size };
+  return out;
+}
+
+static bool
+same_mappings (const struct spec_mount *a, const struct spec_mount *b)
+{
+  return a->n_uid_mappings == b->n_uid_mappings && a->n_gid_mappings == b->n_gid_mappings
+         && memcmp (a->uid_mappings, b->uid_mappings, a->n_uid_mappings * sizeof *a->uid_mappings) == 0
+         && memcmp (a->gid_mappings, b->gid_mappings, a->n_gid_mappings * sizeof *a->gid_mappings) == 0;
+}
+
+static bool
+in_user_ns (const struct spec *spec)
+{
+  return spec->namespaces[SPEC_NS_USER].present;
+}
+
+/* Bind mounts are cloned here, in the runtime's namespaces, and the init
+ * attaches the detached clones: an idmapped one needs CAP_SYS_ADMIN over
+ * the filesystem, and in a user namespace the init could not even reach
+ * a source under a directory only host root may search (the pod's files,
+ * kubelet's volumes).  One user namespace serves each run of equal
+ * mappings. */
+static int
+prepare_bind_mounts (struct spec *spec, struct husk_error **err)
+{
+  const struct spec_mount *userns_for = NULL;
+  cleanup_close int userns_fd = -1;
+
+  for (size_t i = 0; i < spec->n_mounts; i++)
+    {
+      struct spec_mount *mnt = &spec->mounts[i];
+      bool idmapped = mnt->n_uid_mappings > 0;
+
+      if (!idmapped && !(mnt->bind && in_user_ns (spec) && mnt->source))
+        continue;
+      if (idmapped && (userns_for == NULL || !same_mappings (userns_for, mnt)))
+        {
+          cleanup_free struct husk_id_map *uids = to_id_maps (mnt->uid_mappings, mnt->n_uid_mappings);
+          cleanup_free struct husk_id_map *gids = to_id_maps (mnt->gid_mappings, mnt->n_gid_mappings);
+
+          husk_closep (&userns_fd);
+          userns_fd = husk_userns_open (uids, mnt->n_uid_mappings, gids, mnt->n_gid_mappings, err);
+          if (userns_fd < 0)
+            return husk_error_wrap (err, "config.json: mounts[%zu]", i);
+          userns_for = mnt;
+        }
+      mnt->prepared_fd = idmapped ? husk_idmap_clone (mnt->source, (mnt->flags & MS_REC) != 0, userns_fd, err)
+                                  : husk_mount_clone (mnt->source, (mnt->flags & MS_REC) != 0, err);
+      if (mnt->prepared_fd < 0)
+        return husk_error_wrap (err, "config.json: mounts[%zu] (destination `%s`)", i, mnt->destination);
+      mnt->prepared = true;
+    }
+  return 0;
+}
+
+/* The namespaces to join are opened here, as the runtime: after joining a
+ * user namespace the init could not open a path under a directory only
+ * host root may search (a pod's pins).  pid and time are joined before
+ * the clone, by path. */
+static int
+open_namespaces (struct create_job *job, struct husk_error **err)
+{
+  for (int type = 0; type < SPEC_NS_COUNT; type++)
+    {
+      const struct spec_namespace *ns = &job->spec->namespaces[type];
+
+      if (!ns->present || ns->path == NULL || type == SPEC_NS_PID || type == SPEC_NS_TIME)
+        continue;
+      job->ns_fds[type] = open (ns->path, O_RDONLY | O_CLOEXEC);
+      if (job->ns_fds[type] < 0)
+        return husk_error_make (err, errno, "open %s namespace `%s`", spec_ns_name ((enum spec_ns_type) type),
+                                ns->path);
+    }
+  return 0;
+}
+
+static void
+close_prepared_mounts (struct spec *spec)
+{
+  for (size_t i = 0; spec && i < spec->n_mounts; i++)
+    if (spec->mounts[i].prepared)
+      husk_closep (&spec->mounts[i].prepared_fd);
 }
 
 /* The pid and time namespaces apply to children only, so the parent joins
@@ -307,6 +404,169 @@ open_console (struct create_job *job, int *child_console, struct husk_error **er
   return 0;
 }
 
+static void
+send_pidfd (int sock, int pidfd)
+{
+  char control[CMSG_SPACE (sizeof (int))] = { 0 };
+  char byte = 0;
+  struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
+  struct msghdr msg
+      = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control, .msg_controllen = sizeof control };
+  struct cmsghdr *cmsg = CMSG_FIRSTHDR (&msg);
+
+  cmsg->cmsg_level = SOL_SOCKET;
+  cmsg->cmsg_type = SCM_RIGHTS;
+  cmsg->cmsg_len = CMSG_LEN (sizeof (int));
+  memcpy (CMSG_DATA (cmsg), &pidfd, sizeof (int));
+  (void) !sendmsg (sock, &msg, MSG_NOSIGNAL);
+}
+
+/* The helper's answer: a pidfd, or (no fd) the errno it failed with. */
+static int
+recv_pidfd (int sock, int *errnum)
+{
+  char control[CMSG_SPACE (sizeof (int))] = { 0 };
+  int value = 0, fd = -1;
+  struct iovec iov = { .iov_base = &value, .iov_len = sizeof value };
+  struct msghdr msg
+      = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control, .msg_controllen = sizeof control };
+  struct cmsghdr *cmsg;
+  ssize_t got;
+
+  do
+    got = recvmsg (sock, &msg, MSG_CMSG_CLOEXEC);
+  while (got < 0 && errno == EINTR);
+  cmsg = got > 0 ? CMSG_FIRSTHDR (&msg) : NULL;
+  if (cmsg && cmsg->cmsg_type == SCM_RIGHTS)
+    {
+      memcpy (&fd, CMSG_DATA (cmsg), sizeof fd);
+      return fd;
+    }
+  *errnum = got == (ssize_t) sizeof value ? value : EIO;
+  return -1;
+}
+
+/* The cloned init: runs container_init, never returns. */
+static void __attribute__ ((noreturn))
+init_child (struct create_job *job, int sync_fd, int other_sync_fd, int fifo_fd, int child_console)
+{
+  struct init_config cfg = {
+    .spec = job->spec,
+    .opts = job->opts,
+    .seccomp = &job->seccomp,
+    .sync_fd = sync_fd,
+    .fifo_fd = fifo_fd,
+    .console_fd = child_console,
+    .new_user_ns = ns_new (job->spec, SPEC_NS_USER),
+    .joined_user_ns = joins_user_ns (job->spec),
+    .new_net_ns = ns_new (job->spec, SPEC_NS_NETWORK),
+    .new_cgroup_ns = ns_new (job->spec, SPEC_NS_CGROUP),
+    .cgroup_path = job->state.cgroup_path,
+    .join_cgroup_v1 = init_joins_v1 (job),
+    .ns_fds = job->ns_fds,
+  };
+  close (other_sync_fd);
+  if (job->console_fd >= 0)
+    close (job->console_fd);
+  container_init (&cfg);
+}
+
+/* The helper that joins the user namespace: the namespaces the init
+ * creates must belong to it (mount, pid, cgroup: or root in the container
+ * could not mount /proc or a tmpfs), so they are made from inside it.  It
+ * clones the init as a sibling (CLONE_PARENT: our child, for waitpid and
+ * the parent-death signal) and sends back its pidfd. */
+static void __attribute__ ((noreturn))
+userns_helper (struct create_job *job, unsigned long long flags, int report_fd, int sync_fd,
+               int other_sync_fd, int fifo_fd, int child_console)
+{
+  const char *path = job->spec->namespaces[SPEC_NS_USER].path;
+  /* clone3 wants exit_signal 0 with CLONE_PARENT: the init gets ours (SIGCHLD). */
+  struct clone_args args = { .flags = flags | CLONE_PARENT | CLONE_PIDFD };
+  int userns_fd = open (path, O_RDONLY | O_CLOEXEC);
+  int pidfd = -1, result = 0;
+  pid_t pid;
+
+  if (userns_fd < 0 || setns (userns_fd, CLONE_NEWUSER) < 0 || setresgid (0, 0, 0) < 0
+      || setresuid (0, 0, 0) < 0)
+    result = errno ? errno : EPERM;
+  if (result == 0)
+    {
+      args.pidfd = (unsigned long long) (uintptr_t) &pidfd;
+      fflush (NULL);
+      pid = (pid_t) syscall (SYS_clone3, &args, sizeof args);
+      if (pid == 0)
+        {
+          close (report_fd);
+          init_child (job, sync_fd, other_sync_fd, fifo_fd, child_console);
+        }
+      if (pid < 0)
+        result = errno;
+    }
+  if (result != 0)
+    (void) !write (report_fd, &result, sizeof result);
+  else
+    send_pidfd (report_fd, pidfd);
+  _exit (0);
+}
+
+/* The pid (in our pid namespace) of the process PIDFD refers to. */
+static pid_t
+pid_of_pidfd (int pidfd)
+{
+  cleanup_free char *path = xasprintf ("/proc/self/fdinfo/%d", pidfd);
+  cleanup_free char *text = NULL;
+  struct husk_error *ignored = NULL;
+  const char *line;
+  int pid = -1;
+
+  if (husk_read_file (path, &text, NULL, &ignored) < 0)
+    {
+      husk_error_free (&ignored);
+      return -1;
+    }
+  line = strstr (text, "\nPid:");
+  if (line == NULL || sscanf (line + 5, "%d", &pid) != 1)
+    return -1;
+  return pid;
+}
+
+static pid_t
+clone_init_in_userns (struct create_job *job, unsigned long long flags, int sync_fd, int other_sync_fd,
+                      int fifo_fd, int child_console, struct husk_error **err)
+{
+  const char *path = job->spec->namespaces[SPEC_NS_USER].path;
+  cleanup_close int pidfd = -1;
+  int report[2], result = 0;
+  pid_t helper, pid;
+
+  if (socketpair (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, report) < 0)
+    return husk_error_make (err, errno, "socketpair");
+  fflush (NULL);
+  helper = fork ();
+  if (helper == 0)
+    {
+      close (report[0]);
+      userns_helper (job, flags, report[1], sync_fd, other_sync_fd, fifo_fd, child_console);
+    }
+  close (report[1]);
+  if (helper < 0)
+    {
+      close (report[0]);
+      return husk_error_make (err, errno, "fork to join the user namespace `%s`", path);
+    }
+  pidfd = recv_pidfd (report[0], &result);
+  close (report[0]);
+  while (waitpid (helper, NULL, 0) < 0 && errno == EINTR)
+    ;
+  if (pidfd < 0)
+    return husk_error_make (err, result, "join user namespace `%s` and clone the init", path);
+  pid = pid_of_pidfd (pidfd);
+  if (pid <= 0)
+    return husk_error_make (err, EIO, "join user namespace `%s`: find the init's pid", path);
+  return pid;
+}
+
 static int
 spawn_init (struct create_job *job, struct husk_error **err)
 {
@@ -333,32 +593,28 @@ spawn_init (struct create_job *job, struct husk_error **err)
       close (pair[1]);
       return -1;
     }
-  pid = clone_init (clone_flags_of (job->spec), job->cgroup_fd, &in_cgroup);
-  if (pid < 0)
+  if (joins_user_ns (job->spec))
     {
-      close (pair[0]);
-      close (pair[1]);
-      return husk_error_make (err, errno, "clone the container init");
+      pid = clone_init_in_userns (job, clone_flags_of (job->spec), pair[1], pair[0], fifo_fd, child_console,
+                                  err);
+      if (pid < 0)
+        {
+          close (pair[0]);
+          close (pair[1]);
+          return -1;
+        }
     }
-  if (pid == 0)
+  else
     {
-      struct init_config cfg = {
-        .spec = job->spec,
-        .opts = job->opts,
-        .seccomp = &job->seccomp,
-        .sync_fd = pair[1],
-        .fifo_fd = fifo_fd,
-        .console_fd = child_console,
-        .new_user_ns = ns_new (job->spec, SPEC_NS_USER),
-        .new_net_ns = ns_new (job->spec, SPEC_NS_NETWORK),
-        .new_cgroup_ns = ns_new (job->spec, SPEC_NS_CGROUP),
-        .cgroup_path = job->state.cgroup_path,
-        .join_cgroup_v1 = init_joins_v1 (job),
-      };
-      close (pair[0]);
-      if (job->console_fd >= 0)
-        close (job->console_fd);
-      container_init (&cfg);
+      pid = clone_init (clone_flags_of (job->spec), job->cgroup_fd, &in_cgroup);
+      if (pid < 0)
+        {
+          close (pair[0]);
+          close (pair[1]);
+          return husk_error_make (err, errno, "clone the container init");
+        }
+      if (pid == 0)
+        init_child (job, pair[1], pair[0], fifo_fd, child_console);
     }
   close (pair[1]);
   job->sync_fd = pair[0];
@@ -445,6 +701,9 @@ job_clear (struct create_job *job)
   if (job->sync_fd >= 0)
     close (job->sync_fd);
   seccomp_program_clear (&job->seccomp);
+  close_prepared_mounts (job->spec);
+  for (int type = 0; type < SPEC_NS_COUNT; type++)
+    husk_closep (&job->ns_fds[type]);
   free (job->state.state_dir);
   free (job->state.bundle);
   free (job->state.rootfs);
@@ -468,6 +727,8 @@ create_steps (struct create_job *job, struct husk_error **err)
     return -1;
   if (job->spec->has_seccomp && seccomp_compile (&job->spec->seccomp, &job->seccomp, err) < 0)
     return -1;
+  if (prepare_bind_mounts (job->spec, err) < 0 || open_namespaces (job, err) < 0)
+    return -1;
   job->state.id = (char *) job->id;
   job->state.state_dir = state_dir_path (job->ctx->root, job->id);
   job->state.bundle = xstrdup (bundle_abs);
@@ -488,7 +749,11 @@ create_container_job (const struct runtime_ctx *ctx, const char *id, const struc
   struct create_job job = {
     .ctx = ctx, .id = id, .opts = opts, .cgroup_fd = -1, .sync_fd = -1, .console_fd = foreground ? -1 : -2
   };
-  int ret = create_steps (&job, err);
+  int ret;
+
+  for (int type = 0; type < SPEC_NS_COUNT; type++)
+    job.ns_fds[type] = -1;
+  ret = create_steps (&job, err);
 
   if (ret < 0)
     undo (&job);

@@ -77,7 +77,7 @@ init_cloexec_from (int first)
  * joined by the parent (they only apply to children); the mount namespace
  * goes last, since after it the host's paths are gone. */
 static int
-join_namespaces (const struct spec *spec, struct husk_error **err)
+join_namespaces (const struct spec *spec, bool user_joined, const int *ns_fds, struct husk_error **err)
 {
   static const enum spec_ns_type order[]
       = { SPEC_NS_USER, SPEC_NS_IPC, SPEC_NS_UTS, SPEC_NS_NETWORK, SPEC_NS_CGROUP, SPEC_NS_MOUNT };
@@ -85,14 +85,12 @@ join_namespaces (const struct spec *spec, struct husk_error **err)
   for (size_t i = 0; i < sizeof order / sizeof order[0]; i++)
     {
       const struct spec_namespace *ns = &spec->namespaces[order[i]];
-      cleanup_close int fd = -1;
 
-      if (!ns->present || ns->path == NULL)
+      if (!ns->present || ns->path == NULL || (order[i] == SPEC_NS_USER && user_joined))
         continue;
-      fd = open (ns->path, O_RDONLY | O_CLOEXEC);
-      if (fd < 0)
-        return husk_error_make (err, errno, "open %s namespace `%s`", spec_ns_name (order[i]), ns->path);
-      if (setns (fd, ns_clone_flag[order[i]]) < 0)
+      if (ns_fds[order[i]] < 0)
+        return husk_error_make (err, EBADF, "open %s namespace `%s`", spec_ns_name (order[i]), ns->path);
+      if (setns (ns_fds[order[i]], ns_clone_flag[order[i]]) < 0)
         return husk_error_make (err, errno, "join %s namespace `%s`", spec_ns_name (order[i]), ns->path);
     }
   return 0;
@@ -206,7 +204,7 @@ setup_before_pivot (const struct init_config *cfg, const char *state_json, struc
   /* First, while /sys/fs/cgroup is still the host's and our creds are. */
   if (cfg->join_cgroup_v1 && cgroup_enter_v1_self (cfg->cgroup_path, err) < 0)
     return -1;
-  if (join_namespaces (spec, err) < 0)
+  if (join_namespaces (spec, cfg->joined_user_ns, cfg->ns_fds, err) < 0)
     return -1;
   if (cfg->new_user_ns && become_root_in_userns (err) < 0)
     return -1;
@@ -240,7 +238,7 @@ container_init (const struct init_config *cfg)
   /* Not dumpable: other processes in the container cannot ptrace us or
    * open our /proc entries while we still run husk's code.  In a new user
    * namespace that would also lock us out of our own /proc files. */
-  if (!cfg->new_user_ns)
+  if (!cfg->new_user_ns && !cfg->joined_user_ns)
     prctl (PR_SET_DUMPABLE, 0);
 
   if (sync_expect (cfg->sync_fd, SYNC_PARENT_GO, &state_json, &err) < 0)

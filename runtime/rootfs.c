@@ -25,6 +25,10 @@
 #ifndef MOUNT_ATTR_RDONLY
 #define MOUNT_ATTR_RDONLY 0x00000001
 #endif
+#ifndef MOVE_MOUNT_F_EMPTY_PATH
+#define MOVE_MOUNT_F_EMPTY_PATH 0x00000004
+#define MOVE_MOUNT_T_EMPTY_PATH 0x00000040
+#endif
 #ifndef AT_RECURSIVE
 #define AT_RECURSIVE 0x8000
 #endif
@@ -333,13 +337,22 @@ bind_mount (const struct spec *spec, int root_fd, const struct spec_mount *mnt, 
   cleanup_close int target_fd = -1;
   struct stat st;
 
-  /* stat() follows a symlinked source on the host, as mount(2) will. */
-  if (source == NULL || stat (source, &st) < 0)
+  /* stat() follows a symlinked source on the host, as mount(2) will; a
+   * prepared clone is what its fd holds (the source may be out of reach). */
+  if (mnt->prepared ? fstat (mnt->prepared_fd, &st) < 0 : (source == NULL || stat (source, &st) < 0))
     return mount_error (err, source ? errno : EINVAL, mnt);
   target_fd = open_target (root_fd, mnt, S_ISDIR (st.st_mode) ? ROOTFS_CREATE_DIR : ROOTFS_CREATE_FILE, err);
   if (target_fd < 0)
     return -1;
-  if (mount (source, fd_path (target_fd).path, NULL, MS_BIND | (mnt->flags & MS_REC), NULL) < 0)
+  if (mnt->prepared)
+    {
+      /* Cloned (and idmapped) by create, in the runtime's namespaces. */
+      if (syscall (SYS_move_mount, mnt->prepared_fd, "", target_fd, "",
+                   MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH)
+          < 0)
+        return husk_error_make (err, errno, "attach the mount of `%s` on `%s`", source, mnt->destination);
+    }
+  else if (mount (source, fd_path (target_fd).path, NULL, MS_BIND | (mnt->flags & MS_REC), NULL) < 0)
     return mount_error (err, errno, mnt);
   if ((mnt->flags & ROOTFS_REMOUNT_FLAGS) == 0)
     return 0;

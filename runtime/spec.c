@@ -244,6 +244,8 @@ mounts_free (struct spec_mount *mounts, size_t n_mounts)
       free (mounts[i].source);
       free (mounts[i].type);
       free (mounts[i].data);
+      free (mounts[i].uid_mappings);
+      free (mounts[i].gid_mappings);
     }
   free (mounts);
 }

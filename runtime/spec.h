@@ -49,6 +49,14 @@ struct spec_mount
    * set and clear with mount_setattr(AT_RECURSIVE) once the mount exists. */
   uint64_t rec_attr_set, rec_attr_clr;
   char *data; /* unrecognised options joined with ',' (fs data), or NULL */
+  /* uidMappings/gidMappings: an idmapped bind mount (both or neither). */
+  struct spec_id_mapping *uid_mappings, *gid_mappings;
+  size_t n_uid_mappings, n_gid_mappings;
+  /* Not from config.json: the detached clone of the source create made
+   * in the runtime's namespaces (idmapped when the mount has mappings),
+   * which the init attaches; valid when PREPARED. */
+  bool prepared;
+  int prepared_fd;
 };
 
 struct spec_device

@@ -11,6 +11,7 @@
 
 #include <jansson.h>
 
+#include "husk/idmap.h"
 #include "husk/util.h"
 #include "runtime/spec.h"
 
@@ -323,7 +324,7 @@ linux_features (void)
                     "namespaces", namespaces, "capabilities", capabilities, "cgroup", "v1", 1, "v2", 1,
                     "systemd", 0, "systemdUser", 0, "rdma", 0, "seccomp", seccomp_features (), "apparmor",
                     "enabled", 0, "selinux", "enabled", 0, "intelRdt", "enabled", 0, "mountExtensions",
-                    "idmap", "enabled", 0);
+                    "idmap", "enabled", husk_idmap_supported ("/"));
 }
 
 char *

@@ -28,6 +28,7 @@ struct parse_ctx
   char path[512];
 };
 
+int parse_id_mapping_item (struct parse_ctx *ctx, json_t *item, void *elem);
 int ctx_fail (struct parse_ctx *ctx, const char *fmt, ...) __attribute__ ((format (printf, 2, 3)));
 int ctx_fail_errno (struct parse_ctx *ctx, int errnum, const char *fmt, ...)
     __attribute__ ((format (printf, 3, 4)));
@@ -112,12 +113,13 @@ int lookup_name (const struct named_value *table, size_t n, const char *name, lo
 /* Mount options (spec_mounts.c); linux.rootfsPropagation reads them too. */
 enum mount_option_kind
 {
-  MOUNT_OPT_FLAGS,       /* sets SET, clears CLEAR in mount->flags */
-  MOUNT_OPT_BIND,        /* also marks the mount as a bind mount */
-  MOUNT_OPT_PROPAGATION, /* SET goes to mount->propagation */
-  MOUNT_OPT_RECURSIVE,   /* SET/CLEAR are MOUNT_ATTR_* for mount_setattr(AT_RECURSIVE) later */
-  MOUNT_OPT_IGNORED,     /* known, no effect in husk: warn */
-  MOUNT_OPT_UNSUPPORTED, /* known, cannot be honoured: error */
+  MOUNT_OPT_FLAGS,         /* sets SET, clears CLEAR in mount->flags */
+  MOUNT_OPT_BIND,          /* also marks the mount as a bind mount */
+  MOUNT_OPT_PROPAGATION,   /* SET goes to mount->propagation */
+  MOUNT_OPT_RECURSIVE,     /* SET/CLEAR are MOUNT_ATTR_* for mount_setattr(AT_RECURSIVE) later */
+  MOUNT_OPT_IGNORED,       /* known, no effect in husk: warn */
+  MOUNT_OPT_UNSUPPORTED,   /* known, cannot be honoured: error */
+  MOUNT_OPT_IGNORED_QUIET, /* known, what it asks for happens anyway */
 };
 
 struct mount_option

@@ -96,7 +96,7 @@ static const struct field id_mapping_fields[] = {
   REQUIRED_MEMBER ("size", parse_uint32_member, struct spec_id_mapping, size),
 };
 
-static int
+int
 parse_id_mapping_item (struct parse_ctx *ctx, json_t *item, void *elem)
 {
   return parse_fields (ctx, item, id_mapping_fields, N_ELEMENTS (id_mapping_fields), elem);

@@ -68,8 +68,10 @@ static const struct mount_option mount_options[] = {
   { "rnosymfollow", MOUNT_OPT_RECURSIVE, MOUNT_ATTR_NOSYMFOLLOW, 0 },
   { "rsymfollow", MOUNT_OPT_RECURSIVE, 0, MOUNT_ATTR_NOSYMFOLLOW },
   { "tmpcopyup", MOUNT_OPT_IGNORED, 0, 0 },
-  { "idmap", MOUNT_OPT_UNSUPPORTED, 0, 0 },
-  { "ridmap", MOUNT_OPT_UNSUPPORTED, 0, 0 },
+  /* The mappings come from uidMappings/gidMappings; these only say
+   * whether submounts are idmapped too, which an rbind's always are. */
+  { "idmap", MOUNT_OPT_IGNORED_QUIET, 0, 0 },
+  { "ridmap", MOUNT_OPT_IGNORED_QUIET, 0, 0 },
 };
 
 const struct mount_option *
@@ -122,6 +124,8 @@ apply_mount_option (struct spec_mount *mount, const struct mount_option *option,
     case MOUNT_OPT_IGNORED:
       husk_warn ("%s[%zu]: option \"%s\" is not supported, ignored", field, index, option->name);
       return 0;
+    case MOUNT_OPT_IGNORED_QUIET:
+      return 0;
     case MOUNT_OPT_UNSUPPORTED:
     default:
       return husk_error_make (err, 0, "%s[%zu]: option \"%s\" is not supported", field, index, option->name);
@@ -172,17 +176,51 @@ parse_mount_destination (struct parse_ctx *ctx, json_t *value, void *target, con
 }
 
 static int
-reject_idmapped_mount (struct parse_ctx *ctx, json_t *value, void *target, const struct field *field)
+parse_mount_uid_mappings (struct parse_ctx *ctx, json_t *value, void *target, const struct field *field)
 {
-  return ctx_fail (ctx, "id-mapped mounts are not supported");
+  struct spec_mount *mount = target;
+
+  return want_array_of (ctx, value, sizeof (struct spec_id_mapping), (void **) &mount->uid_mappings,
+                        &mount->n_uid_mappings, parse_id_mapping_item);
+}
+
+static int
+parse_mount_gid_mappings (struct parse_ctx *ctx, json_t *value, void *target, const struct field *field)
+{
+  struct spec_mount *mount = target;
+
+  return want_array_of (ctx, value, sizeof (struct spec_id_mapping), (void **) &mount->gid_mappings,
+                        &mount->n_gid_mappings, parse_id_mapping_item);
+}
+
+/* An idmapped mount is a bind mount with both mappings, each non-empty. */
+static int
+check_idmapped_mount (struct parse_ctx *ctx, const struct spec_mount *mount)
+{
+  if (mount->n_uid_mappings == 0 && mount->n_gid_mappings == 0)
+    return 0;
+  if (mount->n_uid_mappings == 0)
+    return ctx_fail (ctx, "uidMappings: required with gidMappings (an idmapped mount needs both)");
+  if (mount->n_gid_mappings == 0)
+    return ctx_fail (ctx, "gidMappings: required with uidMappings (an idmapped mount needs both)");
+  if (!mount->bind)
+    return ctx_fail (ctx, "uidMappings: only a bind mount can be idmapped (type `%s`)",
+                     mount->type ? mount->type : "none");
+  for (size_t i = 0; i < mount->n_uid_mappings; i++)
+    if (mount->uid_mappings[i].size == 0)
+      return ctx_fail (ctx, "uidMappings[%zu].size: must not be 0", i);
+  for (size_t i = 0; i < mount->n_gid_mappings; i++)
+    if (mount->gid_mappings[i].size == 0)
+      return ctx_fail (ctx, "gidMappings[%zu].size: must not be 0", i);
+  return 0;
 }
 
 static const struct field mount_fields[] = {
   REQUIRED ("destination", parse_mount_destination),
   MEMBER ("type", parse_string_member, struct spec_mount, type),
   MEMBER ("source", parse_string_member, struct spec_mount, source),
-  FIELD ("uidMappings", reject_idmapped_mount),
-  FIELD ("gidMappings", reject_idmapped_mount),
+  FIELD ("uidMappings", parse_mount_uid_mappings),
+  FIELD ("gidMappings", parse_mount_gid_mappings),
 };
 
 static int
@@ -205,8 +243,9 @@ parse_mount_item (struct parse_ctx *ctx, json_t *item, void *elem)
 {
   struct spec_mount *mount = elem;
 
+  mount->prepared_fd = -1;
   if (parse_fields (ctx, item, mount_fields, N_ELEMENTS (mount_fields), mount) < 0
-      || parse_mount_options_of (ctx, item, mount) < 0)
+      || parse_mount_options_of (ctx, item, mount) < 0 || check_idmapped_mount (ctx, mount) < 0)
     return -1;
   /* A relative bind source means a path in the bundle, as runc reads it
    * from the bundle directory. */

@@ -148,6 +148,18 @@ def test_status(c, s):
     ok(all(features[n] == want[n] for n in want) and features[""] == want[cfg["default_runtime"]],
        "each handler's recursive_read_only_mounts is what `RUNTIME features` says (\"\" as the default's)",
        (features, want))
+    # user_namespaces: the user namespace and idmapped mounts in `RUNTIME
+    # features` (this machine's kernel and root filesystem do the rest).
+    userns = {h.name: h.features.user_namespaces for h in reply.runtime_handlers}
+    want = {}
+    for name, rt in cfg["runtimes"].items():
+        r = subprocess.run([rt["path"], "features"], capture_output=True, text=True)
+        doc = json.loads(r.stdout) if r.returncode == 0 and r.stdout.strip() else {}
+        lx = doc.get("linux", {})
+        want[name] = "user" in lx.get("namespaces", []) and \
+            lx.get("mountExtensions", {}).get("idmap", {}).get("enabled") is True
+    ok(all(userns[n] == want[n] for n in want) and userns[""] == want[cfg["default_runtime"]] and userns["husk"],
+       "each handler's user_namespaces is what `RUNTIME features` says (husk: yes)", (userns, want))
     ok(cfg["root"] == ROOT and cfg["state"] == STATE and cfg["cni_conf_dir"] == NET_D
        and cfg["metrics_address"] == f"127.0.0.1:{METRICS_PORT}" and cfg["listen"].endswith(SOCK)
        and cfg["default_runtime"] == "husk" and "CAP_CHOWN" in cfg["default_capabilities"],

@@ -34,6 +34,7 @@
 #include "cri/container_store.h"
 #include "cri/cri_spec.h"
 #include "cri/seccomp_default.h"
+#include "cri/userns.h"
 #include "runtime/security.h"
 #include "runtime/spec.h"
 
@@ -592,6 +593,154 @@ test_namespaces (void **state)
   assert_null (namespace_of (f->spec, "ipc"));
   assert_null (at (f->spec, "hostname"));
   assert_false (array_has (at (f->spec, "process.env"), "HOSTNAME=pod-host"));
+}
+
+/* kubelet's userns_options as the tests build them: one mapping each. */
+struct userns_msg
+{
+  Runtime__V1__UserNamespace msg;
+  Runtime__V1__IDMapping uid, gid;
+  Runtime__V1__IDMapping *uids[2], *gids[2];
+};
+
+static void
+userns_msg_init (struct userns_msg *u, uint32_t host_id)
+{
+  *u = (struct userns_msg){ .msg = RUNTIME__V1__USER_NAMESPACE__INIT };
+  u->uid = (Runtime__V1__IDMapping) RUNTIME__V1__IDMAPPING__INIT;
+  u->uid.host_id = host_id, u->uid.container_id = 0, u->uid.length = 65536;
+  u->gid = u->uid;
+  u->uids[0] = &u->uid, u->gids[0] = &u->gid;
+  u->msg.mode = RUNTIME__V1__NAMESPACE_MODE__POD;
+  u->msg.n_uids = 1, u->msg.uids = u->uids;
+  u->msg.n_gids = 1, u->msg.gids = u->gids;
+}
+
+static void
+expect_userns_error (const Runtime__V1__UserNamespace *msg, const char *message)
+{
+  struct cri_userns parsed;
+  struct husk_error *err = NULL;
+
+  assert_int_equal (cri_userns_parse (msg, "u", &parsed, &err), -1);
+  if (strstr (err->msg, message) == NULL)
+    fail_msg ("`%s` does not say `%s`", err->msg, message);
+  assert_int_equal (err->errnum, EINVAL);
+  husk_error_free (&err);
+}
+
+static void
+test_userns_parse (void **state)
+{
+  struct userns_msg u;
+  Runtime__V1__IDMapping second = RUNTIME__V1__IDMAPPING__INIT;
+  struct cri_userns parsed;
+  struct husk_error *err = NULL;
+
+  (void) state;
+  assert_int_equal (cri_userns_parse (NULL, "u", &parsed, &err), 0);
+  assert_false (parsed.pod);
+  assert_int_equal (cri_userns_root_uid (&parsed), 0);
+
+  userns_msg_init (&u, 65536);
+  assert_int_equal (cri_userns_parse (&u.msg, "u", &parsed, &err), 0);
+  assert_true (parsed.pod);
+  assert_int_equal (parsed.n_uids, 1);
+  assert_int_equal (parsed.uids[0].host_id, 65536);
+  assert_int_equal (parsed.uids[0].size, 65536);
+  assert_int_equal (cri_userns_root_uid (&parsed), 65536);
+  assert_int_equal (cri_userns_root_gid (&parsed), 65536);
+
+  /* Two ranges, root in the second: fine. */
+  second.host_id = 10 * 65536, second.container_id = 65536, second.length = 1000;
+  u.uids[0] = &second, u.uids[1] = &u.uid, u.msg.n_uids = 2;
+  assert_int_equal (cri_userns_parse (&u.msg, "u", &parsed, &err), 0);
+  assert_int_equal (cri_userns_root_uid (&parsed), 65536);
+  second.host_id = 65536 + 65535; /* one id into the first range's host ids */
+  expect_userns_error (&u.msg, "u.uids[1]: host_id 65536 (length 65536) overlaps uids[0]");
+  second.host_id = 10 * 65536, second.container_id = 100;
+  expect_userns_error (&u.msg, "u.uids[1]: container_id 0 (length 65536) overlaps uids[0]");
+
+  userns_msg_init (&u, 65536);
+  u.msg.n_uids = 0;
+  expect_userns_error (&u.msg, "u.uids: required for mode POD");
+  userns_msg_init (&u, 65536);
+  u.msg.n_gids = 0;
+  expect_userns_error (&u.msg, "u.gids: required for mode POD");
+  userns_msg_init (&u, 0);
+  expect_userns_error (&u.msg, "u.uids[0]: host_id 0 is below 65536");
+  userns_msg_init (&u, 65536);
+  u.gid.length = 0;
+  expect_userns_error (&u.msg, "u.gids[0].length: must not be 0");
+  userns_msg_init (&u, 0xFFFF0000u);
+  expect_userns_error (&u.msg, "pass 2^32-1");
+  userns_msg_init (&u, 65536);
+  u.uid.container_id = 1;
+  expect_userns_error (&u.msg, "u.uids: container_id 0 (the pod's root) is not mapped");
+  userns_msg_init (&u, 65536);
+  u.msg.mode = RUNTIME__V1__NAMESPACE_MODE__NODE;
+  expect_userns_error (&u.msg, "u.uids: must be empty for mode NODE");
+  u.msg.n_uids = u.msg.n_gids = 0;
+  assert_int_equal (cri_userns_parse (&u.msg, "u", &parsed, &err), 0);
+  assert_false (parsed.pod);
+  u.msg.mode = RUNTIME__V1__NAMESPACE_MODE__TARGET;
+  expect_userns_error (&u.msg, "u.mode: TARGET (3) is not supported");
+}
+
+/* A container of a pod with a user namespace joins it (and gets a cgroup
+ * namespace of its own, owned by it); userns_options other than the pod's
+ * are refused; kubelet's volume idmappings become OCI mount mappings. */
+static void
+test_userns_spec (void **state)
+{
+  struct fixture *f = *state;
+  Runtime__V1__NamespaceOption ns = RUNTIME__V1__NAMESPACE_OPTION__INIT;
+  struct userns_msg pod_msg, other;
+  struct cri_userns pod;
+  struct husk_error *err = NULL;
+  Runtime__V1__Mount vol = RUNTIME__V1__MOUNT__INIT;
+  Runtime__V1__Mount *mounts[] = { &vol };
+  json_t *m;
+
+  build_ok (f);
+  assert_null (namespace_of (f->spec, "user"));
+
+  userns_msg_init (&pod_msg, 3 * 65536);
+  assert_int_equal (cri_userns_parse (&pod_msg.msg, "u", &pod, &err), 0);
+  f->in.sandbox.userns = &pod;
+  f->in.sandbox.userns_path = "/run/husk/sb/user";
+  build_ok (f);
+  assert_string_equal (str_at (namespace_of (f->spec, "user"), "path"), "/run/husk/sb/user");
+  assert_non_null (namespace_of (f->spec, "cgroup"));
+  assert_null (at (namespace_of (f->spec, "cgroup"), "path"));
+  assert_null (at (f->spec, "linux.uidMappings"));
+
+  /* The same options as the pod's: fine; others: refused. */
+  f->sc.namespace_options = &ns;
+  ns.userns_options = &pod_msg.msg;
+  build_ok (f);
+  userns_msg_init (&other, 4 * 65536);
+  ns.userns_options = &other.msg;
+  build_fails (f, EINVAL, "linux.security_context.namespace_options.userns_options: differs from the pod's");
+  other.uid.length = 0;
+  build_fails (f, EINVAL, "userns_options.uids[0].length");
+  ns.userns_options = NULL;
+
+  /* kubelet's volume idmappings. */
+  vol.host_path = f->host_dir, vol.container_path = "/vol";
+  vol.n_uidmappings = 1, vol.uidmappings = pod_msg.uids;
+  vol.n_gidmappings = 1, vol.gidmappings = pod_msg.gids;
+  f->config.n_mounts = 1, f->config.mounts = mounts;
+  m = mount_at (build_ok (f), "/vol");
+  assert_int_equal (json_integer_value (at (m, "uidMappings.0.hostID")), 3 * 65536);
+  assert_int_equal (json_integer_value (at (m, "uidMappings.0.containerID")), 0);
+  assert_int_equal (json_integer_value (at (m, "uidMappings.0.size")), 65536);
+  assert_int_equal (json_integer_value (at (m, "gidMappings.0.hostID")), 3 * 65536);
+  vol.n_gidmappings = 0;
+  build_fails (f, EINVAL, "mounts[0].gidMappings: required with uidMappings");
+  vol.n_gidmappings = 1;
+  pod_msg.gid.length = 0;
+  build_fails (f, EINVAL, "mounts[0].gidMappings[0].length: must not be 0");
 }
 
 /* The first rule of linux.seccomp that names SYSCALL, or NULL. */
@@ -1288,6 +1437,8 @@ main (void)
     cmocka_unit_test_setup_teardown (test_users, setup, teardown),
     cmocka_unit_test_setup_teardown (test_paths_and_no_new_privs, setup, teardown),
     cmocka_unit_test_setup_teardown (test_namespaces, setup, teardown),
+    cmocka_unit_test (test_userns_parse),
+    cmocka_unit_test_setup_teardown (test_userns_spec, setup, teardown),
     cmocka_unit_test_setup_teardown (test_seccomp, setup, teardown),
     cmocka_unit_test (test_default_profile_namespaces),
     cmocka_unit_test (test_default_profile_denials),

@@ -23,6 +23,7 @@
 #include <jansson.h>
 
 #include "husk/cleanup.h"
+#include "husk/idmap.h"
 #include "husk/util.h"
 #include "runtime/spec.h"
 
@@ -744,27 +745,44 @@ test_mount_option_recursive (void **state)
     }
 }
 
+/* "idmap"/"ridmap" mark an idmapped mount; the mappings come from
+ * uidMappings/gidMappings, which must come together on a bind mount. */
 static void
-test_mount_option_unsupported (void **state)
+test_mount_idmapped (void **state)
 {
-  static const char *const refused[] = { "idmap", "ridmap" };
+  struct spec *spec
+      = parse_ok ("'mounts': [{'destination': '/a', 'type': 'bind', 'source': '/b', 'options': "
+                  "['rbind', 'idmap'], 'uidMappings': [{'containerID': 0, 'hostID': 65536, "
+                  "'size': 65536}], 'gidMappings': [{'containerID': 0, 'hostID': 131072, "
+                  "'size': 1000}, {'containerID': 1000, 'hostID': 200000, 'size': 1}]},"
+                  "{'destination': '/c', 'type': 'bind', 'source': '/d', 'options': ['rbind']}]");
 
-  for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++)
-    {
-      const char *options[] = { "rbind", refused[i], NULL };
-      struct spec_mount mount = { 0 };
-      struct husk_error *err = NULL;
-      cleanup_free char *expected
-          = xasprintf ("mounts[3].options[1]: option \"%s\" is not supported", refused[i]);
-
-      assert_int_equal (spec_mount_parse_options (&mount, (char *const *) options, "mounts[3].options", &err),
-                        -1);
-      assert_string_equal (err->msg, expected);
-      husk_error_free (&err);
-      mount_clear (&mount);
-    }
-  expect_error ("'mounts': [{'destination': '/a', 'type': 'bind', 'source': '/b', 'options': ['idmap']}]",
-                "config.json: mounts[0].options[0]: option \"idmap\" is not supported");
+  assert_int_equal (spec->n_mounts, 2);
+  assert_int_equal (spec->mounts[0].n_uid_mappings, 1);
+  assert_int_equal (spec->mounts[0].uid_mappings[0].host_id, 65536);
+  assert_int_equal (spec->mounts[0].uid_mappings[0].size, 65536);
+  assert_int_equal (spec->mounts[0].n_gid_mappings, 2);
+  assert_int_equal (spec->mounts[0].gid_mappings[1].container_id, 1000);
+  assert_int_equal (spec->mounts[0].gid_mappings[1].host_id, 200000);
+  assert_false (spec->mounts[0].prepared);
+  assert_int_equal (spec->mounts[1].n_uid_mappings, 0);
+  assert_false (spec->mounts[1].prepared);
+  spec_free (spec);
+  expect_error (
+      "'mounts': [{'destination': '/a', 'type': 'bind', 'source': '/b', 'uidMappings': "
+      "[{'containerID': 0, 'hostID': 65536, 'size': 65536}]}]",
+      "config.json: mounts[0]: gidMappings: required with uidMappings (an idmapped mount needs both)");
+  expect_error ("'mounts': [{'destination': '/a', 'type': 'tmpfs', 'source': 'tmpfs', 'uidMappings': "
+                "[{'containerID': 0, 'hostID': 65536, 'size': 65536}], 'gidMappings': [{'containerID': 0, "
+                "'hostID': 65536, 'size': 65536}]}]",
+                "config.json: mounts[0]: uidMappings: only a bind mount can be idmapped (type `tmpfs`)");
+  expect_error ("'mounts': [{'destination': '/a', 'type': 'bind', 'source': '/b', 'uidMappings': "
+                "[{'containerID': 0, 'hostID': 65536, 'size': 0}], 'gidMappings': [{'containerID': 0, "
+                "'hostID': 65536, 'size': 65536}]}]",
+                "config.json: mounts[0]: uidMappings[0].size: must not be 0");
+  expect_error ("'mounts': [{'destination': '/a', 'type': 'bind', 'source': '/b', 'uidMappings': "
+                "[{'containerID': 0, 'size': 1}], 'gidMappings': []}]",
+                "config.json: mounts[0].uidMappings[0].hostID: required");
 }
 
 static void
@@ -790,8 +808,8 @@ test_mounts (void **state)
                 "config.json: mounts[0].destination: required field is missing");
   expect_error ("'mounts': [{'destination': '/a', 'options': 'ro'}]",
                 "config.json: mounts[0].options: must be an array of strings");
-  expect_error ("'mounts': [{'destination': '/a', 'uidMappings': []}]",
-                "config.json: mounts[0].uidMappings: id-mapped mounts are not supported");
+  expect_error ("'mounts': [{'destination': '/a', 'uidMappings': {}}]",
+                "config.json: mounts[0].uidMappings: must be an array");
   expect_error ("'mounts': {}", "config.json: mounts: must be an array");
   expect_error ("'mounts': [1]", "config.json: mounts[0]: must be an object");
 }
@@ -1378,8 +1396,13 @@ test_features_document (void **state)
   assert_true (json_is_false (json_object_get (json_object_get (linux_section, "apparmor"), "enabled")));
   assert_true (json_is_false (json_object_get (json_object_get (linux_section, "selinux"), "enabled")));
   assert_true (json_is_false (json_object_get (json_object_get (linux_section, "intelRdt"), "enabled")));
-  assert_true (json_is_false (json_object_get (
+  /* As the kernel can idmap the root filesystem (see husk/idmap.h). */
+  assert_true (json_is_boolean (json_object_get (
       json_object_get (json_object_get (linux_section, "mountExtensions"), "idmap"), "enabled")));
+  assert_int_equal (
+      json_is_true (json_object_get (
+          json_object_get (json_object_get (linux_section, "mountExtensions"), "idmap"), "enabled")),
+      husk_idmap_supported ("/"));
   assert_true (json_is_string (
       json_object_get (json_object_get (features, "annotations"), "io.github.seccomp.libseccomp.version")));
 }
@@ -1457,7 +1480,7 @@ main (void)
     cmocka_unit_test (test_mount_option_propagation),
     cmocka_unit_test (test_mount_option_bind_rro_data),
     cmocka_unit_test (test_mount_option_recursive),
-    cmocka_unit_test (test_mount_option_unsupported),
+    cmocka_unit_test (test_mount_idmapped),
     cmocka_unit_test (test_mounts),
     cmocka_unit_test (test_hooks),
     cmocka_unit_test (test_annotations),
