@@ -96,6 +96,17 @@ iptables_snapshot() {
 	done
 }
 
+# The snapshot's lines that belong to NETWORK's attachment of CID: rules
+# whose comment names either, and the chains the plugins name after them
+# ("CNI-" or "CNI-DN-" and the start of sha512(NETWORK CID), as libcni's
+# FormatChainName does).  Other pods' rules (a benchmark or another test
+# on this shared machine) come and go meanwhile and must not count.
+own_iptables() { # NETWORK CID
+	local hash
+	hash=$(printf '%s%s' "$1" "$2" | sha512sum | cut -c1-16)
+	iptables_snapshot | grep -E "name: \\\\\"$1\\\\\"|$2|CNI-(DN-)?$hash"
+}
+
 leases() { # NETWORK -> the addresses host-local holds for it
 	find "$IPAM_DIR/$1" -maxdepth 1 -name '[0-9]*' -printf '%f\n' 2>/dev/null
 }
@@ -401,7 +412,7 @@ test_add_traffic_del() {
 	ns=$(new_netns pod1) || return 1
 	port=$(free_port)
 	iptables-save -t nat | grep '^:' >"$WORK/nat-chains-before"
-	before=$(iptables_snapshot)
+	before=$(own_iptables "$NET" "$cid")
 
 	drive add "$CONF_DIR" "$CACHE_DIR" "$cid" "/run/netns/$ns" "127.0.0.1:$port:80/TCP"
 	assert_rc "ADD through bridge, portmap, loopback" 0 "$RC" || return 1
@@ -424,6 +435,7 @@ test_add_traffic_del() {
 	assert_eq "127.0.0.1:$port reaches the pod through portmap" "hello from $cid" \
 		"$(curl -s -m 5 "http://127.0.0.1:$port/")"
 	assert_contains "portmap made its DNAT rule" "$(iptables-save -t nat)" "id: \\\"$cid\\\""
+	assert_contains "... and the check below sees the pod's own chains" "$(own_iptables "$NET" "$cid")" ":CNI-DN-"
 
 	# A new process, and the config gone: all it knows is in the cache.
 	mv "$CONF_DIR/10-husk-test.conflist" "$WORK/held-back.conflist"
@@ -438,7 +450,7 @@ test_add_traffic_del() {
 	assert_true "DEL removes the cache entry" test ! -e "$cache_file"
 	assert_eq "curl to the old mapping fails" "" "$(curl -s -m 2 "http://127.0.0.1:$port/")"
 
-	after=$(iptables_snapshot)
+	after=$(own_iptables "$NET" "$cid")
 	added=$(comm -13 <(printf '%s\n' "$before" | sort) <(printf '%s\n' "$after" | sort))
 	left=$(printf '%s\n' "$added" | grep -vE "$SHARED_CHAINS" | grep .)
 	assert_eq "no iptables rule or chain left but portmap's shared ones" "" "$left"
@@ -511,7 +523,7 @@ test_add_failure_leaves_nothing() {
 	mkdir -p "$bad"
 	sed 's|{ "type": "loopback" }|{ "type": "tuning", "sysctl": { "net.ipv4.conf.eth0.husk_no_such_sysctl": "1" } }|' \
 		"$CONF_DIR/10-husk-test.conflist" >"$bad/10-bad.conflist"
-	before=$(iptables_snapshot | grep -vE "$SHARED_CHAINS")
+	before=$(own_iptables "$NET" "$cid" | grep -vE "$SHARED_CHAINS")
 	drive add "$bad" "$CACHE_DIR" "$cid" "/run/netns/$ns" "127.0.0.1:$port:80/tcp"
 	assert_fails "ADD fails in its third plugin" "$RC"
 	assert_match "... with one line naming the plugin" "$ERR" \
@@ -520,7 +532,7 @@ test_add_failure_leaves_nothing() {
 	assert_eq "... and no lease" "" "$(leases "$NET")"
 	assert_eq "... and no eth0 in the pod" "" "$(ip -n "$ns" -o link show dev eth0 2>/dev/null)"
 	assert_eq "... and no veth on the bridge" "" "$(ip -o link show master "$BRIDGE" 2>/dev/null)"
-	after=$(iptables_snapshot | grep -vE "$SHARED_CHAINS")
+	after=$(own_iptables "$NET" "$cid" | grep -vE "$SHARED_CHAINS")
 	assert_eq "... and no iptables rule from portmap or ipMasq" "$before" "$after"
 }
 
