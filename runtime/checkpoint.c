@@ -179,8 +179,8 @@ checkpoint_steps (struct checkpoint_job *job, struct husk_error **err)
     return husk_error_kind (err, EINVAL, "container `%s` is %s, not running", job->id,
                             container_status_name (status));
   if (job->spec->process.terminal)
-    return husk_error_kind (err, ENOTSUP, "container `%s` has a terminal: checkpoint of a console is not supported",
-                            job->id);
+    return husk_error_kind (
+        err, ENOTSUP, "container `%s` has a terminal: checkpoint of a console is not supported", job->id);
   if ((criu = criu_find (err)) == NULL)
     return -1;
   if (prepare_output_dir ("image directory", job->image_dir, &job->image_made, err) < 0)
@@ -351,8 +351,8 @@ static int
 restore_run_criu (struct restore_job *job, const char *criu, struct husk_error **err)
 {
   cleanup_free char *pidfile = xasprintf ("%s/restore.pid", job->state.state_dir);
-  cleanup_free char *log
-      = xasprintf ("%s/%s", job->copts.work_path ? job->copts.work_path : job->copts.image_path, CRIU_RESTORE_LOG);
+  cleanup_free char *log = xasprintf (
+      "%s/%s", job->copts.work_path ? job->copts.work_path : job->copts.image_path, CRIU_RESTORE_LOG);
   cleanup_free char *pid_text = NULL;
   cleanup_strv char **argv = NULL;
   long long pid = 0;
@@ -396,7 +396,8 @@ restore_steps (struct restore_job *job, struct husk_error **err)
   if (spec_load (bundle_abs, &job->spec, err) < 0)
     return -1;
   if (job->spec->process.terminal)
-    return husk_error_kind (err, ENOTSUP, "config.json: process.terminal: restore of a console is not supported");
+    return husk_error_kind (err, ENOTSUP,
+                            "config.json: process.terminal: restore of a console is not supported");
   if (restore_check_image (job, err) < 0 || (criu = criu_find (err)) == NULL)
     return -1;
   job->state.id = (char *) job->id;
@@ -407,8 +408,9 @@ restore_steps (struct restore_job *job, struct husk_error **err)
   job->state.owner = getuid ();
   job->state.systemd_cgroup = job->ctx->systemd_cgroup;
   job->state.annotations = job->spec->annotations;
-  if (restore_make_state (job, err) < 0 || restore_make_cgroup (job, err) < 0 || restore_mount_root (job, err) < 0
-      || restore_open_netns (job, err) < 0 || restore_run_criu (job, criu, err) < 0)
+  if (restore_make_state (job, err) < 0 || restore_make_cgroup (job, err) < 0
+      || restore_mount_root (job, err) < 0 || restore_open_netns (job, err) < 0
+      || restore_run_criu (job, criu, err) < 0)
     return -1;
   restore_unmount_root (job);
   if (state_write (&job->state, err) < 0)
@@ -459,7 +461,8 @@ restore_clear (struct restore_job *job)
 /* runc restore without --detach: waits for the restored init (criu's
  * sibling, so our child), then deletes the container. */
 static int
-restore_wait (const struct runtime_ctx *ctx, const char *id, pid_t pid, int *exit_code, struct husk_error **err)
+restore_wait (const struct runtime_ctx *ctx, const char *id, pid_t pid, int *exit_code,
+              struct husk_error **err)
 {
   struct husk_error *ignored = NULL;
   int status = 0;

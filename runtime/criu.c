@@ -82,8 +82,8 @@ common_args (char **argv, const struct criu_options *opts, const char *root, con
   argv = husk_strv_append (argv, "--root");
   argv = husk_strv_append (argv, root);
   {
-    cleanup_free char *mode = xasprintf ("--manage-cgroups=%s",
-                                         opts->manage_cgroups_mode ? opts->manage_cgroups_mode : "ignore");
+    cleanup_free char *mode
+        = xasprintf ("--manage-cgroups=%s", opts->manage_cgroups_mode ? opts->manage_cgroups_mode : "ignore");
     argv = husk_strv_append (argv, mode);
   }
   if (opts->tcp_established)
@@ -174,7 +174,9 @@ criu_log_last_error (const char *log_text)
     {
       size_t len = strcspn (line, "\n");
       const char *hit = memmem (line, len, "Error (", 7);
-      if (hit)
+      bool summary
+          = hit && (memmem (line, len, "Dumping FAILED", 14) || memmem (line, len, "Restoring FAILED", 16));
+      if (hit && (!summary || last == NULL))
         {
           last = hit;
           last_len = len - (size_t) (hit - line);

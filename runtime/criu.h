@@ -53,7 +53,8 @@ char **criu_restore_argv (const char *criu, const struct spec *spec, const char 
                           int netns_fd, char *const stdio_keys[3], const struct criu_options *opts);
 
 /* The last "Error (...)" line of a criu log without its timestamp, or
- * NULL if it has none (newly allocated). */
+ * NULL if it has none (newly allocated); criu's closing "Dumping FAILED."
+ * only when no other error came before it. */
 char *criu_log_last_error (const char *log_text);
 
 /* The fd keys worth inheriting on restore from descriptors.json's text:

@@ -247,6 +247,14 @@ container_init (const struct init_config *cfg)
     sync_child_fail (cfg->sync_fd, err);
   if (spec->process.terminal && terminal_setup_child (cfg->console_fd, &spec->process, &err) < 0)
     sync_child_fail (cfg->sync_fd, err);
+  /* As runc: the init leads a session of its own (with a terminal that
+   * was done above), so nothing of it is outside the container and CRIU
+   * can dump it. */
+  if (!spec->process.terminal && setsid () < 0)
+    {
+      husk_error_make (&err, errno, "setsid");
+      sync_child_fail (cfg->sync_fd, err);
+    }
   if (cfg->console_fd >= 0)
     close (cfg->console_fd);
   if (init_enter_cwd (&spec->process, &err) < 0
