@@ -155,6 +155,8 @@ void cri_pod_status_free (Runtime__V1__PodSandboxStatus *status);
 
 /* UpdateContainerResources (service_update.c). */
 void cri_update_container_resources (struct rpc_call *call, const void *req, size_t len, void *user);
+/* service_checkpoint.c */
+void cri_checkpoint_container (struct rpc_call *call, const void *req, size_t len, void *user);
 
 /* Stats RPCs (service_stats.c): cgroup, writable layer and pod network
  * usage of containers and pods. */

@@ -165,25 +165,17 @@ criu_restore_argv (const char *criu, const struct spec *spec, const char *root, 
 }
 
 char *
-criu_log_last_error (const char *log_text)
+criu_log_first_error (const char *log_text)
 {
-  const char *last = NULL;
-  size_t last_len = 0;
-
   for (const char *line = log_text; line && *line;)
     {
       size_t len = strcspn (line, "\n");
       const char *hit = memmem (line, len, "Error (", 7);
-      bool summary
-          = hit && (memmem (line, len, "Dumping FAILED", 14) || memmem (line, len, "Restoring FAILED", 16));
-      if (hit && (!summary || last == NULL))
-        {
-          last = hit;
-          last_len = len - (size_t) (hit - line);
-        }
+      if (hit)
+        return xasprintf ("%.*s", (int) (len - (size_t) (hit - line)), hit);
       line += len + (line[len] == '\n');
     }
-  return last ? xasprintf ("%.*s", (int) last_len, last) : NULL;
+  return NULL;
 }
 
 int
@@ -233,7 +225,7 @@ criu_run (char **argv, const char *cgroup_path, const char *action, const char *
 {
   cleanup_free char *how = NULL;
   cleanup_free char *log_text = NULL;
-  cleanup_free char *last = NULL;
+  cleanup_free char *first = NULL;
   size_t len = 0;
   int status = 0;
   pid_t pid;
@@ -262,7 +254,7 @@ criu_run (char **argv, const char *cgroup_path, const char *action, const char *
     return 0;
   how = describe_status (status);
   if (husk_read_file (log_path, &log_text, &len, NULL) == 0)
-    last = criu_log_last_error (log_text);
+    first = criu_log_first_error (log_text);
   return husk_error_make (err, 0, "criu %s failed (%s): %s (full log: %s)", action, how,
-                          last ? last : "its log has no error line", log_path);
+                          first ? first : "its log has no error line", log_path);
 }

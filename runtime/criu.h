@@ -1,7 +1,7 @@
 /* Driving the `criu` binary (CRIU 3.x command line) for husk checkpoint
  * and restore.  The argument lists are built here as plain data from the
  * container's spec and the options, so tests can read them; running criu
- * and reading back its log's last error is here too. */
+ * and reading back the first error of its log is here too. */
 #ifndef HUSK_RUNTIME_CRIU_H
 #define HUSK_RUNTIME_CRIU_H
 
@@ -52,10 +52,10 @@ char **criu_dump_argv (const char *criu, const struct spec *spec, pid_t pid, con
 char **criu_restore_argv (const char *criu, const struct spec *spec, const char *root, const char *pidfile,
                           int netns_fd, char *const stdio_keys[3], const struct criu_options *opts);
 
-/* The last "Error (...)" line of a criu log without its timestamp, or
- * NULL if it has none (newly allocated); criu's closing "Dumping FAILED."
- * only when no other error came before it. */
-char *criu_log_last_error (const char *log_text);
+/* The first "Error (...)" line of a criu log without its timestamp, or
+ * NULL if it has none (newly allocated): the cause, where the later ones
+ * are its consequences ("Dumping FAILED."). */
+char *criu_log_first_error (const char *log_text);
 
 /* The fd keys worth inheriting on restore from descriptors.json's text:
  * pipes only (a path is reopened by criu itself).  KEYS[i] newly
@@ -63,7 +63,7 @@ char *criu_log_last_error (const char *log_text);
 int criu_parse_descriptors (const char *text, const char *file_name, char *keys[3], struct husk_error **err);
 
 /* Runs ARGV; the child first enters CGROUP_PATH when not NULL.  Fails
- * with "criu ACTION failed (...): LAST ERROR LINE (full log: LOG)". */
+ * with "criu ACTION failed (...): FIRST ERROR LINE (full log: LOG)". */
 int criu_run (char **argv, const char *cgroup_path, const char *action, const char *log_path,
               struct husk_error **err);
 

@@ -1,0 +1,181 @@
+/* CheckpointContainer (KEP-2008): the runtime's `checkpoint
+ * --leave-running` of a running container, with its OCI config, the
+ * changes of its writable layer and its log, packed into the archive
+ * kubelet asked for in CRI-O's layout (cri/checkpoint_archive.h).  The
+ * container keeps running; a failure leaves no archive and no work dir. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cri/checkpoint_archive.h"
+#include "cri/container_store.h"
+#include "cri/containers.h"
+#include "cri/runtime_exec.h"
+#include "cri/service.h"
+#include "husk/cleanup.h"
+#include "husk/util.h"
+
+/* Everything one checkpoint made so far, removed again by one undo. */
+struct checkpoint_job
+{
+  struct cri_service *svc;
+  const char *location;
+  struct cri_container *c;
+  const struct huskd_runtime *rt;
+  char *work;     /* LOCATION.work-XXXXXX: the archive's contents */
+  char *tmp_file; /* LOCATION.tmp-PID: the archive until renamed */
+};
+
+static int
+check_request (const Runtime__V1__CheckpointContainerRequest *req, struct husk_error **err)
+{
+  if (!cri_nonempty (req->container_id))
+    return husk_error_kind (err, EINVAL, "container_id: required");
+  if (!cri_nonempty (req->location) || req->location[0] != '/')
+    return husk_error_kind (err, EINVAL, "location `%s`: the absolute path of the archive to write is required",
+                            req->location ? req->location : "");
+  if (access (req->location, F_OK) == 0)
+    return husk_error_kind (err, EEXIST, "location `%s` exists already", req->location);
+  return 0;
+}
+
+static int
+claim_container (struct checkpoint_job *job, const char *id, struct husk_error **err)
+{
+  if (container_lookup (job->svc->containers, id, &job->c, err) < 0)
+    return -1;
+  if (job->c->state != CRI_CONTAINER_RUNNING)
+    return husk_error_kind (err, EAGAIN, "container %s is not running", job->c->id);
+  job->rt = cri_runtime_for (job->svc->cfg, job->c->runtime_handler, err);
+  return job->rt ? 0 : -1;
+}
+
+static int
+write_text (const char *dir, const char *name, const char *text, struct husk_error **err)
+{
+  cleanup_free char *path = xasprintf ("%s/%s", dir, name);
+
+  return husk_write_file_atomic (path, text, strlen (text), 0600, err);
+}
+
+static int
+copy_file (const char *from, const char *dir, const char *name, struct husk_error **err)
+{
+  cleanup_free char *text = NULL;
+  size_t len = 0;
+
+  if (husk_read_file (from, &text, &len, err) < 0)
+    return -1;
+  {
+    cleanup_free char *path = xasprintf ("%s/%s", dir, name);
+    return husk_write_file_atomic (path, text, len, 0600, err);
+  }
+}
+
+static int
+dump_metadata (struct checkpoint_job *job, struct husk_error **err)
+{
+  const struct cri_container *c = job->c;
+  const char *root = job->svc->cfg->root;
+  cleanup_free char *bundle = containers_bundle_dir (root, c->id);
+  cleanup_free char *spec = xasprintf ("%s/config.json", bundle);
+  cleanup_free char *upper = xasprintf ("%s/containers/%s/upper", root, c->id);
+  cleanup_free char *diff = xasprintf ("%s/%s", job->work, CHECKPOINT_ROOTFS_DIFF);
+  cleanup_free char *deleted = NULL;
+  cleanup_free char *config = NULL;
+  struct checkpoint_meta meta = {
+    .id = c->id,
+    .name = c->name,
+    .image = c->image_id,
+    .image_ref = c->image_ref,
+    .image_name = c->image,
+    .runtime = job->rt->path,
+    .created_ns = c->created_at,
+    .checkpointed_ns = cri_now_ns (),
+  };
+
+  config = checkpoint_config_dump (&meta);
+  if (write_text (job->work, CHECKPOINT_CONFIG_DUMP, config, err) < 0
+      || copy_file (spec, job->work, CHECKPOINT_SPEC_DUMP, err) < 0
+      || checkpoint_rootfs_diff (upper, diff, &deleted, err) < 0)
+    return -1;
+  if (strcmp (deleted, "[]") != 0 && write_text (job->work, CHECKPOINT_DELETED_FILES, deleted, err) < 0)
+    return -1;
+  /* The log is what kubectl logs showed; a container without one has none. */
+  if (cri_nonempty (c->log_path) && access (c->log_path, R_OK) == 0)
+    return copy_file (c->log_path, job->work, CHECKPOINT_CONTAINER_LOG, err);
+  return 0;
+}
+
+static int
+checkpoint_steps (struct checkpoint_job *job, const Runtime__V1__CheckpointContainerRequest *req,
+                  struct husk_error **err)
+{
+  cleanup_free char *images = NULL;
+
+  if (check_request (req, err) < 0 || claim_container (job, req->container_id, err) < 0)
+    return -1;
+  job->work = xasprintf ("%s.work-XXXXXX", job->location);
+  if (mkdtemp (job->work) == NULL)
+    {
+      int saved = errno;
+      free (job->work);
+      job->work = NULL;
+      return husk_error_make (err, saved, "location `%s`: create a work dir beside it", job->location);
+    }
+  images = xasprintf ("%s/%s", job->work, CHECKPOINT_DIR);
+  if (cri_run_runtime (job->rt, (const char *[]){ "checkpoint", "--leave-running", "--image-path", images, job->c->id, NULL },
+                       err)
+      < 0)
+    return husk_error_wrap (err, "checkpoint container %s", job->c->id);
+  if (dump_metadata (job, err) < 0)
+    return -1;
+  job->tmp_file = xasprintf ("%s.tmp-%d", job->location, (int) getpid ());
+  if (checkpoint_tar_dir (job->work, job->tmp_file, err) < 0)
+    return -1;
+  if (rename (job->tmp_file, job->location) < 0)
+    return husk_error_make (err, errno, "rename `%s` to `%s`", job->tmp_file, job->location);
+  return 0;
+}
+
+static int
+checkpoint_container (struct cri_service *svc, const Runtime__V1__CheckpointContainerRequest *req,
+                      struct husk_error **err)
+{
+  struct checkpoint_job job = { .svc = svc, .location = req->location };
+  struct husk_error *ignored = NULL;
+  int ret = checkpoint_steps (&job, req, err);
+
+  if (job.work && husk_rm_rf (job.work, &ignored) < 0)
+    {
+      husk_warn ("%s", ignored->msg);
+      husk_error_free (&ignored);
+    }
+  if (ret < 0 && job.tmp_file)
+    unlink (job.tmp_file);
+  free (job.work);
+  free (job.tmp_file);
+  cri_container_free (job.c);
+  return ret;
+}
+
+void
+cri_checkpoint_container (struct rpc_call *call, const void *req_bytes, size_t len, void *user)
+{
+  struct cri_service *svc = user;
+  Runtime__V1__CheckpointContainerRequest *req
+      = cri_unpack (call, &runtime__v1__checkpoint_container_request__descriptor, req_bytes, len);
+  Runtime__V1__CheckpointContainerResponse resp = RUNTIME__V1__CHECKPOINT_CONTAINER_RESPONSE__INIT;
+  struct husk_error *err = NULL;
+
+  if (req == NULL)
+    return;
+  if (checkpoint_container (svc, req, &err) < 0)
+    cri_fail (call, &err);
+  else
+    cri_reply (call, &resp.base);
+  runtime__v1__checkpoint_container_request__free_unpacked (req, NULL);
+}
