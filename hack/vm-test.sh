@@ -94,7 +94,8 @@ unpack_kernel() {
 	find "$dl/x/lib/modules" \( -name unix_diag.ko -o -name inet_diag.ko -o -name tcp_diag.ko -o -name udp_diag.ko \
 		-o -name netlink_diag.ko -o -name af_packet_diag.ko -o -name nfnetlink.ko -o -name nf_tables.ko \
 		-o -name libcrc32c.ko -o -name nf_conntrack.ko -o -name nf_conntrack_netlink.ko -o -name nf_defrag_ipv4.ko \
-		-o -name nf_defrag_ipv6.ko \) -exec cp {} "$dest.tmp/modules/" \;
+		-o -name nf_defrag_ipv6.ko -o -name nft_compat.ko -o -name x_tables.ko -o -name xt_mark.ko \) \
+		-exec cp {} "$dest.tmp/modules/" \;
 	rm -rf "$dest"
 	mv "$dest.tmp" "$dest"
 	echo "$ver" >"$CACHE/current"
@@ -106,7 +107,7 @@ ensure_kernel() {
 	flock 8
 	if [ ! -s "$CACHE/current" ] || [ ! -f "$CACHE/$(cat "$CACHE/current")/vmlinuz" ] ||
 		[ ! -f "$CACHE/$(cat "$CACHE/current")/modules/overlay.ko" ] ||
-		[ ! -f "$CACHE/$(cat "$CACHE/current")/modules/nf_conntrack_netlink.ko" ]; then
+		[ ! -f "$CACHE/$(cat "$CACHE/current")/modules/xt_mark.ko" ]; then
 		unpack_kernel
 	fi
 	flock -u 8
@@ -189,13 +190,14 @@ add_criu() {
 	copy_with_libs /bin/ip /bin/ip
 	copy_with_libs /usr/sbin/xtables-nft-multi /bin/xtables-nft-multi
 	copy_with_libs /usr/sbin/xtables-legacy-multi /bin/xtables-legacy-multi
+	# criu's network lock: -m mark and the standard targets.
+	mkdir -p "$ROOTFS/usr/lib/x86_64-linux-gnu/xtables"
+	cp /usr/lib/x86_64-linux-gnu/xtables/libxt_mark.so /usr/lib/x86_64-linux-gnu/xtables/libxt_standard.so \
+		"$ROOTFS/usr/lib/x86_64-linux-gnu/xtables/" || fail "copy the iptables extensions criu needs"
 	for tool in iptables-save ip6tables-save iptables-restore ip6tables-restore; do
 		ln -sf xtables-nft-multi "$ROOTFS/bin/$tool"
 		ln -sf xtables-legacy-multi "$ROOTFS/bin/${tool%%-*}-legacy-${tool#*-}"
 	done
-	# No iptables in the VM: criu locks a network namespace with nftables.
-	mkdir -p "$ROOTFS/etc/criu"
-	echo "network-lock nftables" >"$ROOTFS/etc/criu/default.conf"
 }
 
 build_initramfs() {

@@ -130,16 +130,25 @@ $(grep Error /run/ck-cnt-work/restore.log 2>/dev/null | tail -n 3)"
 }
 
 # A listener (busybox httpd) and an established connection in the
-# container's own network namespace.
+# container's own network namespace (the nc listener's stdin is a pipe
+# that never ends: a background job's /dev/null would close it at once).
 t_tcp() {
 	local b id=tcp out n1 n2
 	b=$(new_bundle sh -c 'mkdir -p /tmp/w; echo hello >/tmp/w/index.html; httpd -f -p 8080 -h /tmp/w &
-nc -l -p 9000 >/tmp/recv & sleep 0.5; i=0; while :; do i=$((i+1)); echo $i; sleep 0.1; done | nc 127.0.0.1 9000; echo "nc: $?"; sleep 1000')
+sleep 100000 | nc -l -p 9000 >/tmp/recv & sleep 0.5; i=0; while :; do i=$((i+1)); echo $i; sleep 0.1; done | nc 127.0.0.1 9000; echo "nc: $?"; sleep 1000')
 	with_pipes /run/tcp.log h run -d --bundle "$b" $id
 	wait_status $id running 50
 	sleep 1
 	out=$(h exec $id wget -q -O - http://127.0.0.1:8080/ 2>&1)
 	assert_eq "the listener answers before the checkpoint" hello "$out" "$(cat /run/tcp.log)"
+	n1=$(h exec $id sh -c 'tail -n 1 /tmp/recv')
+	sleep 0.5
+	n2=$(h exec $id sh -c 'tail -n 1 /tmp/recv')
+	if [ -n "$n1" ] && [ -n "$n2" ] && [ "$n2" -gt "$n1" ]; then
+		ok "the connection carries data before the checkpoint ($n1 -> $n2)"
+	else
+		not_ok "the connection carries data before the checkpoint" "before: $n1, after: $n2" "$(cat /run/tcp.log)"
+	fi
 	out=$(h checkpoint --tcp-established --image-path /run/ck-tcp $id 2>&1)
 	assert_eq "checkpoint --tcp-established of listening and connected sockets succeeds" 0 $? "$out
 $(grep Error /run/ck-tcp/dump.log 2>/dev/null | tail -n 3)"
@@ -148,7 +157,8 @@ $(grep Error /run/ck-tcp/dump.log 2>/dev/null | tail -n 3)"
 	assert_eq "restore --tcp-established succeeds" running "$(status_of $id)" "$(cat /run/tcp2.log)
 $(grep Error /run/ck-tcp/restore.log 2>/dev/null | tail -n 3)"
 	out=$(h exec $id wget -q -O - http://127.0.0.1:8080/ 2>&1)
-	assert_eq "the restored listener answers" hello "$out"
+	assert_eq "the restored listener answers" hello "$out" "$(h exec $id sh -c 'netstat -tan; ps; ls /proc | head -5' 2>&1; h ps $id 2>&1; cat /run/tcp2.log)
+$(grep -h -i -B2 'error\|warn' /run/ck-tcp/restore.log | tail -n 12)"
 	n1=$(h exec $id sh -c 'tail -n 1 /tmp/recv')
 	sleep 1
 	n2=$(h exec $id sh -c 'tail -n 1 /tmp/recv')
