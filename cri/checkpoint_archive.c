@@ -77,7 +77,8 @@ checkpoint_config_parse (const char *text, const char *file_name, char **id, cha
       if (value == NULL || *value == '\0')
         {
           json_decref (doc);
-          return husk_error_kind (err, EINVAL, "%s: `%s`: a non-empty string is required", file_name, fields[i]);
+          return husk_error_kind (err, EINVAL, "%s: `%s`: a non-empty string is required", file_name,
+                                  fields[i]);
         }
       *out[i] = xstrdup (value);
     }
@@ -181,5 +182,94 @@ checkpoint_rootfs_diff (const char *upper, const char *out_tar, char **deleted_j
 
   *deleted_json = ret == 0 ? json_dumps (deleted, JSON_COMPACT) : NULL;
   json_decref (deleted);
+  return ret;
+}
+
+void
+checkpoint_archive_info_clear (struct checkpoint_archive_info *info)
+{
+  free (info->id);
+  free (info->name);
+  free (info->image_name);
+  memset (info, 0, sizeof *info);
+}
+
+/* config.dump's text from the current entry of A (at most 1 MiB). */
+static char *
+read_entry_text (struct archive *a, struct archive_entry *entry)
+{
+  la_int64_t size = archive_entry_size (entry);
+  char *text;
+  la_ssize_t n;
+
+  if (size < 0 || size > (1 << 20))
+    return NULL;
+  text = xmalloc ((size_t) size + 1);
+  n = archive_read_data (a, text, (size_t) size);
+  if (n != size)
+    {
+      free (text);
+      return NULL;
+    }
+  text[size] = '\0';
+  return text;
+}
+
+static void
+note_entry (struct checkpoint_archive_info *info, const char *name)
+{
+  if (husk_str_has_prefix (name, "./"))
+    name += 2;
+  if (strcmp (name, CHECKPOINT_SPEC_DUMP) == 0)
+    info->has_spec = true;
+  else if (strcmp (name, CHECKPOINT_ROOTFS_DIFF) == 0)
+    info->has_rootfs_diff = true;
+  else if (strcmp (name, CHECKPOINT_DIR "/inventory.img") == 0)
+    info->has_images = true;
+}
+
+int
+checkpoint_archive_read (const char *path, struct checkpoint_archive_info *info, struct husk_error **err)
+{
+  struct archive *a = archive_read_new ();
+  struct archive_entry *entry;
+  cleanup_free char *config = NULL;
+  int ret = 0, r;
+
+  memset (info, 0, sizeof *info);
+  archive_read_support_format_tar (a);
+  archive_read_support_filter_all (a);
+  if (archive_read_open_filename (a, path, 65536) != ARCHIVE_OK)
+    ret = husk_error_kind (err, EINVAL, "checkpoint archive `%s`: %s", path, archive_error_string (a));
+  while (ret == 0 && (r = archive_read_next_header (a, &entry)) != ARCHIVE_EOF)
+    {
+      const char *name = archive_entry_pathname (entry);
+      if (r < ARCHIVE_WARN)
+        {
+          ret = husk_error_kind (err, EINVAL, "checkpoint archive `%s`: not a tar: %s", path,
+                                 archive_error_string (a));
+          break;
+        }
+      note_entry (info, name);
+      if (config == NULL
+          && (strcmp (name, CHECKPOINT_CONFIG_DUMP) == 0 || strcmp (name, "./config.dump") == 0)
+          && (config = read_entry_text (a, entry)) == NULL)
+        ret = husk_error_kind (err, EINVAL, "checkpoint archive `%s`: config.dump: unreadable or over 1 MiB",
+                               path);
+    }
+  archive_read_free (a);
+  if (ret == 0 && config == NULL)
+    ret = husk_error_kind (err, EINVAL, "checkpoint archive `%s`: no config.dump: not a container checkpoint",
+                           path);
+  if (ret == 0 && (!info->has_spec || !info->has_images))
+    ret = husk_error_kind (err, EINVAL, "checkpoint archive `%s`: no %s", path,
+                           !info->has_spec ? "spec.dump" : "checkpoint/inventory.img (CRIU's images)");
+  if (ret == 0)
+    {
+      cleanup_free char *what = xasprintf ("checkpoint archive `%s`: config.dump", path);
+      ret = checkpoint_config_parse (config, what, &info->id, &info->name, &info->image_name, err);
+    }
+  if (ret < 0)
+    checkpoint_archive_info_clear (info);
   return ret;
 }

@@ -7,6 +7,7 @@
 #ifndef HUSK_CRI_CHECKPOINT_ARCHIVE_H
 #define HUSK_CRI_CHECKPOINT_ARCHIVE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "husk/error.h"
@@ -35,8 +36,8 @@ struct checkpoint_meta
 char *checkpoint_config_dump (const struct checkpoint_meta *meta);
 /* Reads back config.dump's id, name and rootfsImageName (newly allocated
  * into META's fields, which the caller frees). */
-int checkpoint_config_parse (const char *text, const char *file_name, char **id, char **name, char **image_name,
-                             struct husk_error **err);
+int checkpoint_config_parse (const char *text, const char *file_name, char **id, char **name,
+                             char **image_name, struct husk_error **err);
 
 /* An RFC 3339 UTC time with nanoseconds for unix nanoseconds NS. */
 char *checkpoint_time_text (int64_t ns);
@@ -44,9 +45,23 @@ char *checkpoint_time_text (int64_t ns);
 /* Writes UPPER (an overlay upper dir) as the tar OUT_TAR, leaving out the
  * whiteouts (0:0 character devices), whose paths go to *DELETED_JSON as a
  * JSON list ("[]" when none).  A missing UPPER is an empty diff. */
-int checkpoint_rootfs_diff (const char *upper, const char *out_tar, char **deleted_json, struct husk_error **err);
+int checkpoint_rootfs_diff (const char *upper, const char *out_tar, char **deleted_json,
+                            struct husk_error **err);
 
 /* Writes the contents of DIR (paths relative to it) as the tar OUT. */
 int checkpoint_tar_dir (const char *dir, const char *out, struct husk_error **err);
+
+/* What a checkpoint archive says about itself (checkpoint_archive_read). */
+struct checkpoint_archive_info
+{
+  char *id, *name, *image_name; /* from config.dump */
+  bool has_spec, has_images, has_rootfs_diff;
+};
+
+/* Reads the archive PATH's table of contents and config.dump: an error
+ * names the file and what is wrong (not a tar, no config.dump, no
+ * checkpoint/ or spec.dump). */
+int checkpoint_archive_read (const char *path, struct checkpoint_archive_info *info, struct husk_error **err);
+void checkpoint_archive_info_clear (struct checkpoint_archive_info *info);
 
 #endif

@@ -286,6 +286,8 @@ cri_status_of (const struct husk_error *err)
     case EAGAIN:
     case ENONET:
       return GRPC_STATUS_FAILED_PRECONDITION;
+    case ENOSYS:
+      return GRPC_STATUS_UNIMPLEMENTED;
     default:
       return GRPC_STATUS_UNKNOWN;
     }

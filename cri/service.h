@@ -157,6 +157,9 @@ void cri_pod_status_free (Runtime__V1__PodSandboxStatus *status);
 void cri_update_container_resources (struct rpc_call *call, const void *req, size_t len, void *user);
 /* service_checkpoint.c */
 void cri_checkpoint_container (struct rpc_call *call, const void *req, size_t len, void *user);
+/* CreateContainer's image is a checkpoint archive (an existing file). */
+bool cri_is_checkpoint_archive (const char *image);
+int cri_create_from_checkpoint (const char *archive, struct husk_error **err);
 
 /* Stats RPCs (service_stats.c): cgroup, writable layer and pod network
  * usage of containers and pods. */

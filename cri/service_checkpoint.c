@@ -35,7 +35,8 @@ check_request (const Runtime__V1__CheckpointContainerRequest *req, struct husk_e
   if (!cri_nonempty (req->container_id))
     return husk_error_kind (err, EINVAL, "container_id: required");
   if (!cri_nonempty (req->location) || req->location[0] != '/')
-    return husk_error_kind (err, EINVAL, "location `%s`: the absolute path of the archive to write is required",
+    return husk_error_kind (err, EINVAL,
+                            "location `%s`: the absolute path of the archive to write is required",
                             req->location ? req->location : "");
   if (access (req->location, F_OK) == 0)
     return husk_error_kind (err, EEXIST, "location `%s` exists already", req->location);
@@ -127,8 +128,9 @@ checkpoint_steps (struct checkpoint_job *job, const Runtime__V1__CheckpointConta
       return husk_error_make (err, saved, "location `%s`: create a work dir beside it", job->location);
     }
   images = xasprintf ("%s/%s", job->work, CHECKPOINT_DIR);
-  if (cri_run_runtime (job->rt, (const char *[]){ "checkpoint", "--leave-running", "--image-path", images, job->c->id, NULL },
-                       err)
+  if (cri_run_runtime (
+          job->rt,
+          (const char *[]){ "checkpoint", "--leave-running", "--image-path", images, job->c->id, NULL }, err)
       < 0)
     return husk_error_wrap (err, "checkpoint container %s", job->c->id);
   if (dump_metadata (job, err) < 0)
@@ -178,4 +180,30 @@ cri_checkpoint_container (struct rpc_call *call, const void *req_bytes, size_t l
   else
     cri_reply (call, &resp.base);
   runtime__v1__checkpoint_container_request__free_unpacked (req, NULL);
+}
+
+bool
+cri_is_checkpoint_archive (const char *image)
+{
+  struct stat st;
+
+  return image && image[0] == '/' && stat (image, &st) == 0 && S_ISREG (st.st_mode);
+}
+
+/* CRI-O restores a container when CreateContainer's image is such an
+ * archive.  husk reads and checks it, and says clearly that the restore
+ * itself is not there yet rather than "image not found". */
+int
+cri_create_from_checkpoint (const char *archive, struct husk_error **err)
+{
+  struct checkpoint_archive_info info;
+
+  if (checkpoint_archive_read (archive, &info, err) < 0)
+    return husk_error_wrap (err, "config.image.image");
+  husk_error_kind (err, ENOSYS,
+                   "config.image.image `%s`: restoring checkpoint archive of container %s (`%s`, image %s) "
+                   "through CreateContainer is not implemented yet",
+                   archive, info.id, info.name, info.image_name);
+  checkpoint_archive_info_clear (&info);
+  return -1;
 }

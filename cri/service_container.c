@@ -518,6 +518,8 @@ create_container (struct create_job *job, char **id, struct husk_error **err)
     return -1;
   if (job->sb->state != SANDBOX_READY)
     return husk_error_kind (err, EAGAIN, "pod sandbox %s is not ready", job->sb->id);
+  if (cri_is_checkpoint_archive (req->config->image->image))
+    return cri_create_from_checkpoint (req->config->image->image, err);
   if (images_lookup (job->svc->cfg->root, req->config->image->image, &job->image, err) < 0)
     return husk_error_wrap (err, "config.image.image `%s`", req->config->image->image);
   key = create_key (job->sb->id, req->config->metadata);

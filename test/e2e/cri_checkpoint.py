@@ -4,7 +4,9 @@ missing or stopped container, a relative, existing or unwritable
 location, CRIU itself refusing) leaves no archive and no work dir and the
 container running; where `criu check` passes on this host, a real archive
 in CRI-O's layout (checkpoint/, config.dump, spec.dump, rootfs-diff.tar)
-while the container keeps running.  Prints TAP lines.
+while the container keeps running.  CreateContainer from an archive path:
+the archive is read and checked; restoring it is refused as not there
+yet.  Prints TAP lines.
 
   cri_checkpoint.py HUSKD REGISTRY WORKDIR
 """
@@ -123,6 +125,41 @@ def test_criu(c, s):
     ok(leftovers() == ["counter.tar"], "only the archive is left", leftovers())
 
 
+def fake_archive(path, config):
+    """A checkpoint archive in CRI-O's layout with CONFIG as config.dump."""
+    import io
+    with tarfile.open(path, "w") as tar:
+        for name, data in (("config.dump", json.dumps(config)), ("spec.dump", "{}"),
+                           ("checkpoint/inventory.img", "x"), ("rootfs-diff.tar", "")):
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data.encode()))
+
+
+def test_create_from_archive(c, s):
+    before = c.list()
+    bad = os.path.join(WORK, "not-a-tar.tar")
+    with open(bad, "w") as f:
+        f.write("hello")
+    e = rpc_error(lambda: c.create(s["pod"], cri_client.container_config("restored", bad, ["true"]), s["pod_config"]))
+    ok(e is not None and e.code() == grpc.StatusCode.INVALID_ARGUMENT and f"checkpoint archive `{bad}`" in e.details(),
+       "CreateContainer from a file that is no archive: INVALID_ARGUMENT naming it", e)
+    partial = os.path.join(WORK, "partial.tar")
+    fake_archive(partial, {"id": "abc", "name": "counter"})
+    e = rpc_error(lambda: c.create(s["pod"], cri_client.container_config("restored", partial, ["true"]),
+                                   s["pod_config"]))
+    ok(e is not None and e.code() == grpc.StatusCode.INVALID_ARGUMENT
+       and "config.dump: `rootfsImageName`: a non-empty string is required" in e.details(),
+       "... from an archive whose config.dump lacks the image: INVALID_ARGUMENT naming the field", e)
+    good = os.path.join(WORK, "good.tar")
+    fake_archive(good, {"id": "abc", "name": "counter", "rootfsImageName": IMAGE})
+    e = rpc_error(lambda: c.create(s["pod"], cri_client.container_config("restored", good, ["true"]), s["pod_config"]))
+    ok(e is not None and e.code() == grpc.StatusCode.UNIMPLEMENTED and "container abc (`counter`" in e.details()
+       and "not implemented yet" in e.details(),
+       "... from a valid archive: UNIMPLEMENTED, naming the checkpointed container (restore is not there yet)", e)
+    ok(c.list() == before, "... and no container record is left", c.list())
+
+
 def main():
     os.makedirs(OUT)
     s = {"proc": cri_client.start_huskd(HUSKD, WORK, SOCK, ROOT, STATE, os.path.join(WORK, "config.json"))}
@@ -131,7 +168,7 @@ def main():
         c.pull(IMAGE)
         s["pod_config"] = cri_client.pod_config("ckpt", LOGS)
         s["pod"] = c.run_pod(s["pod_config"])
-        for test in (test_refusals, test_criu):
+        for test in (test_refusals, test_criu, test_create_from_archive):
             try:
                 test(c, s)
             except Exception as e:  # a crash of one test is one failure

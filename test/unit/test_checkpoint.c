@@ -159,7 +159,8 @@ test_descriptors (void **state)
   char *keys[3];
 
   (void) state;
-  assert_int_equal (criu_parse_descriptors ("[\"pipe:[5]\",\"/dev/null\",\"pipe:[7]\"]", "d.json", keys, &err), 0);
+  assert_int_equal (
+      criu_parse_descriptors ("[\"pipe:[5]\",\"/dev/null\",\"pipe:[7]\"]", "d.json", keys, &err), 0);
   assert_string_equal (keys[0], "pipe:[5]");
   assert_null (keys[1]);
   assert_string_equal (keys[2], "pipe:[7]");
@@ -176,9 +177,14 @@ test_descriptors (void **state)
 static void
 test_config_dump (void **state)
 {
-  struct checkpoint_meta meta = { .id = "abc", .name = "counter", .image = "sha256:1", .image_ref = "r@sha256:2",
-                                  .image_name = "r/busybox:latest", .runtime = "/usr/bin/husk",
-                                  .created_ns = 1700000000123456789LL, .checkpointed_ns = 1700000001000000000LL };
+  struct checkpoint_meta meta = { .id = "abc",
+                                  .name = "counter",
+                                  .image = "sha256:1",
+                                  .image_ref = "r@sha256:2",
+                                  .image_name = "r/busybox:latest",
+                                  .runtime = "/usr/bin/husk",
+                                  .created_ns = 1700000000123456789LL,
+                                  .checkpointed_ns = 1700000001000000000LL };
   cleanup_free char *text = checkpoint_config_dump (&meta);
   char *id = NULL, *name = NULL, *image = NULL;
   struct husk_error *err = NULL;
@@ -262,6 +268,29 @@ test_archive_layout (void **state)
   assert_non_null (strstr (names, "spec.dump\n"));
   assert_non_null (strstr (names, "rootfs-diff.tar\n"));
   assert_null (strstr (names, dir)); /* paths are relative */
+  /* Read back: config.dump "{}" has no id; a file that is no tar and a
+   * tar without config.dump are refused naming what is wrong. */
+  {
+    struct checkpoint_archive_info info;
+    assert_int_equal (checkpoint_archive_read (out, &info, &err), -1);
+    assert_non_null (strstr (err->msg, "config.dump: `id`: a non-empty string is required"));
+    husk_error_free (&err);
+    write_file (P ("%s/config.dump", work, NULL),
+                "{\"id\":\"abc\",\"name\":\"counter\",\"rootfsImageName\":\"busybox\"}");
+    unlink (out);
+    assert_int_equal (checkpoint_tar_dir (work, out, &err), 0);
+    assert_int_equal (checkpoint_archive_read (out, &info, &err), 0);
+    assert_string_equal (info.name, "counter");
+    assert_string_equal (info.image_name, "busybox");
+    assert_true (info.has_spec && info.has_images && info.has_rootfs_diff);
+    checkpoint_archive_info_clear (&info);
+    assert_int_equal (checkpoint_archive_read (P ("%s/spec.dump", work, NULL), &info, &err), -1);
+    assert_non_null (strstr (err->msg, "spec.dump`: "));
+    husk_error_free (&err);
+    assert_int_equal (checkpoint_archive_read (diff, &info, &err), -1);
+    assert_non_null (strstr (err->msg, "no config.dump: not a container checkpoint"));
+    husk_error_free (&err);
+  }
   /* A missing upper dir is an empty diff; an unwritable output an error
    * that leaves nothing. */
   free (deleted);
@@ -278,9 +307,9 @@ int
 main (void)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test (test_dump_argv),        cmocka_unit_test (test_restore_argv),
-    cmocka_unit_test (test_cgroups_mode),     cmocka_unit_test (test_log_first_error),
-    cmocka_unit_test (test_descriptors),      cmocka_unit_test (test_config_dump),
+    cmocka_unit_test (test_dump_argv),      cmocka_unit_test (test_restore_argv),
+    cmocka_unit_test (test_cgroups_mode),   cmocka_unit_test (test_log_first_error),
+    cmocka_unit_test (test_descriptors),    cmocka_unit_test (test_config_dump),
     cmocka_unit_test (test_archive_layout),
   };
   return cmocka_run_group_tests (tests, NULL, NULL);
