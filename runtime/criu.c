@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -257,4 +259,30 @@ criu_run (char **argv, const char *cgroup_path, const char *action, const char *
     first = criu_log_first_error (log_text);
   return husk_error_make (err, 0, "criu %s failed (%s): %s (full log: %s)", action, how,
                           first ? first : "its log has no error line", log_path);
+}
+
+int
+criu_reopen_dev_null (struct husk_error **err)
+{
+  int null_fd = -1;
+
+  for (int fd = 0; fd < 3; fd++)
+    {
+      struct stat st, ours;
+      if (fstat (fd, &st) < 0 || !S_ISCHR (st.st_mode) || st.st_rdev != makedev (1, 3))
+        continue;
+      if (null_fd < 0 && (null_fd = open ("/dev/null", O_RDWR | O_CLOEXEC)) < 0)
+        return husk_error_make (err, errno, "reopen /dev/null in the container");
+      /* Already the container's own node: nothing to do. */
+      if (fstat (null_fd, &ours) == 0 && ours.st_dev == st.st_dev && ours.st_ino == st.st_ino)
+        continue;
+      if (dup3 (null_fd, fd, 0) < 0)
+        {
+          close (null_fd);
+          return husk_error_make (err, errno, "reopen /dev/null in the container onto fd %d", fd);
+        }
+    }
+  if (null_fd >= 0)
+    close (null_fd);
+  return 0;
 }

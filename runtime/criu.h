@@ -67,4 +67,10 @@ int criu_parse_descriptors (const char *text, const char *file_name, char *keys[
 int criu_run (char **argv, const char *cgroup_path, const char *action, const char *log_path,
               struct husk_error **err);
 
+/* In the container's init, after pivot_root: stdio that is the host's
+ * /dev/null (a runtime's caller often gives that) is reopened as the
+ * container's own, as runc does: criu cannot dump a file on a mount
+ * outside the container. */
+int criu_reopen_dev_null (struct husk_error **err);
+
 #endif

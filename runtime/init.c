@@ -21,6 +21,7 @@
 
 #include "husk/cleanup.h"
 #include "husk/util.h"
+#include "runtime/criu.h"
 #include "runtime/hooks.h"
 #include "runtime/init.h"
 #include "runtime/rootfs.h"
@@ -255,6 +256,8 @@ container_init (const struct init_config *cfg)
       husk_error_make (&err, errno, "setsid");
       sync_child_fail (cfg->sync_fd, err);
     }
+  if (!spec->process.terminal && criu_reopen_dev_null (&err) < 0)
+    sync_child_fail (cfg->sync_fd, err);
   if (cfg->console_fd >= 0)
     close (cfg->console_fd);
   if (init_enter_cwd (&spec->process, &err) < 0
