@@ -273,3 +273,103 @@ checkpoint_archive_read (const char *path, struct checkpoint_archive_info *info,
     checkpoint_archive_info_clear (info);
   return ret;
 }
+
+/* A relative path none of whose components is "..". */
+static bool
+safe_relative (const char *rel)
+{
+  if (rel[0] == '/')
+    return false;
+  for (const char *p = rel; *p;)
+    {
+      size_t len = strcspn (p, "/");
+      if (len == 2 && p[0] == '.' && p[1] == '.')
+        return false;
+      p += len + (p[len] == '/');
+    }
+  return true;
+}
+
+int
+checkpoint_extract (const char *path, const char *dest, struct husk_error **err)
+{
+  struct archive *a = archive_read_new ();
+  struct archive *disk = archive_write_disk_new ();
+  struct archive_entry *entry;
+  int ret = 0, r;
+
+  archive_read_support_format_tar (a);
+  /* Entry paths are checked here (they get DEST prepended, which the
+   * library's own absolute-path check would refuse). */
+  archive_write_disk_set_options (disk, ARCHIVE_EXTRACT_SECURE_SYMLINKS | ARCHIVE_EXTRACT_OWNER
+                                            | ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_TIME);
+  if (archive_read_open_filename (a, path, 65536) != ARCHIVE_OK)
+    ret = husk_error_kind (err, EINVAL, "`%s`: %s", path, archive_error_string (a));
+  while (ret == 0 && (r = archive_read_next_header (a, &entry)) != ARCHIVE_EOF)
+    {
+      cleanup_free char *target = NULL;
+      const void *buf;
+      size_t size;
+      la_int64_t offset;
+
+      if (r < ARCHIVE_WARN)
+        {
+          ret = husk_error_kind (err, EINVAL, "`%s`: %s", path, archive_error_string (a));
+          break;
+        }
+      if (!safe_relative (archive_entry_pathname (entry))
+          || (archive_entry_hardlink (entry) && !safe_relative (archive_entry_hardlink (entry))))
+        {
+          ret = husk_error_kind (err, EINVAL, "`%s`: entry `%s`: an absolute path or `..`", path,
+                                 archive_entry_pathname (entry));
+          break;
+        }
+      target = xasprintf ("%s/%s", dest, archive_entry_pathname (entry));
+      archive_entry_set_pathname (entry, target);
+      if (archive_entry_hardlink (entry))
+        {
+          cleanup_free char *link = xasprintf ("%s/%s", dest, archive_entry_hardlink (entry));
+          archive_entry_set_hardlink (entry, link);
+        }
+      if (archive_write_header (disk, entry) < ARCHIVE_WARN)
+        ret = husk_error_make (err, 0, "extract `%s`: %s", target, archive_error_string (disk));
+      while (ret == 0 && (r = archive_read_data_block (a, &buf, &size, &offset)) == ARCHIVE_OK)
+        if (archive_write_data_block (disk, buf, size, offset) < ARCHIVE_WARN)
+          ret = husk_error_make (err, 0, "extract `%s`: %s", target, archive_error_string (disk));
+      if (ret == 0 && r < ARCHIVE_WARN)
+        ret = husk_error_kind (err, EINVAL, "`%s`: %s", path, archive_error_string (a));
+      if (ret == 0 && archive_write_finish_entry (disk) < ARCHIVE_WARN)
+        ret = husk_error_make (err, 0, "extract `%s`: %s", target, archive_error_string (disk));
+    }
+  archive_read_free (a);
+  archive_write_free (disk);
+  return ret;
+}
+
+int
+checkpoint_apply_deleted (const char *rootfs, const char *deleted_json, struct husk_error **err)
+{
+  json_t *list = json_loads (deleted_json, 0, NULL);
+  size_t i;
+  json_t *item;
+  int ret = 0;
+
+  if (!json_is_array (list))
+    ret = husk_error_kind (err, EINVAL, "deleted.files: not a JSON list");
+  json_array_foreach (list, i, item)
+  {
+    const char *rel = json_string_value (item);
+    cleanup_free char *target = NULL;
+    if (ret < 0)
+      break;
+    if (rel == NULL || !safe_relative (rel))
+      {
+        ret = husk_error_kind (err, EINVAL, "deleted.files: [%zu]: not a relative path without `..`", i);
+        break;
+      }
+    target = xasprintf ("%s/%s", rootfs, rel);
+    ret = husk_rm_rf (target, err);
+  }
+  json_decref (list);
+  return ret;
+}

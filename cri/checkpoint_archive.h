@@ -64,4 +64,11 @@ struct checkpoint_archive_info
 int checkpoint_archive_read (const char *path, struct checkpoint_archive_info *info, struct husk_error **err);
 void checkpoint_archive_info_clear (struct checkpoint_archive_info *info);
 
+/* Extracts the tar PATH into DEST (which exists): no absolute paths, no
+ * "..", no writing through symlinks; owners and modes kept. */
+int checkpoint_extract (const char *path, const char *dest, struct husk_error **err);
+/* Removes from ROOTFS the paths of deleted.files' JSON text (relative;
+ * one with ".." is refused). */
+int checkpoint_apply_deleted (const char *rootfs, const char *deleted_json, struct husk_error **err);
+
 #endif

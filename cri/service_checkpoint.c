@@ -191,19 +191,62 @@ cri_is_checkpoint_archive (const char *image)
 }
 
 /* CRI-O restores a container when CreateContainer's image is such an
- * archive.  husk reads and checks it, and says clearly that the restore
- * itself is not there yet rather than "image not found". */
+ * archive: the archive is checked and its image (config.dump's
+ * rootfsImageName, which must be here) is what the container is made
+ * from; *IMAGE_NAME (malloc'd) names it. */
 int
-cri_create_from_checkpoint (const char *archive, struct husk_error **err)
+cri_checkpoint_archive_image (const char *archive, char **image_name, struct husk_error **err)
 {
   struct checkpoint_archive_info info;
 
   if (checkpoint_archive_read (archive, &info, err) < 0)
     return husk_error_wrap (err, "config.image.image");
-  husk_error_kind (err, ENOSYS,
-                   "config.image.image `%s`: restoring checkpoint archive of container %s (`%s`, image %s) "
-                   "through CreateContainer is not implemented yet",
-                   archive, info.id, info.name, info.image_name);
+  *image_name = steal_pointer (&info.image_name);
   checkpoint_archive_info_clear (&info);
-  return -1;
+  return 0;
+}
+
+char *
+cri_restore_dir (struct cri_service *svc, const char *id)
+{
+  return xasprintf ("%s/containers/%s/restore", svc->cfg->root, id);
+}
+
+/* After the bundle of a container from ARCHIVE is made: its contents go
+ * to ROOT/containers/<id>/restore (CRIU's images for the monitor's
+ * `restore`), its rootfs diff onto the fresh rootfs, its deleted files
+ * out of it. */
+int
+cri_restore_prepare (struct cri_service *svc, const char *id, const char *archive, struct husk_error **err)
+{
+  cleanup_free char *dir = cri_restore_dir (svc, id);
+  cleanup_free char *rootfs = xasprintf ("%s/containers/%s/merged", svc->cfg->root, id);
+  cleanup_free char *diff = xasprintf ("%s/%s", dir, CHECKPOINT_ROOTFS_DIFF);
+  cleanup_free char *deleted = xasprintf ("%s/%s", dir, CHECKPOINT_DELETED_FILES);
+  cleanup_free char *text = NULL;
+  size_t len = 0;
+
+  if (mkdir (dir, 0700) < 0)
+    return husk_error_make (err, errno, "mkdir `%s`", dir);
+  if (checkpoint_extract (archive, dir, err) < 0)
+    return husk_error_wrap (err, "restore from checkpoint archive `%s`", archive);
+  if (access (diff, F_OK) == 0 && checkpoint_extract (diff, rootfs, err) < 0)
+    return husk_error_wrap (err, "restore the rootfs diff of `%s`", archive);
+  if (access (deleted, F_OK) == 0
+      && (husk_read_file (deleted, &text, &len, err) < 0 || checkpoint_apply_deleted (rootfs, text, err) < 0))
+    return husk_error_wrap (err, "restore from checkpoint archive `%s`", archive);
+  return 0;
+}
+
+/* The CRIU image dir of a container being restored, or NULL. */
+char *
+cri_restore_images (struct cri_service *svc, const char *id)
+{
+  cleanup_free char *dir = cri_restore_dir (svc, id);
+  char *images = xasprintf ("%s/%s", dir, CHECKPOINT_DIR);
+
+  if (access (images, F_OK) == 0)
+    return images;
+  free (images);
+  return NULL;
 }
