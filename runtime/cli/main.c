@@ -98,7 +98,8 @@ static const struct cli_opt checkpoint_opts[] = {
   { "file-locks", 0, NULL, "dump file locks" },
   { "ext-unix-sk", 0, NULL, "allow unix sockets connected outside the container" },
   { "shell-job", 0, NULL, "the process is a shell job (its session/tty is outside)" },
-  { "manage-cgroups-mode", 0, "MODE", "criu's cgroup mode: soft, full, strict or ignore (default ignore)" },
+  { "manage-cgroups-mode", 0, "soft|full|strict|ignore",
+    "criu's cgroup mode (default ignore: husk places the cgroup)" },
   { NULL, 0, NULL, NULL },
 };
 static const struct cli_opt restore_opts[] = {
@@ -113,7 +114,8 @@ static const struct cli_opt restore_opts[] = {
   { "file-locks", 0, NULL, "restore file locks" },
   { "ext-unix-sk", 0, NULL, "allow unix sockets connected outside the container" },
   { "shell-job", 0, NULL, "the process is a shell job" },
-  { "manage-cgroups-mode", 0, "MODE", "criu's cgroup mode: soft, full, strict or ignore (default ignore)" },
+  { "manage-cgroups-mode", 0, "soft|full|strict|ignore",
+    "criu's cgroup mode (default ignore: husk places the cgroup)" },
   { NULL, 0, NULL, NULL },
 };
 
