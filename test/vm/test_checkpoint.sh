@@ -210,7 +210,47 @@ assert_true_file() { # NAME PATH
 	if [ -e "$2" ]; then ok "$1"; else not_ok "$1" "$2 is missing"; fi
 }
 
+# The same bundle checkpointed and restored by husk and runc in turns, two
+# rounds (the first warms criu's binary and libraries into the page
+# cache); the second round's times are reported.
+t_timing() {
+	local b round rt id t0 t1 t2 line
+	command -v runc >/dev/null || return 0
+	b=$(counter_bundle timing)
+	for round in 1 2; do
+		for rt in husk runc; do
+			id=tm-$rt-$round
+			rm -rf /run/ck-$id
+			if [ $rt = husk ]; then
+				with_pipes /run/$id.log h run -d --bundle "$b" $id
+			else
+				with_pipes /run/$id.log runc --root $RUNC_ROOT run -d --bundle "$b" $id
+			fi
+			sleep 0.5
+			t0=$(now_cs)
+			if [ $rt = husk ]; then
+				h checkpoint --image-path /run/ck-$id $id >/dev/null 2>&1
+			else
+				runc --root $RUNC_ROOT checkpoint --image-path /run/ck-$id $id >/dev/null 2>&1
+			fi
+			t1=$(now_cs)
+			if [ $rt = husk ]; then
+				with_pipes /run/$id.r.log h restore -d --image-path /run/ck-$id --bundle "$b" $id
+			else
+				with_pipes /run/$id.r.log runc --root $RUNC_ROOT restore -d --image-path /run/ck-$id --bundle "$b" $id
+			fi
+			t2=$(now_cs)
+			[ "$RC" = 0 ] || not_ok "timing round $round: $rt restore" "$(cat /run/$id.r.log)"
+			line="$line $rt=$(((t1 - t0) * 10))/$(((t2 - t1) * 10))"
+			if [ $rt = husk ]; then h delete --force $id; else runc --root $RUNC_ROOT delete -f $id; fi
+		done
+		[ $round = 1 ] && line=
+	done
+	diag "checkpoint/restore ms of the same bundle, second round:$line"
+}
+
 t_criu_check
 t_counter
 t_tcp
 t_runc
+t_timing
