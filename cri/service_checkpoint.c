@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cri/checkpoint_archive.h"
@@ -111,6 +112,37 @@ dump_metadata (struct checkpoint_job *job, struct husk_error **err)
   return 0;
 }
 
+/* A dump takes as long as the container's memory takes to write: the
+ * request's timeout, else this, not the 60 s of other runtime calls. */
+#define CHECKPOINT_DEFAULT_TIMEOUT_MS (300 * 1000)
+
+/* `RUNTIME --root ROOT checkpoint --leave-running --image-path IMAGES ID`;
+ * a failure carries the runtime's stderr in one line. */
+static int
+run_checkpoint (struct checkpoint_job *job, const char *images, int64_t timeout_ms, struct husk_error **err)
+{
+  const char *argv[] = { job->rt->path,  "--root", job->rt->root, "checkpoint", "--leave-running",
+                         "--image-path", images,   job->c->id,    NULL };
+  struct cri_child_run run = { .argv = (char *const *) argv, .timeout_ms = timeout_ms, .output_max = 65536 };
+  int ret = 0;
+
+  if (cri_child_run (&run, err) < 0)
+    return -1;
+  if (run.timed_out)
+    ret = husk_error_kind (err, ETIMEDOUT, "%s checkpoint: timed out after %lld ms", job->rt->path,
+                           (long long) timeout_ms);
+  else if (!WIFEXITED (run.wait_status) || WEXITSTATUS (run.wait_status) != 0)
+    {
+      char *msg = run.out[1].data ?: run.out[0].data ?: "";
+      size_t len = strlen (msg);
+      while (len && msg[len - 1] == '\n')
+        msg[--len] = '\0';
+      ret = husk_error_make (err, 0, "%s checkpoint: %s", job->rt->path, len ? msg : "failed");
+    }
+  cri_child_run_clear (&run);
+  return ret;
+}
+
 static int
 checkpoint_steps (struct checkpoint_job *job, const Runtime__V1__CheckpointContainerRequest *req,
                   struct husk_error **err)
@@ -128,9 +160,8 @@ checkpoint_steps (struct checkpoint_job *job, const Runtime__V1__CheckpointConta
       return husk_error_make (err, saved, "location `%s`: create a work dir beside it", job->location);
     }
   images = xasprintf ("%s/%s", job->work, CHECKPOINT_DIR);
-  if (cri_run_runtime (
-          job->rt,
-          (const char *[]){ "checkpoint", "--leave-running", "--image-path", images, job->c->id, NULL }, err)
+  if (run_checkpoint (job, images, req->timeout > 0 ? req->timeout * 1000 : CHECKPOINT_DEFAULT_TIMEOUT_MS,
+                      err)
       < 0)
     return husk_error_wrap (err, "checkpoint container %s", job->c->id);
   if (dump_metadata (job, err) < 0)
