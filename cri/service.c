@@ -14,17 +14,6 @@
 #define RUNTIME_SVC "/runtime.v1.RuntimeService/"
 #define IMAGE_SVC "/runtime.v1.ImageService/"
 
-/* RPCs whose handlers are not written yet: they answer UNIMPLEMENTED at
- * once with the RPC's name, as kubelet expects of optional ones. */
-static void
-not_yet (struct rpc_call *call, const void *req, size_t len, void *user)
-{
-  const char *method = rpc_call_method (call);
-  const char *name = strrchr (method, '/');
-
-  rpc_fail (call, GRPC_STATUS_UNIMPLEMENTED, "husk does not implement %s yet", name ? name + 1 : method);
-}
-
 #define M(service, name, fn, flags)                                                                          \
   {                                                                                                          \
     service #name, fn, NULL, flags                                                                           \
@@ -62,7 +51,7 @@ static const struct rpc_method method_table[] = {
   M (RUNTIME_SVC, ListPodSandboxStats, cri_list_pod_sandbox_stats, RPC_SLOW),
   M (RUNTIME_SVC, StreamPodSandboxStats, cri_list_pod_sandbox_stats,
      RPC_SLOW | RPC_SERVER_STREAMING | RPC_BATCHED_STREAM),
-  M (RUNTIME_SVC, CheckpointContainer, not_yet, 0),
+  M (RUNTIME_SVC, CheckpointContainer, cri_checkpoint_container, RPC_SLOW),
   M (RUNTIME_SVC, GetContainerEvents, cri_get_container_events, RPC_SERVER_STREAMING),
   M (RUNTIME_SVC, ListMetricDescriptors, cri_list_metric_descriptors, 0),
   M (RUNTIME_SVC, ListPodSandboxMetrics, cri_list_pod_sandbox_metrics, RPC_SLOW),
@@ -289,6 +278,8 @@ cri_status_of (const struct husk_error *err)
     case EAGAIN:
     case ENONET:
       return GRPC_STATUS_FAILED_PRECONDITION;
+    case ENOSYS:
+      return GRPC_STATUS_UNIMPLEMENTED;
     default:
       return GRPC_STATUS_UNKNOWN;
     }

@@ -156,6 +156,16 @@ void cri_pod_status_free (Runtime__V1__PodSandboxStatus *status);
 
 /* UpdateContainerResources (service_update.c). */
 void cri_update_container_resources (struct rpc_call *call, const void *req, size_t len, void *user);
+/* service_checkpoint.c */
+void cri_checkpoint_container (struct rpc_call *call, const void *req, size_t len, void *user);
+/* CreateContainer's image is a checkpoint archive (an existing file):
+ * its image's name, the restore dir, and the images the monitor restores. */
+bool cri_is_checkpoint_archive (const char *image);
+int cri_checkpoint_archive_image (const char *archive, char **image_name, struct husk_error **err);
+char *cri_restore_dir (struct cri_service *svc, const char *id);
+int cri_restore_prepare (struct cri_service *svc, const char *id, const char *archive,
+                         struct husk_error **err);
+char *cri_restore_images (struct cri_service *svc, const char *id);
 
 /* Stats RPCs (service_stats.c): cgroup, writable layer and pod network
  * usage of containers and pods. */

@@ -219,6 +219,7 @@ struct create_job
   struct sandbox *sb;
   struct image *image;
   struct cri_container *c;
+  const char *archive; /* a checkpoint archive to restore from, or NULL */
 };
 
 /* ------------------------------------------------------------------ */
@@ -533,6 +534,7 @@ create_container (struct create_job *job, char **id, struct husk_error **err)
 {
   const Runtime__V1__CreateContainerRequest *req = job->req;
   cleanup_free char *key = NULL;
+  cleanup_free char *archive_image = NULL;
   int ret;
 
   if (check_create_request (req, err) < 0)
@@ -541,13 +543,21 @@ create_container (struct create_job *job, char **id, struct husk_error **err)
     return -1;
   if (job->sb->state != SANDBOX_READY)
     return husk_error_kind (err, EAGAIN, "pod sandbox %s is not ready", job->sb->id);
-  if (images_lookup (job->svc->cfg->root, req->config->image->image, &job->image, err) < 0)
-    return husk_error_wrap (err, "config.image.image `%s`", req->config->image->image);
+  if (cri_is_checkpoint_archive (req->config->image->image))
+    {
+      if (cri_checkpoint_archive_image (req->config->image->image, &archive_image, err) < 0)
+        return -1;
+      job->archive = req->config->image->image;
+    }
+  if (images_lookup (job->svc->cfg->root, archive_image ?: req->config->image->image, &job->image, err) < 0)
+    return husk_error_wrap (err, "config.image.image `%s`", archive_image ?: req->config->image->image);
   key = create_key (job->sb->id, req->config->metadata);
   if (claim_name (job->svc->containers, key, job->sb->id, req->config->metadata, err) < 0)
     return -1;
   job->c = new_record (job);
   ret = build_bundle (job, err);
+  if (ret == 0 && job->archive)
+    ret = cri_restore_prepare (job->svc, job->c->id, job->archive, err);
   if (ret < 0)
     undo_create (job->svc, job->c->id);
   else
@@ -650,8 +660,11 @@ start_monitor (struct cri_service *svc, struct cri_container *c, const struct hu
                          attach_socket,
                          NULL, /* --terminal */
                          NULL, /* --stdin */
+                         NULL, /* --restore */
+                         NULL, /* its dir */
                          NULL };
   size_t n_argv = 17;
+  cleanup_free char *restore = cri_restore_images (svc, c->id);
   struct cri_child_run run
       = { .argv = (char *const *) argv, .timeout_ms = MONITOR_REPORT_TIMEOUT_MS, .output_max = 65536 };
   int ret;
@@ -663,6 +676,11 @@ start_monitor (struct cri_service *svc, struct cri_container *c, const struct hu
     argv[n_argv++] = "--terminal";
   if (c->config && c->config->stdin)
     argv[n_argv++] = "--stdin";
+  if (restore)
+    {
+      argv[n_argv++] = "--restore";
+      argv[n_argv++] = restore;
+    }
 
   if (husk_mkdir_p (dirname (log_dir), 0755, err) < 0)
     return -1;
@@ -685,11 +703,14 @@ run_container (struct cri_service *svc, struct cri_container *c, const struct hu
   struct husk_error *ignored = NULL;
   int ret = -1;
 
+  cleanup_free char *restore = cri_restore_images (svc, c->id);
+
   if (start_monitor (svc, c, rt, err) < 0)
     return -1;
   /* Before: a short-lived container may be gone when start returns. */
   c->started_at = cri_now_ns ();
-  if (cri_run_runtime (rt, (const char *[]){ "start", c->id, NULL }, err) < 0)
+  /* A restored container runs already: no `start`. */
+  if (restore == NULL && cri_run_runtime (rt, (const char *[]){ "start", c->id, NULL }, err) < 0)
     {
       cri_run_runtime (rt, (const char *[]){ "delete", "--force", c->id, NULL }, &ignored);
       husk_error_free (&ignored);
@@ -703,6 +724,14 @@ run_container (struct cri_service *svc, struct cri_container *c, const struct hu
     {
       c->state = CRI_CONTAINER_RUNNING;
       ret = 0;
+    }
+  /* CRIU's images are used once the runtime ran (a failed monitor
+   * leaves the container CREATED, and them for RemoveContainer). */
+  if (restore)
+    {
+      cleanup_free char *dir = cri_restore_dir (svc, c->id);
+      if (husk_rm_rf (dir, &ignored) < 0)
+        husk_error_free (&ignored);
     }
   /* After a failed start the start error is the one to report. */
   if (ret == 0)

@@ -29,6 +29,8 @@ test=(
 	python3-grpcio python3-protobuf protobuf-compiler
 	# peers the tests compare with or drive husk through
 	crun runc containerd conmon
+	# husk checkpoint/restore (test_checkpoint, and in the VM)
+	criu
 	# huskd.service under a real systemd (test_huskd_systemd)
 	systemd
 	# the cgroup v2 VM

@@ -48,11 +48,13 @@ mount_all() {
 # A ram disk (block 1:0) for io.max and the block device rules, and huge
 # pages for hugetlb.
 prepare_devices() {
-	for module in /vm/modules/*.ko; do
+	# Twice: a module whose dependency sorts after it loads the second time.
+	for module in /vm/modules/*.ko /vm/modules/*.ko; do
 		[ -e "$module" ] || continue
+		grep -q "^$(basename "$module" .ko) " /proc/modules && continue
 		case $module in
 		*/brd.ko) insmod "$module" rd_nr=1 rd_size=8192 ;;
-		*) insmod "$module" ;;
+		*) insmod "$module" 2>/dev/null ;;
 		esac
 	done
 	echo 8 >/proc/sys/vm/nr_hugepages 2>/dev/null

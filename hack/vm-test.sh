@@ -4,6 +4,7 @@
 # because this machine's memory, cpu and pids controllers are on cgroup v1.
 #
 #   hack/vm-test.sh [--bench] [BUILD_DIR]
+#   HUSK_VM_TESTS=test_checkpoint hack/vm-test.sh BUILD_DIR   (some tests only)
 #
 # The VM is Debian's cloud kernel (linux-image-cloud-amd64, unpacked with
 # apt-get download + dpkg-deb -x, never installed; cached under
@@ -89,6 +90,12 @@ unpack_kernel() {
 	# brd: a ram disk, the block device of the io and device tests;
 	# overlay: the container root filesystems of huskd (test_cri_cgroup.sh).
 	find "$dl/x/lib/modules" \( -name brd.ko -o -name overlay.ko \) -exec cp {} "$dest.tmp/modules/" \;
+	# The socket diag modules, nf_tables and ctnetlink: criu dump (test_checkpoint.sh).
+	find "$dl/x/lib/modules" \( -name unix_diag.ko -o -name inet_diag.ko -o -name tcp_diag.ko -o -name udp_diag.ko \
+		-o -name netlink_diag.ko -o -name af_packet_diag.ko -o -name nfnetlink.ko -o -name nf_tables.ko \
+		-o -name libcrc32c.ko -o -name nf_conntrack.ko -o -name nf_conntrack_netlink.ko -o -name nf_defrag_ipv4.ko \
+		-o -name nf_defrag_ipv6.ko -o -name nft_compat.ko -o -name x_tables.ko -o -name xt_mark.ko \) \
+		-exec cp {} "$dest.tmp/modules/" \;
 	rm -rf "$dest"
 	mv "$dest.tmp" "$dest"
 	echo "$ver" >"$CACHE/current"
@@ -99,7 +106,8 @@ ensure_kernel() {
 	exec 8>"$CACHE/.lock"
 	flock 8
 	if [ ! -s "$CACHE/current" ] || [ ! -f "$CACHE/$(cat "$CACHE/current")/vmlinuz" ] ||
-		[ ! -f "$CACHE/$(cat "$CACHE/current")/modules/overlay.ko" ]; then
+		[ ! -f "$CACHE/$(cat "$CACHE/current")/modules/overlay.ko" ] ||
+		[ ! -f "$CACHE/$(cat "$CACHE/current")/modules/xt_mark.ko" ]; then
 		unpack_kernel
 	fi
 	flock -u 8
@@ -164,6 +172,34 @@ add_cri() {
 	cp -a "$CACHE/test-images/busybox" "$ROOTFS/vm/images/busybox"
 }
 
+# criu (and runc, to compare with) for test/vm/test_checkpoint.sh: the
+# host's own kernel may be one its criu cannot dump on, the VM's is not.
+add_criu() {
+	local criu runc tool
+	criu=$(command -v criu || echo /usr/sbin/criu)
+	runc=$(command -v runc || echo /usr/sbin/runc)
+	[ -x "$criu" ] || fail "criu is missing (hack/deps.sh installs it)"
+	copy_with_libs "$criu" /bin/criu
+	[ -x "$runc" ] && copy_with_libs "$runc" /bin/runc
+	# criu dumps a tmpfs with GNU tar's options, which busybox tar lacks.
+	rm -f "$ROOTFS/bin/tar"
+	copy_with_libs "$(command -v tar)" /bin/tar
+	# A network namespace: criu saves and restores it with iproute2's
+	# `ip addr/route save|restore` and iptables-save/-restore (nft and legacy).
+	rm -f "$ROOTFS/bin/ip"
+	copy_with_libs /bin/ip /bin/ip
+	copy_with_libs /usr/sbin/xtables-nft-multi /bin/xtables-nft-multi
+	copy_with_libs /usr/sbin/xtables-legacy-multi /bin/xtables-legacy-multi
+	# criu's network lock: -m mark and the standard targets.
+	mkdir -p "$ROOTFS/usr/lib/x86_64-linux-gnu/xtables"
+	cp /usr/lib/x86_64-linux-gnu/xtables/libxt_mark.so /usr/lib/x86_64-linux-gnu/xtables/libxt_standard.so \
+		"$ROOTFS/usr/lib/x86_64-linux-gnu/xtables/" || fail "copy the iptables extensions criu needs"
+	for tool in iptables-save ip6tables-save iptables-restore ip6tables-restore; do
+		ln -sf xtables-nft-multi "$ROOTFS/bin/$tool"
+		ln -sf xtables-legacy-multi "$ROOTFS/bin/${tool%%-*}-legacy-${tool#*-}"
+	done
+}
+
 build_initramfs() {
 	local applet
 	ROOTFS=$WORK/initramfs
@@ -180,9 +216,12 @@ build_initramfs() {
 	copy_with_libs "$HUSK" /husk/bin/husk
 	[ $MODE = bench ] && copy_with_libs "$(command -v crun)" /husk/bin/crun
 	[ $MODE = test ] && add_cri
+	[ $MODE = test ] && add_criu
 	cp "$REPO/hack/vm-init.sh" "$ROOTFS/init"
 	chmod 0755 "$ROOTFS/init"
-	cp "$REPO"/test/vm/*.sh "$ROOTFS/vm/tests/"
+	# HUSK_VM_TESTS: a glob picking tests (default test_*), e.g. test_checkpoint.
+	cp "$REPO"/test/vm/lib.sh "$REPO"/test/vm/bench.sh "$REPO"/test/vm/${HUSK_VM_TESTS:-test_*}.sh "$ROOTFS/vm/tests/" ||
+		fail "copy the VM tests (HUSK_VM_TESTS=${HUSK_VM_TESTS:-})"
 	mv "$ROOTFS/vm/tests/bench.sh" "$ROOTFS/vm/bench.sh" 2>/dev/null
 	cp "$CACHE/$KVER"/modules/*.ko "$ROOTFS/vm/modules/" 2>/dev/null
 	"$REPO/hack/busybox-rootfs.sh" "$CACHE/rootfs-busybox" >"$WORK/rootfs.log" 2>&1 ||

@@ -71,4 +71,16 @@ int container_parse_signal (const char *name, int *sig, struct husk_error **err)
  * re-exec was needed. */
 int container_ensure_cloned_binary (char **argv, struct husk_error **err);
 
+/* husk checkpoint / restore (runtime/checkpoint.c), through CRIU: runc's
+ * options and semantics.  Without leave_running the checkpointed
+ * container is gone afterwards, as with runc. */
+struct criu_options;
+int container_checkpoint (const struct runtime_ctx *ctx, const char *id, const struct criu_options *opts,
+                          struct husk_error **err);
+/* A new container ID from the bundle in OPTS and the image in COPTS;
+ * detached returns once it runs, else waits, deletes and sets *EXIT_CODE. */
+int container_restore (const struct runtime_ctx *ctx, const char *id, const struct create_options *opts,
+                       const struct criu_options *copts, bool detach, int *exit_code,
+                       struct husk_error **err);
+
 #endif

@@ -22,6 +22,7 @@
 #include "husk/cleanup.h"
 #include "husk/util.h"
 #include "runtime/cgroup.h"
+#include "runtime/criu.h"
 #include "runtime/hooks.h"
 #include "runtime/init.h"
 #include "runtime/rootfs.h"
@@ -248,6 +249,16 @@ container_init (const struct init_config *cfg)
   if (rootfs_finalize (spec, cfg->opts->no_pivot, &err) < 0)
     sync_child_fail (cfg->sync_fd, err);
   if (spec->process.terminal && terminal_setup_child (cfg->console_fd, &spec->process, &err) < 0)
+    sync_child_fail (cfg->sync_fd, err);
+  /* As runc: the init leads a session of its own (with a terminal that
+   * was done above), so nothing of it is outside the container and CRIU
+   * can dump it. */
+  if (!spec->process.terminal && setsid () < 0)
+    {
+      husk_error_make (&err, errno, "setsid");
+      sync_child_fail (cfg->sync_fd, err);
+    }
+  if (!spec->process.terminal && criu_reopen_dev_null (&err) < 0)
     sync_child_fail (cfg->sync_fd, err);
   if (cfg->console_fd >= 0)
     close (cfg->console_fd);

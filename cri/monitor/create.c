@@ -101,7 +101,7 @@ setup_stdio (struct monitor *monitor, struct create_phase *phase, int child_stdi
 static char **
 runtime_argv (const struct monitor_options *opts, const char *pid_file, const char *console_socket)
 {
-  char **argv = xcalloc (14, sizeof *argv);
+  char **argv = xcalloc (17, sizeof *argv);
   size_t n = 0;
 
   argv[n++] = xstrdup (opts->runtime);
@@ -110,7 +110,16 @@ runtime_argv (const struct monitor_options *opts, const char *pid_file, const ch
       argv[n++] = xstrdup ("--root");
       argv[n++] = xstrdup (opts->runtime_root);
     }
-  argv[n++] = xstrdup ("create");
+  if (opts->restore_dir)
+    {
+      /* The runtime restores it running: no `start` follows. */
+      argv[n++] = xstrdup ("restore");
+      argv[n++] = xstrdup ("--detach");
+      argv[n++] = xstrdup ("--image-path");
+      argv[n++] = xstrdup (opts->restore_dir);
+    }
+  else
+    argv[n++] = xstrdup ("create");
   argv[n++] = xstrdup ("--bundle");
   argv[n++] = xstrdup (opts->bundle);
   argv[n++] = xstrdup ("--pid-file");

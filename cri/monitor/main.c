@@ -43,6 +43,7 @@ static const char usage_text[]
       "  --runtime-root DIR        the runtime's --root\n"
       "  --pid-file FILE           the container's pid file (default: a private one)\n"
       "  --terminal                the container has a terminal (--console-socket)\n"
+      "  --restore DIR             `RUNTIME restore --detach --image-path DIR` instead of create\n"
       "  --stdin                   the container's stdin is a pipe the monitor holds\n"
       "  --stdin-fd N              copy fd N into that stdin; close it at N's EOF\n"
       "  --log-max-size BYTES      truncate FILE when it would grow past BYTES\n"
@@ -69,6 +70,7 @@ enum
   OPT_MONITOR_PID_FILE,
   OPT_MONITOR_LOG,
   OPT_ATTACH_SOCKET,
+  OPT_RESTORE,
   OPT_LOG_MAX_SIZE,
   OPT_STDIN,
   OPT_STDIN_FD,
@@ -89,6 +91,7 @@ static const struct option long_options[] = {
   { "monitor-pid-file", required_argument, NULL, OPT_MONITOR_PID_FILE },
   { "monitor-log", required_argument, NULL, OPT_MONITOR_LOG },
   { "attach-socket", required_argument, NULL, OPT_ATTACH_SOCKET },
+  { "restore", required_argument, NULL, OPT_RESTORE },
   { "log-max-size", required_argument, NULL, OPT_LOG_MAX_SIZE },
   { "stdin", no_argument, NULL, OPT_STDIN },
   { "stdin-fd", required_argument, NULL, OPT_STDIN_FD },
@@ -124,9 +127,10 @@ set_option (struct monitor_options *opts, int c, const char *value, struct husk_
     [OPT_MONITOR_PID_FILE - OPT_ID] = &opts->monitor_pid_file,
     [OPT_MONITOR_LOG - OPT_ID] = &opts->monitor_log,
     [OPT_ATTACH_SOCKET - OPT_ID] = &opts->attach_socket,
+    [OPT_RESTORE - OPT_ID] = &opts->restore_dir,
   };
 
-  if (c >= OPT_ID && c <= OPT_ATTACH_SOCKET)
+  if (c >= OPT_ID && c <= OPT_RESTORE)
     *strings[c - OPT_ID] = value;
   else if (c == OPT_LOG_MAX_SIZE)
     {

@@ -25,6 +25,7 @@ struct monitor_options
   const char *monitor_pid_file; /* our own, for huskd to signal us after a restart */
   const char *monitor_log;      /* our own warnings; default /dev/null */
   const char *attach_socket;    /* where attach clients connect; none if NULL */
+  const char *restore_dir;      /* a CRIU image: restore the container from it, not create */
   long long log_max_size;
   bool stdin_pipe;
   bool terminal;

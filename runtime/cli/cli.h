@@ -52,6 +52,9 @@ int cli_image (struct cli_globals *g, int argc, char **argv, struct husk_error *
 int cli_container (struct cli_globals *g, int argc, char **argv, struct husk_error **err);
 int cli_cdi_hook (struct cli_globals *g, int argc, char **argv, struct husk_error **err);
 int cli_cdi (struct cli_globals *g, int argc, char **argv, struct husk_error **err);
+/* checkpoint.c */
+int cli_checkpoint (struct cli_globals *g, int argc, char **argv, struct husk_error **err);
+int cli_restore (struct cli_globals *g, int argc, char **argv, struct husk_error **err);
 /* completion.c */
 int cli_completion (struct cli_globals *g, int argc, char **argv, struct husk_error **err);
 /* Sets HUSK_PLUGIN_DIR from the binary's location unless it is set. */

@@ -90,6 +90,35 @@ static const struct cli_opt events_opts[] = {
   { NULL, 0, NULL, NULL },
 };
 
+static const struct cli_opt checkpoint_opts[] = {
+  { "image-path", 0, "DIR", "write the CRIU image here (default: ./checkpoint; must be empty)" },
+  { "work-path", 0, "DIR", "criu's logs and work files (default: the image directory)" },
+  { "leave-running", 0, NULL, "keep the container running after the dump" },
+  { "tcp-established", 0, NULL, "dump established TCP connections" },
+  { "file-locks", 0, NULL, "dump file locks" },
+  { "ext-unix-sk", 0, NULL, "allow unix sockets connected outside the container" },
+  { "shell-job", 0, NULL, "the process is a shell job (its session/tty is outside)" },
+  { "manage-cgroups-mode", 0, "soft|full|strict|ignore",
+    "criu's cgroup mode (default ignore: husk places the cgroup)" },
+  { NULL, 0, NULL, NULL },
+};
+static const struct cli_opt restore_opts[] = {
+  { "image-path", 0, "DIR", "the CRIU image to restore (default: ./checkpoint)" },
+  { "work-path", 0, "DIR", "criu's logs and work files (default: the image directory)" },
+  { "bundle", 'b', "DIR", "the bundle holding config.json (default: the current directory)" },
+  { "detach", 'd', NULL, "return once the container runs" },
+  { "pid-file", 0, "PATH", "write the restored init's pid (on the host) to PATH" },
+  { "console-socket", 0, "PATH", "not supported: a console is refused" },
+  { "no-pivot", 0, NULL, "accepted for runc's command line; criu makes the root" },
+  { "tcp-established", 0, NULL, "restore established TCP connections" },
+  { "file-locks", 0, NULL, "restore file locks" },
+  { "ext-unix-sk", 0, NULL, "allow unix sockets connected outside the container" },
+  { "shell-job", 0, NULL, "the process is a shell job" },
+  { "manage-cgroups-mode", 0, "soft|full|strict|ignore",
+    "criu's cgroup mode (default ignore: husk places the cgroup)" },
+  { NULL, 0, NULL, NULL },
+};
+
 static const struct cli_command commands[] = {
   { "create", cli_create,
     "create [--bundle DIR] [--console-socket PATH] [--pid-file PATH] [--no-pivot] "
@@ -119,6 +148,13 @@ static const struct cli_command commands[] = {
   { "resume", cli_resume, "resume ID", "thaw a paused container", "ID", NULL },
   { "events", cli_events, "events [--stats] [--interval DURATION] ID",
     "print resource usage (one sample with --stats) and OOM events", "ID", events_opts },
+  { "checkpoint", cli_checkpoint,
+    "checkpoint [--image-path DIR] [--work-path DIR] [--leave-running] [--tcp-established] [--file-locks] "
+    "[--ext-unix-sk] [--shell-job] [--manage-cgroups-mode MODE] ID",
+    "dump a running container with CRIU", "ID", checkpoint_opts },
+  { "restore", cli_restore,
+    "restore [--image-path DIR] [--bundle DIR] [--detach] [--pid-file PATH] [checkpoint options] ID",
+    "make a container from a bundle and a CRIU image", "ID", restore_opts },
   { "image", cli_image, "image [--root DIR] pull|ls|inspect|rm|import|export ...",
     "manage images (debug CLI)", NULL, NULL },
   { "container", cli_container, "container [--root DIR] run|ls|exec|logs|stop|rm ...",

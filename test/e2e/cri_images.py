@@ -76,8 +76,8 @@ def test_unimplemented(c):
     start = time.monotonic()
     e = rpc_error(lambda: c.runtime("CheckpointContainer", pb.CheckpointContainerRequest(),
                                     pb.CheckpointContainerResponse))
-    ok(e is not None and e.code() == grpc.StatusCode.UNIMPLEMENTED and "CheckpointContainer" in e.details(),
-       "an RPC not written yet answers UNIMPLEMENTED naming it", e)
+    ok(e is not None and e.code() == grpc.StatusCode.INVALID_ARGUMENT and "container_id: required" in e.details(),
+       "CheckpointContainer without a container id is refused at once", e)
     e = rpc_error(lambda: c.call("RuntimeService", "NoSuchMethod", pb.VersionRequest(), pb.VersionResponse,
                                  timeout=10))
     ok(e is not None and e.code() == grpc.StatusCode.UNIMPLEMENTED, "an unknown method answers UNIMPLEMENTED", e)

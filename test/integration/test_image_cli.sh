@@ -129,7 +129,7 @@ t_help_runtime_verbs() {
 # parser takes: with an unknown option after it, the error names that one.
 t_runtime_tables_match_parsers() {
 	local v help line opt value checked=0 bad=""
-	for v in create run start state kill delete list exec ps spec update pause resume events features; do
+	for v in create run start state kill delete list exec ps spec update pause resume events features checkpoint restore; do
 		help=$(husk_cmd "$v" --help)
 		while read -r line; do
 			# a value its parser accepts, by the name the table gives it
@@ -140,6 +140,7 @@ t_runtime_tables_match_parsers() {
 			KEY=VALUE) value=(A=b) ;;
 			table\|json) value=(json) ;;
 			DURATION) value=(1s) ;;
+			soft\|full\|strict\|ignore) value=(soft) ;;
 			*) value=(x) ;;
 			esac
 			for opt in $(grep -oE -- '(^|, )--?[a-z][a-z0-9-]*' <<<"$line" | sed 's/^, //'); do
