@@ -76,6 +76,12 @@ checkpoint_config_parse (const char *text, const char *file_name, char **id, cha
       const char *value = json_string_value (json_object_get (doc, fields[i]));
       if (value == NULL || *value == '\0')
         {
+          /* Nothing half-filled goes back to the caller. */
+          for (size_t j = 0; j < i; j++)
+            {
+              free (*out[j]);
+              *out[j] = NULL;
+            }
           json_decref (doc);
           return husk_error_kind (err, EINVAL, "%s: `%s`: a non-empty string is required", file_name,
                                   fields[i]);

@@ -200,6 +200,7 @@ test_config_dump (void **state)
   free (id), free (name), free (image);
   assert_int_equal (checkpoint_config_parse ("{\"id\":\"x\"}", "config.dump", &id, &name, &image, &err), -1);
   assert_string_equal (err->msg, "config.dump: `name`: a non-empty string is required");
+  assert_null (id);
   husk_error_free (&err);
 }
 
