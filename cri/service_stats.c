@@ -132,24 +132,26 @@ cache_cgroup (char kind, const char *id, const char *path)
   pthread_mutex_unlock (&cgroups.lock);
 }
 
-static bool
-id_in (const char *id, char *const *ids, size_t n)
+static int
+compare_ids (const void *a, const void *b)
 {
-  for (size_t i = 0; i < n; i++)
-    if (strcmp (ids[i], id) == 0)
-      return true;
-  return false;
+  return strcmp (*(char *const *) a, *(char *const *) b);
 }
 
-/* The KIND entries of KEEP stay, the others of KIND go. */
+/* The KIND entries of KEEP stay, the others of KIND go (KEEP sorted here:
+ * a list RPC prunes hundreds of entries against hundreds of ids). */
 static void
 prune_cgroups (char kind, char *const *keep, size_t n_keep)
 {
+  cleanup_free char **sorted = xcalloc (n_keep + 1, sizeof *sorted);
   size_t i = 0;
 
+  memcpy (sorted, keep, n_keep * sizeof *sorted);
+  qsort (sorted, n_keep, sizeof *sorted, compare_ids);
   pthread_mutex_lock (&cgroups.lock);
   while (i < cgroups.n)
-    if (cgroups.entries[i].kind != kind || id_in (cgroups.entries[i].id, keep, n_keep))
+    if (cgroups.entries[i].kind != kind
+        || bsearch (&cgroups.entries[i].id, sorted, n_keep, sizeof *sorted, compare_ids))
       i++;
     else
       drop_cgroup (i);
@@ -863,20 +865,69 @@ pod_attributes (struct cri_arena *arena, const struct sandbox *sb)
   return attrs;
 }
 
+/* The containers of a list, grouped by pod (in list order within one). */
+struct by_pod
+{
+  struct cri_container *const *all;
+  size_t *order; /* indexes into ALL, by sandbox id, then index */
+  size_t n;
+};
+
+static int
+compare_pod_of (const void *a, const void *b, void *arg)
+{
+  struct cri_container *const *all = arg;
+  size_t i = *(const size_t *) a, j = *(const size_t *) b;
+  int by_id = strcmp (all[i]->sandbox_id, all[j]->sandbox_id);
+
+  return by_id ? by_id : (i > j) - (i < j);
+}
+
+static void
+by_pod_init (struct by_pod *index, struct cri_container *const *all, size_t n)
+{
+  index->all = all;
+  index->n = n;
+  index->order = xcalloc (n + 1, sizeof *index->order);
+  for (size_t i = 0; i < n; i++)
+    index->order[i] = i;
+  qsort_r (index->order, n, sizeof *index->order, compare_pod_of, (void *) all);
+}
+
+/* Where POD's containers begin in INDEX->order, and how many (*N). */
+static size_t
+by_pod_find (const struct by_pod *index, const char *pod, size_t *n)
+{
+  size_t lo = 0, hi = index->n;
+
+  while (lo < hi)
+    {
+      size_t mid = lo + (hi - lo) / 2;
+      if (strcmp (index->all[index->order[mid]]->sandbox_id, pod) < 0)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+  for (*n = 0; lo + *n < index->n && strcmp (index->all[index->order[lo + *n]]->sandbox_id, pod) == 0; (*n)++)
+    ;
+  return lo;
+}
+
 /* The pod's containers: their stats into LINUX, their samples summed. */
 static struct container_sample *
 pod_containers (struct cri_arena *arena, struct cri_service *svc, const struct sandbox *sb,
-                struct cri_container *const *all, size_t n_all,
-                Runtime__V1__LinuxPodSandboxStats *linux_stats, struct husk_cgroup_stats *sum)
+                const struct by_pod *index, Runtime__V1__LinuxPodSandboxStats *linux_stats,
+                struct husk_cgroup_stats *sum)
 {
-  struct container_sample *samples = xcalloc (n_all + 1, sizeof *samples);
+  size_t n_mine, first = by_pod_find (index, sb->id, &n_mine);
+  struct container_sample *samples = xcalloc (n_mine + 1, sizeof *samples);
 
-  linux_stats->containers = cri_arena_alloc (arena, (n_all + 1) * sizeof *linux_stats->containers);
-  for (size_t i = 0; i < n_all; i++)
+  linux_stats->containers = cri_arena_alloc (arena, (n_mine + 1) * sizeof *linux_stats->containers);
+  for (size_t k = 0; k < n_mine; k++)
     {
+      struct cri_container *const *all = index->all;
+      size_t i = index->order[first + k];
       struct container_sample *sample = &samples[linux_stats->n_containers];
-      if (strcmp (all[i]->sandbox_id, sb->id) != 0)
-        continue;
       sample_container (svc, all[i], false, sample);
       linux_stats->containers[linux_stats->n_containers++] = container_stats (arena, svc, all[i], sample);
       if (sample->sampled)
@@ -888,8 +939,7 @@ pod_containers (struct cri_arena *arena, struct cri_service *svc, const struct s
 /* NET: the pod's net/dev as read_net_devs_in read it. */
 static Runtime__V1__PodSandboxStats *
 pod_stats (struct cri_arena *arena, struct cri_service *svc, const struct sandbox *sb,
-           struct cri_container *const *all, size_t n_all, const struct netns_reads *net, size_t net_i,
-           int64_t net_at)
+           const struct by_pod *index, const struct netns_reads *net, size_t net_i, int64_t net_at)
 {
   Runtime__V1__PodSandboxStats *stats = cri_arena_alloc (arena, sizeof *stats);
   Runtime__V1__LinuxPodSandboxStats *linux_stats = cri_arena_alloc (arena, sizeof *linux_stats);
@@ -904,7 +954,7 @@ pod_stats (struct cri_arena *arena, struct cri_service *svc, const struct sandbo
   runtime__v1__linux_pod_sandbox_stats__init (linux_stats);
   stats->attributes = pod_attributes (arena, sb);
   stats->linux = linux_stats;
-  samples = pod_containers (arena, svc, sb, all, n_all, linux_stats, &sum);
+  samples = pod_containers (arena, svc, sb, index, linux_stats, &sum);
   if (cgroup && sample_cgroup ('p', sb->id, cgroup, &pod_cg, &ignored) == 0)
     {
       usage = &pod_cg;
@@ -952,12 +1002,15 @@ cri_pod_sandbox_stats (struct rpc_call *call, const void *req_bytes, size_t len,
   else
     {
       struct netns_reads net;
+      struct by_pod index;
       int64_t net_at = cri_now_ns ();
 
       net_reads_init (&net, 1);
       net.pins[0] = has_own_network (sb) ? sb->netns_path : NULL;
       net_reads_run (&net, (char *const[]){ sb->id });
-      resp.stats = pod_stats (&arena, svc, sb, all, n_all, &net, 0, net_at);
+      by_pod_init (&index, all, n_all);
+      resp.stats = pod_stats (&arena, svc, sb, &index, &net, 0, net_at);
+      free (index.order);
       net_reads_clear (&net);
       cri_reply (call, &resp.base);
     }
@@ -1010,6 +1063,7 @@ reply_pod_list (struct rpc_call *call, struct cri_service *svc,
   cleanup_free char *id = filter ? full_sandbox_id (svc, filter->id) : NULL;
   struct cri_arena arena = { 0 };
   struct netns_reads net;
+  struct by_pod index;
   int64_t net_at = cri_now_ns ();
   cleanup_free char **ids = xcalloc (n_pods + 1, sizeof *ids);
 
@@ -1021,10 +1075,12 @@ reply_pod_list (struct rpc_call *call, struct cri_service *svc,
         net.pins[i] = pods[i]->netns_path;
     }
   net_reads_run (&net, ids);
+  by_pod_init (&index, all, n_all);
   resp.stats = cri_arena_alloc (&arena, (n_pods + 1) * sizeof *resp.stats);
   for (size_t i = 0; i < n_pods; i++)
     if (pod_matches (pods[i], id, filter))
-      resp.stats[resp.n_stats++] = pod_stats (&arena, svc, pods[i], all, n_all, &net, i, net_at);
+      resp.stats[resp.n_stats++] = pod_stats (&arena, svc, pods[i], &index, &net, i, net_at);
+  free (index.order);
   net_reads_clear (&net);
   cri_reply (call, &resp.base);
   cri_arena_clear (&arena);

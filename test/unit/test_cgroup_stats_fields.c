@@ -57,8 +57,10 @@ expect_same (const struct husk_cgroup_stats *lean, const struct husk_cgroup_stat
 static void
 compare (const char *dir, bool v1, struct husk_cgroup_stats *lean)
 {
-  struct husk_cgroup_reader *lean_reader = husk_cgroup_reader_new_flat (dir, v1, HUSK_CGROUP_STATS_USAGE, false);
-  struct husk_cgroup_reader *full_reader = husk_cgroup_reader_new_flat (dir, v1, HUSK_CGROUP_STATS_ALL, false);
+  struct husk_cgroup_reader *lean_reader
+      = husk_cgroup_reader_new_flat (dir, v1, HUSK_CGROUP_STATS_USAGE, false);
+  struct husk_cgroup_reader *full_reader
+      = husk_cgroup_reader_new_flat (dir, v1, HUSK_CGROUP_STATS_ALL, false);
   struct husk_cgroup_stats full;
   struct husk_error *err = NULL;
 
