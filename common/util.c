@@ -131,6 +131,32 @@ husk_read_fd (int fd, char **out, size_t *len, const char *what, struct husk_err
 }
 
 int
+husk_reread_fd (int fd, char **out, size_t *len, const char *what, struct husk_error **err)
+{
+  size_t cap = 4096, used = 0;
+  cleanup_free char *buf = xmalloc (cap);
+
+  for (;;)
+    {
+      ssize_t n = pread (fd, buf + used, cap - used - 1, (off_t) used);
+
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n < 0)
+        return husk_error_make (err, errno, "read `%s`", what);
+      used += (size_t) n;
+      if (used < cap - 1)
+        break;
+      buf = xrealloc (buf, cap *= 2);
+    }
+  buf[used] = '\0';
+  if (len)
+    *len = used;
+  *out = steal_pointer (&buf);
+  return 0;
+}
+
+int
 husk_read_file (const char *path, char **out, size_t *len, struct husk_error **err)
 {
   cleanup_close int fd = open (path, O_RDONLY | O_CLOEXEC);

@@ -248,23 +248,27 @@ cri_cpu_cache_rate (struct cri_cpu_cache *cache, char kind, const char *id, uint
   return has_rate;
 }
 
-static bool
-id_in (const char *id, char *const *ids, size_t n)
+static int
+compare_ids (const void *a, const void *b)
 {
-  for (size_t i = 0; i < n; i++)
-    if (strcmp (ids[i], id) == 0)
-      return true;
-  return false;
+  return strcmp (*(char *const *) a, *(char *const *) b);
 }
 
+/* LIVE_IDS sorted first: a list RPC prunes hundreds of samples. */
 void
 cri_cpu_cache_prune (struct cri_cpu_cache *cache, char kind, char *const *live_ids, size_t n)
 {
+  char **sorted = xcalloc (n + 1, sizeof *sorted);
+
+  memcpy (sorted, live_ids, n * sizeof *sorted);
+  qsort (sorted, n, sizeof *sorted, compare_ids);
   pthread_mutex_lock (&cache->lock);
   for (size_t i = cache->n; i > 0; i--)
-    if (cache->samples[i - 1].kind == kind && !id_in (cache->samples[i - 1].id, live_ids, n))
+    if (cache->samples[i - 1].kind == kind
+        && !bsearch (&cache->samples[i - 1].id, sorted, n, sizeof *sorted, compare_ids))
       drop_sample (cache, i - 1);
   pthread_mutex_unlock (&cache->lock);
+  free (sorted);
 }
 
 void

@@ -17,6 +17,7 @@ struct layer_entry
   char *dir;
   struct cri_dir_usage usage;
   int64_t taken_ns;
+  bool measured; /* false: primed, its first walk to come */
 };
 
 struct layer_usage
@@ -24,6 +25,7 @@ struct layer_usage
   unsigned period_s;
   pthread_mutex_t lock; /* guards what follows */
   pthread_cond_t wake;
+  pthread_cond_t measured; /* a primed entry was walked or dropped */
   struct layer_entry *entries;
   size_t n;
   bool stopping, refresh_now;
@@ -60,6 +62,7 @@ drop_entry (struct layer_usage *cache, const char *dir)
     return;
   free (e->dir);
   *e = cache->entries[--cache->n];
+  pthread_cond_broadcast (&cache->measured);
 }
 
 /* Under LOCK: DIR's reading stored (added when new). */
@@ -77,6 +80,11 @@ store_reading (struct layer_usage *cache, const char *dir, const struct cri_dir_
     }
   e->usage = *usage;
   e->taken_ns = taken_ns;
+  if (!e->measured)
+    {
+      e->measured = true;
+      pthread_cond_broadcast (&cache->measured);
+    }
 }
 
 /* One pass over every directory known when it began. */
@@ -148,10 +156,12 @@ layer_usage_new (unsigned period_s, struct layer_usage **out, struct husk_error 
   cache->period_s = period_s ? period_s : 1;
   pthread_mutex_init (&cache->lock, NULL);
   pthread_cond_init (&cache->wake, NULL);
+  pthread_cond_init (&cache->measured, NULL);
   if ((ret = pthread_create (&cache->thread, NULL, refresher, cache)) != 0)
     {
       pthread_mutex_destroy (&cache->lock);
       pthread_cond_destroy (&cache->wake);
+      pthread_cond_destroy (&cache->measured);
       free (cache);
       return husk_error_make (err, ret, "start the thread that refreshes the writable layers' usage");
     }
@@ -167,6 +177,7 @@ layer_usage_free (struct layer_usage *cache)
   pthread_mutex_lock (&cache->lock);
   cache->stopping = true;
   pthread_cond_broadcast (&cache->wake);
+  pthread_cond_broadcast (&cache->measured);
   pthread_mutex_unlock (&cache->lock);
   pthread_join (cache->thread, NULL);
   for (size_t i = 0; i < cache->n; i++)
@@ -174,6 +185,7 @@ layer_usage_free (struct layer_usage *cache)
   free (cache->entries);
   pthread_mutex_destroy (&cache->lock);
   pthread_cond_destroy (&cache->wake);
+  pthread_cond_destroy (&cache->measured);
   free (cache);
 }
 
@@ -185,14 +197,16 @@ layer_usage_get (struct layer_usage *cache, const char *dir, struct cri_dir_usag
   int64_t taken;
 
   pthread_mutex_lock (&cache->lock);
-  e = find_entry (cache, dir);
-  if (e)
+  /* Primed: its walk is the thread's, under way. */
+  while ((e = find_entry (cache, dir)) != NULL && !e->measured && !cache->stopping)
+    pthread_cond_wait (&cache->measured, &cache->lock);
+  if (e && e->measured)
     {
       *out = e->usage;
       *taken_ns = e->taken_ns;
     }
   pthread_mutex_unlock (&cache->lock);
-  if (e)
+  if (e && e->measured)
     return 0;
   /* New: walked here, once (a fresh container's layer is near empty). */
   taken = now_ns ();
@@ -218,5 +232,20 @@ layer_usage_refresh (struct layer_usage *cache)
   pthread_cond_broadcast (&cache->wake);
   while (cache->passes_done < pass && !cache->stopping)
     pthread_cond_wait (&cache->wake, &cache->lock);
+  pthread_mutex_unlock (&cache->lock);
+}
+
+void
+layer_usage_prime (struct layer_usage *cache, char *const *dirs, size_t n)
+{
+  pthread_mutex_lock (&cache->lock);
+  for (size_t i = 0; i < n; i++)
+    if (find_entry (cache, dirs[i]) == NULL)
+      {
+        cache->entries = xrealloc (cache->entries, (cache->n + 1) * sizeof *cache->entries);
+        cache->entries[cache->n++] = (struct layer_entry){ .dir = xstrdup (dirs[i]) };
+      }
+  cache->refresh_now = true;
+  pthread_cond_broadcast (&cache->wake);
   pthread_mutex_unlock (&cache->lock);
 }

@@ -22,6 +22,10 @@ void layer_usage_free (struct layer_usage *cache);
  * errnum ENOENT (and DIR is forgotten). */
 int layer_usage_get (struct layer_usage *cache, const char *dir, struct cri_dir_usage *out, int64_t *taken_ns,
                      struct husk_error **err);
+/* DIRS (N) walked by the thread now, not where first asked about: a
+ * layer_usage_get of one before its walk is done waits for it (huskd's
+ * start primes every container's upper dir). */
+void layer_usage_prime (struct layer_usage *cache, char *const *dirs, size_t n);
 /* Every directory walked again now, before the next period (for tests). */
 void layer_usage_refresh (struct layer_usage *cache);
 

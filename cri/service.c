@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cri/cdi/cdi.h"
+#include "cri/container_store.h"
 #include "cri/layer_usage.h"
 #include "cri/sandbox.h"
 #include "cri/service.h"
@@ -99,6 +100,33 @@ collect_image_garbage (struct store *store)
                stats.blobs_removed, stats.snapshots_removed);
 }
 
+/* The writable layers of the containers found at the start are walked by
+ * the usage thread now, not by the first stats RPC to ask. */
+static void
+prime_layer_usage (struct cri_service *svc)
+{
+  struct cri_container **list = NULL;
+  struct husk_error *err = NULL;
+  char **dirs = NULL;
+  size_t n = 0;
+
+  if (container_list (svc->containers, &list, &n, &err) < 0)
+    {
+      husk_warn ("writable layers' usage: %s", err->msg);
+      husk_error_free (&err);
+      return;
+    }
+  dirs = xcalloc (n + 1, sizeof *dirs);
+  for (size_t i = 0; i < n; i++)
+    {
+      cleanup_free char *dir = container_store_dir (svc->containers, list[i]->id);
+      dirs[i] = xasprintf ("%s/upper", dir);
+    }
+  layer_usage_prime (svc->layers, dirs, n);
+  husk_strvfreep (&dirs);
+  cri_containers_free (list, n);
+}
+
 static int
 service_start (struct cri_service *svc, const struct huskd_config *cfg, struct husk_error **err)
 {
@@ -121,6 +149,7 @@ service_start (struct cri_service *svc, const struct huskd_config *cfg, struct h
     return -1;
   if (layer_usage_new ((unsigned) cfg->stats_collect_period_s, &svc->layers, err) < 0)
     return -1;
+  prime_layer_usage (svc);
   if (cri_streaming_start (svc, err) < 0)
     return -1;
   if (cri_metrics_start (svc, method_table, N_METHODS, err) < 0)

@@ -173,6 +173,12 @@ void cri_container_stats (struct rpc_call *call, const void *req, size_t len, vo
 /* The cgroup directory the container's bundle names (cgroupsPath resolved
  * as the runtime resolves it), or NULL. */
 char *cri_bundle_cgroup (struct cri_service *svc, const char *id);
+/* The container's cgroup as the stats RPCs found it, and the files they
+ * keep open in it, forgotten (it is being deleted). */
+void cri_stats_forget_container (const char *id);
+/* The same for a pod that stops: its cgroup and its network namespace's
+ * counters, kept open by the stats RPCs. */
+void cri_stats_forget_pod (const char *id);
 void cri_list_container_stats (struct rpc_call *call, const void *req, size_t len, void *user);
 void cri_pod_sandbox_stats (struct rpc_call *call, const void *req, size_t len, void *user);
 void cri_list_pod_sandbox_stats (struct rpc_call *call, const void *req, size_t len, void *user);

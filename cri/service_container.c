@@ -1131,6 +1131,8 @@ remove_container (struct cri_service *svc, const char *id, struct husk_error **e
     note_exit (svc, c->id);
   rt = cri_runtime_for (svc->cfg, c->runtime_handler, &ignored);
   husk_error_free (&ignored);
+  /* The stats RPCs' open files of its cgroup closed before it goes. */
+  cri_stats_forget_container (c->id);
   /* Never created by the runtime (never started): nothing to delete. */
   if (rt && c->state != CRI_CONTAINER_CREATED
       && cri_run_runtime (rt, (const char *[]){ "delete", "--force", c->id, NULL }, &ignored) < 0)

@@ -113,6 +113,8 @@ stop (struct cri_service *svc, const char *id, struct husk_error **err)
 
   if (!threaded)
     stop_containers (&job);
+  /* Before its network goes: the stats RPCs hold its net/dev open. */
+  cri_stats_forget_pod (id);
   ret = sandbox_stop (svc->sandboxes, id, &was_ready, err);
   /* Sent by the one call that stopped it, whatever became of the
    * containers (a retry finds the pod stopped already). */

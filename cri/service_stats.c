@@ -10,11 +10,11 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <jansson.h>
 
-#include "cri/cgroup_sample.h"
 #include "cri/container_store.h"
 #include "cri/containers.h"
 #include "cri/cri_stats.h"
@@ -56,90 +56,246 @@ cri_bundle_cgroup (struct cri_service *svc, const char *id)
   return path;
 }
 
-/* The cgroup directories of running containers, found once each: a
+/* The cgroup directories of running containers, found once each (a
  * container keeps its cgroup while it runs, and the stats RPCs of many
- * containers would otherwise read each one's runtime state every time. */
+ * containers would otherwise read each one's runtime state every time),
+ * with a reader of each that keeps its files open (husk/cgroup_stats.h):
+ * a sample is then one pread per file.  An entry goes, closing its files,
+ * when its container is no longer running at a list RPC or its cgroup is
+ * gone; the descriptors held stay within a quarter of RLIMIT_NOFILE
+ * (beyond, readers open and close their files each time). */
+struct cgroup_entry
+{
+  char kind; /* 'c' a container, 'p' a pod (its cgroup_parent), 'n' a
+              * pod's net/dev (no path nor reader) */
+  char *id, *path;
+  struct husk_cgroup_reader *reader; /* NULL: lent out, or none yet */
+  int net_fd;                        /* 'n': net/dev opened in the pod's netns, -1 lent out */
+  size_t n_fds;                      /* counted in cgroups.fds */
+};
+
 static struct
 {
   pthread_mutex_t lock;
-  char **ids, **paths; /* NULL-terminated, in step */
-} cgroup_paths = { PTHREAD_MUTEX_INITIALIZER, NULL, NULL };
+  struct cgroup_entry *entries;
+  size_t n, fds, fds_max;
+} cgroups = { PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0, 0 };
+
+/* Under LOCK. */
+static struct cgroup_entry *
+find_cgroup (char kind, const char *id)
+{
+  for (size_t i = 0; i < cgroups.n; i++)
+    if (cgroups.entries[i].kind == kind && strcmp (cgroups.entries[i].id, id) == 0)
+      return &cgroups.entries[i];
+  return NULL;
+}
+
+/* Under LOCK: entry I goes with its reader's files. */
+static void
+drop_cgroup (size_t i)
+{
+  struct cgroup_entry *e = &cgroups.entries[i];
+
+  free (e->id);
+  free (e->path);
+  husk_cgroup_reader_free (e->reader);
+  if (e->kind == 'n' && e->net_fd >= 0)
+    close (e->net_fd);
+  cgroups.fds -= e->n_fds;
+  *e = cgroups.entries[--cgroups.n];
+}
 
 static char *
-cached_cgroup (const char *id)
+cached_cgroup (char kind, const char *id)
 {
+  struct cgroup_entry *e;
   char *path = NULL;
 
-  pthread_mutex_lock (&cgroup_paths.lock);
-  for (size_t i = 0; cgroup_paths.ids && cgroup_paths.ids[i] && path == NULL; i++)
-    if (strcmp (cgroup_paths.ids[i], id) == 0)
-      path = xstrdup (cgroup_paths.paths[i]);
-  pthread_mutex_unlock (&cgroup_paths.lock);
+  pthread_mutex_lock (&cgroups.lock);
+  if ((e = find_cgroup (kind, id)) != NULL)
+    path = xstrdup (e->path);
+  pthread_mutex_unlock (&cgroups.lock);
   return path;
 }
 
 static void
-cache_cgroup (const char *id, const char *path)
+cache_cgroup (char kind, const char *id, const char *path)
 {
-  pthread_mutex_lock (&cgroup_paths.lock);
-  cgroup_paths.ids = husk_strv_append (cgroup_paths.ids, id);
-  cgroup_paths.paths = husk_strv_append (cgroup_paths.paths, path);
-  pthread_mutex_unlock (&cgroup_paths.lock);
-}
-
-static bool
-id_in (const char *id, char *const *ids, size_t n)
-{
-  for (size_t i = 0; i < n; i++)
-    if (strcmp (ids[i], id) == 0)
-      return true;
-  return false;
-}
-
-/* The paths of the containers in KEEP stay, the others go. */
-static void
-prune_cgroups (char *const *keep, size_t n_keep)
-{
-  size_t n, i = 0;
-
-  pthread_mutex_lock (&cgroup_paths.lock);
-  n = husk_strv_len (cgroup_paths.ids);
-  while (i < n)
+  pthread_mutex_lock (&cgroups.lock);
+  if (find_cgroup (kind, id) == NULL)
     {
-      if (id_in (cgroup_paths.ids[i], keep, n_keep))
-        {
-          i++;
-          continue;
-        }
-      free (cgroup_paths.ids[i]);
-      free (cgroup_paths.paths[i]);
-      cgroup_paths.ids[i] = cgroup_paths.ids[n - 1];
-      cgroup_paths.paths[i] = cgroup_paths.paths[n - 1];
-      cgroup_paths.ids[n - 1] = cgroup_paths.paths[n - 1] = NULL;
-      n--;
+      cgroups.entries = xrealloc (cgroups.entries, (cgroups.n + 1) * sizeof *cgroups.entries);
+      cgroups.entries[cgroups.n++]
+          = (struct cgroup_entry){ .kind = kind, .id = xstrdup (id), .path = xstrdup (path) };
     }
-  pthread_mutex_unlock (&cgroup_paths.lock);
+  pthread_mutex_unlock (&cgroups.lock);
 }
 
-/* ID's path goes (its cgroup went). */
-static void
-forget_cgroup (const char *id)
+static int
+compare_ids (const void *a, const void *b)
 {
-  size_t n;
+  return strcmp (*(char *const *) a, *(char *const *) b);
+}
 
-  pthread_mutex_lock (&cgroup_paths.lock);
-  n = husk_strv_len (cgroup_paths.ids);
-  for (size_t i = 0; i < n; i++)
-    if (strcmp (cgroup_paths.ids[i], id) == 0)
+/* The KIND entries of KEEP stay, the others of KIND go (KEEP sorted here:
+ * a list RPC prunes hundreds of entries against hundreds of ids). */
+static void
+prune_cgroups (char kind, char *const *keep, size_t n_keep)
+{
+  cleanup_free char **sorted = xcalloc (n_keep + 1, sizeof *sorted);
+  size_t i = 0;
+
+  memcpy (sorted, keep, n_keep * sizeof *sorted);
+  qsort (sorted, n_keep, sizeof *sorted, compare_ids);
+  pthread_mutex_lock (&cgroups.lock);
+  while (i < cgroups.n)
+    if (cgroups.entries[i].kind != kind
+        || bsearch (&cgroups.entries[i].id, sorted, n_keep, sizeof *sorted, compare_ids))
+      i++;
+    else
+      drop_cgroup (i);
+  pthread_mutex_unlock (&cgroups.lock);
+}
+
+/* KIND/ID's entry goes (its cgroup went). */
+static void
+forget_cgroup (char kind, const char *id)
+{
+  pthread_mutex_lock (&cgroups.lock);
+  for (size_t i = 0; i < cgroups.n; i++)
+    if (cgroups.entries[i].kind == kind && strcmp (cgroups.entries[i].id, id) == 0)
       {
-        free (cgroup_paths.ids[i]);
-        free (cgroup_paths.paths[i]);
-        cgroup_paths.ids[i] = cgroup_paths.ids[n - 1];
-        cgroup_paths.paths[i] = cgroup_paths.paths[n - 1];
-        cgroup_paths.ids[n - 1] = cgroup_paths.paths[n - 1] = NULL;
+        drop_cgroup (i);
         break;
       }
-  pthread_mutex_unlock (&cgroup_paths.lock);
+  pthread_mutex_unlock (&cgroups.lock);
+}
+
+void
+cri_stats_forget_container (const char *id)
+{
+  forget_cgroup ('c', id);
+}
+
+static size_t
+fds_budget (void)
+{
+  struct rlimit limit;
+
+  if (getrlimit (RLIMIT_NOFILE, &limit) < 0 || limit.rlim_cur == RLIM_INFINITY)
+    return 4096;
+  return (size_t) (limit.rlim_cur / 4);
+}
+
+/* KIND/ID's reader of PATH, lent out until reader_return: one sample at a time
+ * per reader (another caller meanwhile gets one of its own). */
+static struct husk_cgroup_reader *
+reader_lend (char kind, const char *id, const char *path)
+{
+  struct husk_cgroup_reader *reader = NULL;
+  struct cgroup_entry *e;
+  bool keep_open;
+
+  pthread_mutex_lock (&cgroups.lock);
+  if (cgroups.fds_max == 0)
+    cgroups.fds_max = fds_budget ();
+  e = find_cgroup (kind, id);
+  if (e && e->reader && strcmp (e->path, path) == 0)
+    reader = steal_pointer (&e->reader);
+  /* A v1 host's usage files are 7; room for a few more. */
+  keep_open = cgroups.fds + 16 <= cgroups.fds_max;
+  pthread_mutex_unlock (&cgroups.lock);
+  return reader ? reader : husk_cgroup_reader_new (path, HUSK_CGROUP_STATS_USAGE, keep_open);
+}
+
+/* READER back into KIND/ID's entry, or freed when that went meanwhile. */
+static void
+reader_return (char kind, const char *id, struct husk_cgroup_reader *reader)
+{
+  struct cgroup_entry *e;
+
+  pthread_mutex_lock (&cgroups.lock);
+  e = find_cgroup (kind, id);
+  if (e && e->reader == NULL)
+    {
+      size_t n_fds = husk_cgroup_reader_open_files (reader);
+      cgroups.fds = cgroups.fds - e->n_fds + n_fds;
+      e->n_fds = n_fds;
+      e->reader = steal_pointer (&reader);
+    }
+  pthread_mutex_unlock (&cgroups.lock);
+  husk_cgroup_reader_free (reader);
+}
+
+/* The /proc/thread-self/net/dev that a thread in pod ID's network
+ * namespace opened, lent out until net_fd_return; -1 when there is none.
+ * The descriptor keeps reading that namespace's counters (and holds the
+ * namespace): closed when the pod stops, is no longer ready at a
+ * ListPodSandboxStats, or beyond the descriptors' budget. */
+static int
+net_fd_lend (const char *id)
+{
+  struct cgroup_entry *e;
+  int fd = -1;
+
+  pthread_mutex_lock (&cgroups.lock);
+  if ((e = find_cgroup ('n', id)) != NULL)
+    {
+      fd = e->net_fd;
+      e->net_fd = -1;
+    }
+  pthread_mutex_unlock (&cgroups.lock);
+  return fd;
+}
+
+static void
+net_fd_return (const char *id, int fd)
+{
+  struct cgroup_entry *e;
+
+  if (fd < 0)
+    return;
+  pthread_mutex_lock (&cgroups.lock);
+  if (cgroups.fds_max == 0)
+    cgroups.fds_max = fds_budget ();
+  e = find_cgroup ('n', id);
+  if (e == NULL && cgroups.fds + 16 <= cgroups.fds_max)
+    {
+      cgroups.entries = xrealloc (cgroups.entries, (cgroups.n + 1) * sizeof *cgroups.entries);
+      e = &cgroups.entries[cgroups.n++];
+      *e = (struct cgroup_entry){
+        .kind = 'n', .id = xstrdup (id), .path = xstrdup (""), .net_fd = -1, .n_fds = 1
+      };
+      cgroups.fds++;
+    }
+  if (e && e->net_fd < 0)
+    {
+      e->net_fd = fd;
+      fd = -1;
+    }
+  pthread_mutex_unlock (&cgroups.lock);
+  if (fd >= 0)
+    close (fd);
+}
+
+void
+cri_stats_forget_pod (const char *id)
+{
+  forget_cgroup ('n', id);
+  forget_cgroup ('p', id);
+}
+
+/* One usage sample of PATH through the KIND/ID entry's reader. */
+static int
+sample_cgroup (char kind, const char *id, const char *path, struct husk_cgroup_stats *out,
+               struct husk_error **err)
+{
+  struct husk_cgroup_reader *reader = reader_lend (kind, id, path);
+  int ret = husk_cgroup_reader_sample (reader, out, err);
+
+  reader_return (kind, id, reader);
+  return ret;
 }
 
 /* The cgroup directory of a running container, NULL when it has none. */
@@ -153,7 +309,7 @@ container_cgroup (struct cri_service *svc, const struct cri_container *c)
 
   if (c->state != CRI_CONTAINER_RUNNING)
     return NULL;
-  if ((path = cached_cgroup (c->id)) != NULL)
+  if ((path = cached_cgroup ('c', c->id)) != NULL)
     return path;
   rt = cri_runtime_for (svc->cfg, c->runtime_handler, &ignored);
   if (rt && state_load (rt->root, c->id, &state, &ignored) == 0 && state->cgroup_path)
@@ -165,7 +321,7 @@ container_cgroup (struct cri_service *svc, const struct cri_container *c)
   if (path && !cgroup_exists (path))
     free (steal_pointer (&path));
   if (path)
-    cache_cgroup (c->id, path);
+    cache_cgroup ('c', c->id, path);
   return path;
 }
 
@@ -179,23 +335,27 @@ struct container_sample
 };
 
 /* FULL: every counter, for the metrics RPC; else what the stats RPCs
- * report (cri/cgroup_sample.h), from far fewer files. */
+ * report (HUSK_CGROUP_STATS_USAGE), from far fewer files, through the
+ * container's reader. */
 static void
 sample_container (struct cri_service *svc, const struct cri_container *c, bool full,
                   struct container_sample *out)
 {
   struct husk_error *err = NULL;
+  int ret;
 
   memset (out, 0, sizeof *out);
   out->cgroup = container_cgroup (svc, c);
   if (out->cgroup == NULL)
     return;
-  if ((full ? husk_cgroup_stats_read (out->cgroup, &out->cg, &err)
-            : cri_cgroup_sample (out->cgroup, &out->cg, &err))
-      < 0)
+  if (full)
+    ret = husk_cgroup_stats_read (out->cgroup, &out->cg, &err);
+  else
+    ret = sample_cgroup ('c', c->id, out->cgroup, &out->cg, &err);
+  if (ret < 0)
     {
       /* It exited between the lookup and the read. */
-      forget_cgroup (c->id);
+      forget_cgroup ('c', c->id);
       husk_error_free (&err);
       return;
     }
@@ -334,7 +494,7 @@ prune_container_samples (struct cri_container *const *list, size_t n)
   for (size_t i = 0; i < n; i++)
     if (list[i]->state == CRI_CONTAINER_RUNNING)
       ids[n_running++] = list[i]->id;
-  prune_cgroups (ids, n_running);
+  prune_cgroups ('c', ids, n_running);
 }
 
 /* ------------------------------------------------------------------ */
@@ -467,8 +627,9 @@ cri_list_container_stats (struct rpc_call *call, const void *req_bytes, size_t l
 /* ------------------------------------------------------------------ */
 /* a pod's cgroup, network and processes                                */
 
-/* The cgroup of linux.cgroup_parent, when it exists.  A systemd slice is
- * the directory its scopes would be created in. */
+/* The cgroup of linux.cgroup_parent, when it exists (found once per pod,
+ * kept beside the containers' until the pod is no longer ready).  A
+ * systemd slice is the directory its scopes would be created in. */
 static char *
 pod_cgroup (const struct sandbox *sb)
 {
@@ -477,6 +638,8 @@ pod_cgroup (const struct sandbox *sb)
 
   if (!cri_nonempty (sb->cgroup_parent))
     return NULL;
+  if ((path = cached_cgroup ('p', sb->id)) != NULL)
+    return path;
   if (husk_str_has_suffix (sb->cgroup_parent, ".slice"))
     {
       const char *slash = strrchr (sb->cgroup_parent, '/');
@@ -489,6 +652,8 @@ pod_cgroup (const struct sandbox *sb)
   husk_error_free (&ignored);
   if (path && !cgroup_exists (path))
     free (steal_pointer (&path));
+  if (path)
+    cache_cgroup ('p', sb->id, path);
   return path;
 }
 
@@ -499,6 +664,7 @@ struct netns_reads
 {
   size_t n;
   const char **pins; /* NULL: nothing to read for that pod */
+  int *fds;          /* the pod's net/dev opened before, or -1; what is open after */
   char **texts;
   struct husk_error **errs;
 };
@@ -510,16 +676,17 @@ read_net_devs_in (void *arg)
 
   for (size_t i = 0; i < job->n; i++)
     {
-      cleanup_close int fd = job->pins[i] ? open (job->pins[i], O_RDONLY | O_CLOEXEC) : -1;
+      cleanup_close int fd = -1;
 
-      if (job->pins[i] == NULL)
+      if (job->pins[i] == NULL || job->fds[i] >= 0)
         continue;
-      if (fd < 0)
+      if ((fd = open (job->pins[i], O_RDONLY | O_CLOEXEC)) < 0)
         husk_error_make (&job->errs[i], errno, "open network namespace `%s`", job->pins[i]);
       else if (setns (fd, CLONE_NEWNET) < 0)
         husk_error_make (&job->errs[i], errno, "enter network namespace `%s`", job->pins[i]);
-      else
-        husk_read_file ("/proc/thread-self/net/dev", &job->texts[i], NULL, &job->errs[i]);
+      else if ((job->fds[i] = open ("/proc/thread-self/net/dev", O_RDONLY | O_CLOEXEC)) < 0)
+        husk_error_make (&job->errs[i], errno, "open `/proc/thread-self/net/dev` in network namespace `%s`",
+                         job->pins[i]);
     }
   return NULL;
 }
@@ -538,23 +705,50 @@ net_reads_init (struct netns_reads *job, size_t n)
   job->pins = xcalloc (n + 1, sizeof *job->pins);
   job->texts = xcalloc (n + 1, sizeof *job->texts);
   job->errs = xcalloc (n + 1, sizeof *job->errs);
+  job->fds = xcalloc (n + 1, sizeof *job->fds);
+  for (size_t i = 0; i < n; i++)
+    job->fds[i] = -1;
 }
 
-/* Reads what JOB->pins name, in one thread. */
+/* Reads what JOB->pins name: each pod's net/dev as kept open (IDS[i]'s,
+ * IDS NULL: none kept), else opened in its namespace by one thread that
+ * enters them in turn (only when some pod needs it). */
 static void
-net_reads_run (struct netns_reads *job)
+net_reads_run (struct netns_reads *job, char *const *ids)
 {
   pthread_t thread;
-  int ret;
+  bool enter = false;
+  int ret = 0;
 
-  if ((ret = pthread_create (&thread, NULL, read_net_devs_in, job)) != 0)
+  for (size_t i = 0; i < job->n; i++)
+    if (job->pins[i])
+      {
+        job->fds[i] = ids ? net_fd_lend (ids[i]) : -1;
+        enter = enter || job->fds[i] < 0;
+      }
+  if (enter && (ret = pthread_create (&thread, NULL, read_net_devs_in, job)) != 0)
     {
       for (size_t i = 0; i < job->n; i++)
-        if (job->pins[i])
+        if (job->pins[i] && job->fds[i] < 0)
           husk_error_make (&job->errs[i], ret, "start a thread to read the pods' network");
-      return;
     }
-  pthread_join (thread, NULL);
+  else if (enter)
+    pthread_join (thread, NULL);
+  for (size_t i = 0; i < job->n; i++)
+    {
+      if (job->fds[i] < 0)
+        continue;
+      if (husk_reread_fd (job->fds[i], &job->texts[i], NULL, "/proc/thread-self/net/dev", &job->errs[i]) < 0)
+        {
+          husk_error_wrap (&job->errs[i], "network namespace `%s`", job->pins[i]);
+          close (job->fds[i]);
+        }
+      else if (ids)
+        net_fd_return (ids[i], job->fds[i]);
+      else
+        close (job->fds[i]);
+      job->fds[i] = -1;
+    }
 }
 
 static void
@@ -568,6 +762,7 @@ net_reads_clear (struct netns_reads *job)
   free (job->pins);
   free (job->texts);
   free (job->errs);
+  free (job->fds);
 }
 
 /* The interfaces of SB alone; false when it has none to read (host
@@ -585,7 +780,7 @@ pod_net_devs (const struct sandbox *sb, struct cri_net_dev **devs, size_t *n)
     return false;
   net_reads_init (&job, 1);
   job.pins[0] = sb->netns_path;
-  net_reads_run (&job);
+  net_reads_run (&job, (char *const[]){ sb->id });
   if (job.errs[0] == NULL && cri_stats_parse_net_dev (job.texts[0], devs, n, &err) == 0)
     read_ok = true;
   if (job.errs[0] || err)
@@ -670,20 +865,69 @@ pod_attributes (struct cri_arena *arena, const struct sandbox *sb)
   return attrs;
 }
 
+/* The containers of a list, grouped by pod (in list order within one). */
+struct by_pod
+{
+  struct cri_container *const *all;
+  size_t *order; /* indexes into ALL, by sandbox id, then index */
+  size_t n;
+};
+
+static int
+compare_pod_of (const void *a, const void *b, void *arg)
+{
+  struct cri_container *const *all = arg;
+  size_t i = *(const size_t *) a, j = *(const size_t *) b;
+  int by_id = strcmp (all[i]->sandbox_id, all[j]->sandbox_id);
+
+  return by_id ? by_id : (i > j) - (i < j);
+}
+
+static void
+by_pod_init (struct by_pod *index, struct cri_container *const *all, size_t n)
+{
+  index->all = all;
+  index->n = n;
+  index->order = xcalloc (n + 1, sizeof *index->order);
+  for (size_t i = 0; i < n; i++)
+    index->order[i] = i;
+  qsort_r (index->order, n, sizeof *index->order, compare_pod_of, (void *) all);
+}
+
+/* Where POD's containers begin in INDEX->order, and how many (*N). */
+static size_t
+by_pod_find (const struct by_pod *index, const char *pod, size_t *n)
+{
+  size_t lo = 0, hi = index->n;
+
+  while (lo < hi)
+    {
+      size_t mid = lo + (hi - lo) / 2;
+      if (strcmp (index->all[index->order[mid]]->sandbox_id, pod) < 0)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+  for (*n = 0; lo + *n < index->n && strcmp (index->all[index->order[lo + *n]]->sandbox_id, pod) == 0; (*n)++)
+    ;
+  return lo;
+}
+
 /* The pod's containers: their stats into LINUX, their samples summed. */
 static struct container_sample *
 pod_containers (struct cri_arena *arena, struct cri_service *svc, const struct sandbox *sb,
-                struct cri_container *const *all, size_t n_all,
-                Runtime__V1__LinuxPodSandboxStats *linux_stats, struct husk_cgroup_stats *sum)
+                const struct by_pod *index, Runtime__V1__LinuxPodSandboxStats *linux_stats,
+                struct husk_cgroup_stats *sum)
 {
-  struct container_sample *samples = xcalloc (n_all + 1, sizeof *samples);
+  size_t n_mine, first = by_pod_find (index, sb->id, &n_mine);
+  struct container_sample *samples = xcalloc (n_mine + 1, sizeof *samples);
 
-  linux_stats->containers = cri_arena_alloc (arena, (n_all + 1) * sizeof *linux_stats->containers);
-  for (size_t i = 0; i < n_all; i++)
+  linux_stats->containers = cri_arena_alloc (arena, (n_mine + 1) * sizeof *linux_stats->containers);
+  for (size_t k = 0; k < n_mine; k++)
     {
+      struct cri_container *const *all = index->all;
+      size_t i = index->order[first + k];
       struct container_sample *sample = &samples[linux_stats->n_containers];
-      if (strcmp (all[i]->sandbox_id, sb->id) != 0)
-        continue;
       sample_container (svc, all[i], false, sample);
       linux_stats->containers[linux_stats->n_containers++] = container_stats (arena, svc, all[i], sample);
       if (sample->sampled)
@@ -695,8 +939,7 @@ pod_containers (struct cri_arena *arena, struct cri_service *svc, const struct s
 /* NET: the pod's net/dev as read_net_devs_in read it. */
 static Runtime__V1__PodSandboxStats *
 pod_stats (struct cri_arena *arena, struct cri_service *svc, const struct sandbox *sb,
-           struct cri_container *const *all, size_t n_all, const struct netns_reads *net, size_t net_i,
-           int64_t net_at)
+           const struct by_pod *index, const struct netns_reads *net, size_t net_i, int64_t net_at)
 {
   Runtime__V1__PodSandboxStats *stats = cri_arena_alloc (arena, sizeof *stats);
   Runtime__V1__LinuxPodSandboxStats *linux_stats = cri_arena_alloc (arena, sizeof *linux_stats);
@@ -711,12 +954,14 @@ pod_stats (struct cri_arena *arena, struct cri_service *svc, const struct sandbo
   runtime__v1__linux_pod_sandbox_stats__init (linux_stats);
   stats->attributes = pod_attributes (arena, sb);
   stats->linux = linux_stats;
-  samples = pod_containers (arena, svc, sb, all, n_all, linux_stats, &sum);
-  if (cgroup && cri_cgroup_sample (cgroup, &pod_cg, &ignored) == 0)
+  samples = pod_containers (arena, svc, sb, index, linux_stats, &sum);
+  if (cgroup && sample_cgroup ('p', sb->id, cgroup, &pod_cg, &ignored) == 0)
     {
       usage = &pod_cg;
       has_pod_cg = true;
     }
+  else if (cgroup)
+    forget_cgroup ('p', sb->id);
   husk_error_free (&ignored);
   linux_stats->cpu = cpu_with_rate (arena, usage, 'p', sb->id);
   linux_stats->memory = cri_stats_memory (arena, usage);
@@ -757,12 +1002,15 @@ cri_pod_sandbox_stats (struct rpc_call *call, const void *req_bytes, size_t len,
   else
     {
       struct netns_reads net;
+      struct by_pod index;
       int64_t net_at = cri_now_ns ();
 
       net_reads_init (&net, 1);
       net.pins[0] = has_own_network (sb) ? sb->netns_path : NULL;
-      net_reads_run (&net);
-      resp.stats = pod_stats (&arena, svc, sb, all, n_all, &net, 0, net_at);
+      net_reads_run (&net, (char *const[]){ sb->id });
+      by_pod_init (&index, all, n_all);
+      resp.stats = pod_stats (&arena, svc, sb, &index, &net, 0, net_at);
+      free (index.order);
       net_reads_clear (&net);
       cri_reply (call, &resp.base);
     }
@@ -794,9 +1042,16 @@ prune_pod_samples (struct sandbox *const *pods, size_t n)
 {
   cleanup_free char **ids = xcalloc (n + 1, sizeof *ids);
 
+  size_t n_ready = 0;
+
   for (size_t i = 0; i < n; i++)
     ids[i] = pods[i]->id;
   prune_samples ('p', ids, n);
+  for (size_t i = 0; i < n; i++)
+    if (pods[i]->state == SANDBOX_READY)
+      ids[n_ready++] = pods[i]->id;
+  prune_cgroups ('p', ids, n_ready);
+  prune_cgroups ('n', ids, n_ready);
 }
 
 static void
@@ -808,17 +1063,24 @@ reply_pod_list (struct rpc_call *call, struct cri_service *svc,
   cleanup_free char *id = filter ? full_sandbox_id (svc, filter->id) : NULL;
   struct cri_arena arena = { 0 };
   struct netns_reads net;
+  struct by_pod index;
   int64_t net_at = cri_now_ns ();
+  cleanup_free char **ids = xcalloc (n_pods + 1, sizeof *ids);
 
   net_reads_init (&net, n_pods);
   for (size_t i = 0; i < n_pods; i++)
-    if (pod_matches (pods[i], id, filter) && has_own_network (pods[i]))
-      net.pins[i] = pods[i]->netns_path;
-  net_reads_run (&net);
+    {
+      ids[i] = pods[i]->id;
+      if (pod_matches (pods[i], id, filter) && has_own_network (pods[i]))
+        net.pins[i] = pods[i]->netns_path;
+    }
+  net_reads_run (&net, ids);
+  by_pod_init (&index, all, n_all);
   resp.stats = cri_arena_alloc (&arena, (n_pods + 1) * sizeof *resp.stats);
   for (size_t i = 0; i < n_pods; i++)
     if (pod_matches (pods[i], id, filter))
-      resp.stats[resp.n_stats++] = pod_stats (&arena, svc, pods[i], all, n_all, &net, i, net_at);
+      resp.stats[resp.n_stats++] = pod_stats (&arena, svc, pods[i], &index, &net, i, net_at);
+  free (index.order);
   net_reads_clear (&net);
   cri_reply (call, &resp.base);
   cri_arena_clear (&arena);

@@ -4,6 +4,7 @@
  * (include/husk/cgroup_stats.h).  Flat "key value" files are read through
  * one table per file, so adding a counter is one line. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,11 +31,95 @@ parse_value (const char *text)
   return value >= ((uint64_t) INT64_MAX & ~(uint64_t) 0xfff) ? HUSK_CGROUP_UNLIMITED : value;
 }
 
+/* The controllers, each with the reader of its v2 and its v1 files;
+ * DETAIL_ONLY ones are skipped unless HUSK_CGROUP_STATS_DETAIL is asked
+ * for. */
+enum
+{
+  CTL_MEMORY,
+  CTL_CPUACCT,
+  CTL_CPU,
+  CTL_PIDS,
+  CTL_IO,
+  CTL_HUGETLB,
+  N_CTL,
+};
+
+/* A file a keeping reader opened: fd -1 when it was not there (a cgroup's
+ * set of files stays what it was at its creation). */
+struct open_file
+{
+  size_t ctl;
+  char *name;
+  int fd;
+};
+
+struct husk_cgroup_reader
+{
+  char *path;
+  unsigned fields;
+  bool keep_open;
+  char *dirs[N_CTL];
+  enum cgroup_version versions[N_CTL];
+  struct open_file *files;
+  size_t n_files, n_open;
+  size_t n_read; /* files read in the sample under way */
+};
+
+/* One controller's directory, as the readers below see it. */
+struct src
+{
+  struct husk_cgroup_reader *r;
+  size_t ctl;
+  const char *dir;
+};
+
+#define DETAIL(src) (((src)->r->fields & HUSK_CGROUP_STATS_DETAIL) != 0)
+
+/* NAME in S's directory: opened and closed again, or, for a keeping
+ * reader, opened once and read again from offset 0 on every sample. */
+static char *
+src_read (const struct src *s, const char *name)
+{
+  struct husk_cgroup_reader *r = s->r;
+  struct open_file *f = NULL;
+  struct husk_error *ignored = NULL;
+  char *content;
+
+  if (!r->keep_open)
+    content = cgroup_read_file (s->dir, name);
+  else
+    {
+      for (size_t i = 0; i < r->n_files && f == NULL; i++)
+        if (r->files[i].ctl == s->ctl && strcmp (r->files[i].name, name) == 0)
+          f = &r->files[i];
+      if (f == NULL)
+        {
+          cleanup_free char *path = xasprintf ("%s/%s", s->dir, name);
+          int fd = open (path, O_RDONLY | O_CLOEXEC);
+
+          /* Absent is remembered; any other failure (EMFILE) is retried. */
+          if (fd < 0 && errno != ENOENT)
+            return NULL;
+          r->files = xrealloc (r->files, (r->n_files + 1) * sizeof *r->files);
+          f = &r->files[r->n_files++];
+          *f = (struct open_file){ .ctl = s->ctl, .name = xstrdup (name), .fd = fd };
+          r->n_open += fd >= 0;
+        }
+      content = NULL;
+      if (f->fd >= 0 && husk_reread_fd (f->fd, &content, NULL, name, &ignored) < 0)
+        husk_error_free (&ignored);
+    }
+  if (content)
+    r->n_read++;
+  return content;
+}
+
 /* A single-value file; false if absent. */
 static bool
-read_value (const char *path, const char *file, uint64_t *out)
+read_value (const struct src *path, const char *file, uint64_t *out)
 {
-  cleanup_free char *content = cgroup_read_file (path, file);
+  cleanup_free char *content = src_read (path, file);
 
   if (content == NULL)
     return false;
@@ -99,10 +184,10 @@ static const struct key_field cpu_v1_stat_keys[] = {
 
 /* Fills the fields of KEYS from a "key value" per line file. */
 static bool
-read_keyed (const char *path, const char *file, const struct key_field *keys, size_t n_keys,
+read_keyed (const struct src *path, const char *file, const struct key_field *keys, size_t n_keys,
             struct husk_cgroup_stats *out)
 {
-  cleanup_free char *content = cgroup_read_file (path, file);
+  cleanup_free char *content = src_read (path, file);
   char *line, *save = NULL;
 
   if (content == NULL)
@@ -121,7 +206,7 @@ read_keyed (const char *path, const char *file, const struct key_field *keys, si
 }
 
 static void
-read_memory_v2 (const char *path, struct husk_cgroup_stats *out)
+read_memory_v2 (const struct src *path, struct husk_cgroup_stats *out)
 {
   out->has_memory = read_value (path, "memory.current", &out->memory.usage);
   if (!out->has_memory)
@@ -129,19 +214,21 @@ read_memory_v2 (const char *path, struct husk_cgroup_stats *out)
   out->memory.limit = HUSK_CGROUP_UNLIMITED;
   out->memory.swap_limit = HUSK_CGROUP_UNLIMITED;
   read_value (path, "memory.max", &out->memory.limit);
-  read_value (path, "memory.peak", &out->memory.peak);
+  if (DETAIL (path))
+    read_value (path, "memory.peak", &out->memory.peak);
   out->has_swap = read_value (path, "memory.swap.current", &out->memory.swap_usage);
   read_value (path, "memory.swap.max", &out->memory.swap_limit);
   read_keyed (path, "memory.stat", memory_stat_keys, sizeof memory_stat_keys / sizeof memory_stat_keys[0],
               out);
-  read_keyed (path, "memory.events", memory_events_keys,
-              sizeof memory_events_keys / sizeof memory_events_keys[0], out);
+  if (DETAIL (path))
+    read_keyed (path, "memory.events", memory_events_keys,
+                sizeof memory_events_keys / sizeof memory_events_keys[0], out);
   out->memory.working_set
       = out->memory.usage > out->memory.inactive_file ? out->memory.usage - out->memory.inactive_file : 0;
 }
 
 static void
-read_cpu_v2 (const char *path, struct husk_cgroup_stats *out)
+read_cpu_v2 (const struct src *path, struct husk_cgroup_stats *out)
 {
   cleanup_free char *max = NULL;
   char quota[32];
@@ -149,9 +236,11 @@ read_cpu_v2 (const char *path, struct husk_cgroup_stats *out)
 
   out->has_cpu
       = read_keyed (path, "cpu.stat", cpu_stat_keys, sizeof cpu_stat_keys / sizeof cpu_stat_keys[0], out);
-  read_value (path, "cpu.weight", &out->cpu.weight);
   out->cpu.quota_usec = HUSK_CGROUP_UNLIMITED;
-  max = cgroup_read_file (path, "cpu.max");
+  if (!DETAIL (path))
+    return;
+  read_value (path, "cpu.weight", &out->cpu.weight);
+  max = src_read (path, "cpu.max");
   if (max && sscanf (max, "%31s %llu", quota, &period) == 2)
     {
       out->cpu.quota_usec = parse_value (quota);
@@ -160,18 +249,19 @@ read_cpu_v2 (const char *path, struct husk_cgroup_stats *out)
 }
 
 static void
-read_pids (const char *path, struct husk_cgroup_stats *out)
+read_pids (const struct src *path, struct husk_cgroup_stats *out)
 {
   out->has_pids = read_value (path, "pids.current", &out->pids.current);
   out->pids.limit = HUSK_CGROUP_UNLIMITED;
-  read_value (path, "pids.max", &out->pids.limit);
+  if (DETAIL (path))
+    read_value (path, "pids.max", &out->pids.limit);
 }
 
 /* io.stat: "MAJ:MIN rbytes=N wbytes=N rios=N wios=N dbytes=N dios=N". */
 static void
-read_io_v2 (const char *path, struct husk_cgroup_stats *out)
+read_io_v2 (const struct src *path, struct husk_cgroup_stats *out)
 {
-  cleanup_free char *content = cgroup_read_file (path, "io.stat");
+  cleanup_free char *content = src_read (path, "io.stat");
   char *line, *save = NULL;
   size_t lines = 0;
 
@@ -206,9 +296,9 @@ read_io_v2 (const char *path, struct husk_cgroup_stats *out)
 }
 
 static void
-read_hugetlb_v2 (const char *path, struct husk_cgroup_stats *out)
+read_hugetlb_v2 (const struct src *path, struct husk_cgroup_stats *out)
 {
-  cleanup_dir DIR *dir = opendir (path);
+  cleanup_dir DIR *dir = opendir (path->dir);
   struct dirent *entry;
   size_t cap = 0;
 
@@ -234,7 +324,7 @@ read_hugetlb_v2 (const char *path, struct husk_cgroup_stats *out)
       read_value (path, limit_file, &hp->limit);
       free (limit_file);
       limit_file = xasprintf ("hugetlb.%s.events", hp->page_size);
-      events = cgroup_read_file (path, limit_file);
+      events = src_read (path, limit_file);
       if (events && husk_str_has_prefix (events, "max "))
         hp->max_events = parse_value (events + 4);
     }
@@ -243,7 +333,7 @@ read_hugetlb_v2 (const char *path, struct husk_cgroup_stats *out)
 /* ------------------------------------------------------------------ v1 */
 
 static void
-read_memory_v1 (const char *dir, struct husk_cgroup_stats *out)
+read_memory_v1 (const struct src *dir, struct husk_cgroup_stats *out)
 {
   uint64_t memsw_usage = 0, memsw_limit = HUSK_CGROUP_UNLIMITED;
 
@@ -253,9 +343,12 @@ read_memory_v1 (const char *dir, struct husk_cgroup_stats *out)
   out->memory.limit = HUSK_CGROUP_UNLIMITED;
   out->memory.swap_limit = HUSK_CGROUP_UNLIMITED;
   read_value (dir, "memory.limit_in_bytes", &out->memory.limit);
-  read_value (dir, "memory.max_usage_in_bytes", &out->memory.peak);
-  read_value (dir, "memory.kmem.usage_in_bytes", &out->memory.kernel);
-  read_value (dir, "memory.kmem.tcp.usage_in_bytes", &out->memory.sock);
+  if (DETAIL (dir))
+    {
+      read_value (dir, "memory.max_usage_in_bytes", &out->memory.peak);
+      read_value (dir, "memory.kmem.usage_in_bytes", &out->memory.kernel);
+      read_value (dir, "memory.kmem.tcp.usage_in_bytes", &out->memory.sock);
+    }
   /* memsw is memory plus swap: the swap alone, as v2 reports it. */
   out->has_swap = read_value (dir, "memory.memsw.usage_in_bytes", &memsw_usage);
   if (out->has_swap)
@@ -265,19 +358,22 @@ read_memory_v1 (const char *dir, struct husk_cgroup_stats *out)
     out->memory.swap_limit = memsw_limit > out->memory.limit ? memsw_limit - out->memory.limit : 0;
   read_keyed (dir, "memory.stat", memory_v1_stat_keys,
               sizeof memory_v1_stat_keys / sizeof memory_v1_stat_keys[0], out);
-  /* failcnt: how often usage hit the limit, v2's "max" event. */
-  read_value (dir, "memory.failcnt", &out->memory.events_max);
-  read_keyed (dir, "memory.oom_control", memory_v1_oom_keys, 1, out);
-  out->memory.events_oom = out->memory.events_oom_kill;
+  if (DETAIL (dir))
+    {
+      /* failcnt: how often usage hit the limit, v2's "max" event. */
+      read_value (dir, "memory.failcnt", &out->memory.events_max);
+      read_keyed (dir, "memory.oom_control", memory_v1_oom_keys, 1, out);
+      out->memory.events_oom = out->memory.events_oom_kill;
+    }
   out->memory.working_set
       = out->memory.usage > out->memory.inactive_file ? out->memory.usage - out->memory.inactive_file : 0;
 }
 
 /* cpuacct.usage in ns; cpuacct.stat in clock ticks. */
 static void
-read_cpuacct_v1 (const char *dir, struct husk_cgroup_stats *out)
+read_cpuacct_v1 (const struct src *dir, struct husk_cgroup_stats *out)
 {
-  cleanup_free char *stat = cgroup_read_file (dir, "cpuacct.stat");
+  cleanup_free char *stat = NULL;
   long ticks = sysconf (_SC_CLK_TCK);
   unsigned long long user = 0, system = 0;
   uint64_t usage_ns = 0;
@@ -286,6 +382,8 @@ read_cpuacct_v1 (const char *dir, struct husk_cgroup_stats *out)
     return;
   out->has_cpu = true;
   out->cpu.usage_usec = usage_ns / 1000;
+  if (DETAIL (dir))
+    stat = src_read (dir, "cpuacct.stat");
   if (stat && sscanf (stat, "user %llu system %llu", &user, &system) == 2 && ticks > 0)
     {
       out->cpu.user_usec = user * (1000000 / (uint64_t) ticks);
@@ -294,7 +392,7 @@ read_cpuacct_v1 (const char *dir, struct husk_cgroup_stats *out)
 }
 
 static void
-read_cpu_v1 (const char *dir, struct husk_cgroup_stats *out)
+read_cpu_v1 (const struct src *dir, struct husk_cgroup_stats *out)
 {
   uint64_t shares = 0, quota = HUSK_CGROUP_UNLIMITED;
 
@@ -324,9 +422,10 @@ io_device (struct husk_cgroup_stats *out, unsigned major, unsigned minor, size_t
 }
 
 static void
-read_blkio_file (const char *dir, const char *file, bool bytes, struct husk_cgroup_stats *out, size_t *cap)
+read_blkio_file (const struct src *dir, const char *file, bool bytes, struct husk_cgroup_stats *out,
+                 size_t *cap)
 {
-  cleanup_free char *content = cgroup_read_file (dir, file);
+  cleanup_free char *content = src_read (dir, file);
   char *line, *save = NULL;
 
   for (line = content ? strtok_r (content, "\n", &save) : NULL; line; line = strtok_r (NULL, "\n", &save))
@@ -349,7 +448,7 @@ read_blkio_file (const char *dir, const char *file, bool bytes, struct husk_cgro
 }
 
 static void
-read_blkio_v1 (const char *dir, struct husk_cgroup_stats *out)
+read_blkio_v1 (const struct src *dir, struct husk_cgroup_stats *out)
 {
   size_t cap = 0;
 
@@ -359,9 +458,9 @@ read_blkio_v1 (const char *dir, struct husk_cgroup_stats *out)
 
 /* hugetlb.<size>.usage_in_bytes, .limit_in_bytes, .failcnt. */
 static void
-read_hugetlb_v1 (const char *dir, struct husk_cgroup_stats *out)
+read_hugetlb_v1 (const struct src *dir, struct husk_cgroup_stats *out)
 {
-  cleanup_dir DIR *listing = opendir (dir);
+  cleanup_dir DIR *listing = opendir (dir->dir);
   static const char suffix[] = ".usage_in_bytes";
   struct dirent *entry;
   size_t cap = 0;
@@ -394,41 +493,125 @@ read_hugetlb_v1 (const char *dir, struct husk_cgroup_stats *out)
 
 /* ------------------------------------------------------------- sample */
 
-typedef void (*stats_reader) (const char *dir, struct husk_cgroup_stats *out);
+typedef void (*stats_reader) (const struct src *dir, struct husk_cgroup_stats *out);
 
 static const struct
 {
   const char *controller;
   stats_reader v2, v1;
-} readers[] = {
-  { "memory", read_memory_v2, read_memory_v1 },
-  { "cpuacct", read_cpu_v2, read_cpuacct_v1 },
-  { "cpu", NULL, read_cpu_v1 },
-  { "pids", read_pids, read_pids },
-  { "io", read_io_v2, read_blkio_v1 },
-  { "hugetlb", read_hugetlb_v2, read_hugetlb_v1 },
+  bool detail_only;
+} readers[N_CTL] = {
+  [CTL_MEMORY] = { "memory", read_memory_v2, read_memory_v1, false },
+  [CTL_CPUACCT] = { "cpuacct", read_cpu_v2, read_cpuacct_v1, false },
+  [CTL_CPU] = { "cpu", NULL, read_cpu_v1, true },
+  [CTL_PIDS] = { "pids", read_pids, read_pids, false },
+  [CTL_IO] = { "io", read_io_v2, read_blkio_v1, true },
+  [CTL_HUGETLB] = { "hugetlb", read_hugetlb_v2, read_hugetlb_v1, true },
 };
 
+static struct husk_cgroup_reader *
+reader_alloc (const char *path, unsigned fields, bool keep_open)
+{
+  struct husk_cgroup_reader *r = xcalloc (1, sizeof *r);
+
+  r->path = xstrdup (path);
+  r->fields = fields | HUSK_CGROUP_STATS_USAGE;
+  r->keep_open = keep_open;
+  return r;
+}
+
+struct husk_cgroup_reader *
+husk_cgroup_reader_new (const char *path, unsigned fields, bool keep_open)
+{
+  struct husk_cgroup_reader *r = reader_alloc (path, fields, keep_open);
+
+  for (size_t i = 0; i < N_CTL; i++)
+    r->versions[i] = cgroup_locate (path, readers[i].controller, &r->dirs[i]);
+  return r;
+}
+
+struct husk_cgroup_reader *
+husk_cgroup_reader_new_flat (const char *dir, bool v1, unsigned fields, bool keep_open)
+{
+  struct husk_cgroup_reader *r = reader_alloc (dir, fields, keep_open);
+
+  for (size_t i = 0; i < N_CTL; i++)
+    {
+      r->versions[i] = v1 ? CGROUP_V1 : CGROUP_V2;
+      r->dirs[i] = xstrdup (dir);
+    }
+  return r;
+}
+
+size_t
+husk_cgroup_reader_open_files (const struct husk_cgroup_reader *r)
+{
+  return r->n_open;
+}
+
+void
+husk_cgroup_reader_free (struct husk_cgroup_reader *r)
+{
+  if (r == NULL)
+    return;
+  for (size_t i = 0; i < r->n_files; i++)
+    {
+      if (r->files[i].fd >= 0)
+        close (r->files[i].fd);
+      free (r->files[i].name);
+    }
+  free (r->files);
+  for (size_t i = 0; i < N_CTL; i++)
+    free (r->dirs[i]);
+  free (r->path);
+  free (r);
+}
+
 int
-husk_cgroup_stats_read (const char *path, struct husk_cgroup_stats *out, struct husk_error **err)
+husk_cgroup_reader_sample (struct husk_cgroup_reader *r, struct husk_cgroup_stats *out,
+                           struct husk_error **err)
 {
   struct timespec now;
 
   memset (out, 0, sizeof *out);
-  if (!cgroup_exists (path))
-    return husk_error_make (err, ENOENT, "read stats of cgroup `%s`", path);
   clock_gettime (CLOCK_REALTIME, &now);
   out->timestamp_ns = (uint64_t) now.tv_sec * 1000000000ull + (uint64_t) now.tv_nsec;
-  for (size_t i = 0; i < sizeof readers / sizeof readers[0]; i++)
+  r->n_read = 0;
+  for (size_t i = 0; i < N_CTL; i++)
     {
-      cleanup_free char *dir = NULL;
-      enum cgroup_version version = cgroup_locate (path, readers[i].controller, &dir);
-      stats_reader read = version == CGROUP_V1 ? readers[i].v1 : version == CGROUP_V2 ? readers[i].v2 : NULL;
+      struct src s = { r, i, r->dirs[i] };
+      stats_reader read = r->versions[i] == CGROUP_V1   ? readers[i].v1
+                          : r->versions[i] == CGROUP_V2 ? readers[i].v2
+                                                        : NULL;
 
-      if (read)
-        read (dir, out);
+      if (read && (!readers[i].detail_only || DETAIL (&s)))
+        read (&s, out);
+    }
+  /* Nothing read: the directory is gone (a kept file of a removed cgroup
+   * reads ENODEV), or it has none of these files. */
+  if (r->n_read == 0 && !cgroup_exists (r->path))
+    {
+      husk_cgroup_stats_clear (out);
+      return husk_error_make (err, ENOENT, "read stats of cgroup `%s`", r->path);
     }
   return 0;
+}
+
+int
+husk_cgroup_stats_read_fields (const char *path, unsigned fields, struct husk_cgroup_stats *out,
+                               struct husk_error **err)
+{
+  struct husk_cgroup_reader *r = husk_cgroup_reader_new (path, fields, false);
+  int ret = husk_cgroup_reader_sample (r, out, err);
+
+  husk_cgroup_reader_free (r);
+  return ret;
+}
+
+int
+husk_cgroup_stats_read (const char *path, struct husk_cgroup_stats *out, struct husk_error **err)
+{
+  return husk_cgroup_stats_read_fields (path, HUSK_CGROUP_STATS_ALL, out, err);
 }
 
 int

@@ -72,6 +72,42 @@ struct husk_cgroup_stats
  * leaves its part out (has_* false); a missing directory is an error. */
 int husk_cgroup_stats_read (const char *path, struct husk_cgroup_stats *out, struct husk_error **err);
 
+/* The files a sample reads.  USAGE (always read): memory usage, limit,
+ * swap and memory.stat (anon, file, inactive_file, faults, working set),
+ * cpu usage (v2 cpu.stat's user and system too), pids.current: what the
+ * CRI stats RPCs report, 5 to 7 files per cgroup.  DETAIL: the rest
+ * (peak, kernel memory, memory events, v1 user/system time, throttling,
+ * weight, quota, pids limit, io, huge pages), 27 files on a v1 host.  A
+ * field left out stays 0 (limits too); one read is the same either way. */
+#define HUSK_CGROUP_STATS_USAGE 0x1u
+#define HUSK_CGROUP_STATS_DETAIL 0x2u
+#define HUSK_CGROUP_STATS_ALL (HUSK_CGROUP_STATS_USAGE | HUSK_CGROUP_STATS_DETAIL)
+
+/* husk_cgroup_stats_read of the FIELDS files only. */
+int husk_cgroup_stats_read_fields (const char *path, unsigned fields, struct husk_cgroup_stats *out,
+                                   struct husk_error **err);
+
+/* A reader of one cgroup for repeated samples: each controller's directory
+ * is located once, and with KEEP_OPEN every file it reads stays open and
+ * is read again from offset 0 (cgroupfs regenerates it), one pread a file
+ * instead of open, read and close.  Each open file pins the cgroup's
+ * kernel object until the reader is freed: free it when the cgroup goes
+ * (a sample of a removed cgroup fails with ENOENT). */
+struct husk_cgroup_reader;
+
+struct husk_cgroup_reader *husk_cgroup_reader_new (const char *path, unsigned fields, bool keep_open);
+/* Every controller's files in DIR itself, as the v1 (V1) or the v2
+ * hierarchy names them: the readers on plain files, for tests. */
+struct husk_cgroup_reader *husk_cgroup_reader_new_flat (const char *dir, bool v1, unsigned fields,
+                                                        bool keep_open);
+/* As husk_cgroup_stats_read: a missing directory is an error (ENOENT). */
+int husk_cgroup_reader_sample (struct husk_cgroup_reader *reader, struct husk_cgroup_stats *out,
+                               struct husk_error **err);
+/* The descriptors the reader holds open. */
+size_t husk_cgroup_reader_open_files (const struct husk_cgroup_reader *reader);
+/* NULL is fine. */
+void husk_cgroup_reader_free (struct husk_cgroup_reader *reader);
+
 /* The same for the container ID of the OCI runtime state under STATE_ROOT
  * (husk's --root, /run/husk/runtime by default). */
 int husk_container_stats (const char *state_root, const char *id, struct husk_cgroup_stats *out,

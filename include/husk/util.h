@@ -22,6 +22,10 @@ char *xasprintf (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));
 /* Reads a whole file (NUL-terminated; *len excludes the NUL). */
 int husk_read_file (const char *path, char **out, size_t *len, struct husk_error **err);
 int husk_read_fd (int fd, char **out, size_t *len, const char *what, struct husk_error **err);
+/* FD's whole content again, read from offset 0 with pread (a proc or
+ * cgroup file regenerates it there).  A short read is taken for the end:
+ * such a file is produced whole by one read. */
+int husk_reread_fd (int fd, char **out, size_t *len, const char *what, struct husk_error **err);
 
 /* write(2) until done, retrying EINTR. */
 int husk_write_all (int fd, const void *buf, size_t len);

@@ -1,6 +1,6 @@
 /* The writable layers' usage cache: a directory is walked when first asked
- * about, then only by the refreshing thread; a directory that went is
- * forgotten. */
+ * about (or by the thread, when primed), then only by the refreshing
+ * thread; a directory that went is forgotten. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -97,12 +98,61 @@ test_period_refreshes (void **state)
   rmdir (dir);
 }
 
+static int64_t
+now_ns (void)
+{
+  struct timespec ts;
+
+  clock_gettime (CLOCK_REALTIME, &ts);
+  return (int64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Primed directories are walked by the thread (the reading predates the
+ * ask); a primed one that is missing is forgotten, an error when asked. */
+static void
+test_primed (void **state)
+{
+  char dir[] = "/tmp/test_cri_layer_usage.XXXXXX";
+  cleanup_free char *file = NULL;
+  cleanup_free char *missing = NULL;
+  struct layer_usage *cache = NULL;
+  struct husk_error *err = NULL;
+  struct cri_dir_usage usage;
+  int64_t taken = 0, asked;
+
+  (void) state;
+  assert_non_null (mkdtemp (dir));
+  file = xasprintf ("%s/data", dir);
+  missing = xasprintf ("%s/missing", dir);
+  write_bytes (file, 1 << 20);
+  assert_int_equal (layer_usage_new (3600, &cache, &err), 0);
+  {
+    char *dirs[] = { dir, missing, NULL };
+    layer_usage_prime (cache, dirs, 2);
+  }
+  /* Asked right away: waits for the thread's walk. */
+  assert_int_equal (layer_usage_get (cache, dir, &usage, &taken, &err), 0);
+  assert_int_equal (usage.inodes, 2);
+  assert_true (usage.bytes >= 1 << 20);
+  usleep (50 * 1000);
+  asked = now_ns ();
+  assert_int_equal (layer_usage_get (cache, dir, &usage, &taken, &err), 0);
+  assert_true (taken < asked);
+  assert_int_equal (layer_usage_get (cache, missing, &usage, &taken, &err), -1);
+  assert_int_equal (err->errnum, ENOENT);
+  husk_error_free (&err);
+  layer_usage_free (cache);
+  unlink (file);
+  rmdir (dir);
+}
+
 int
 main (void)
 {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test (test_cached_then_refreshed),
     cmocka_unit_test (test_period_refreshes),
+    cmocka_unit_test (test_primed),
   };
   return cmocka_run_group_tests (tests, NULL, NULL);
 }
