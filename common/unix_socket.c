@@ -99,3 +99,58 @@ husk_unix_connect (const char *path, int type, struct husk_error **err)
     return husk_error_make (err, errno, "connect to unix socket `%s`", path);
   return steal_fd (&fd);
 }
+
+int
+husk_unix_send_fd (int sock, int fd, const void *data, size_t len)
+{
+  union
+  {
+    char buf[CMSG_SPACE (sizeof (int))];
+    struct cmsghdr align;
+  } control = { 0 };
+  struct iovec iov = { .iov_base = (void *) data, .iov_len = len };
+  struct msghdr msg = {
+    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf, .msg_controllen = sizeof control.buf
+  };
+  struct cmsghdr *cmsg = CMSG_FIRSTHDR (&msg);
+
+  cmsg->cmsg_level = SOL_SOCKET;
+  cmsg->cmsg_type = SCM_RIGHTS;
+  cmsg->cmsg_len = CMSG_LEN (sizeof (int));
+  memcpy (CMSG_DATA (cmsg), &fd, sizeof (int));
+  return sendmsg (sock, &msg, MSG_NOSIGNAL) < 0 ? -1 : 0;
+}
+
+int
+husk_unix_recv_fd (int sock, void *data, size_t len, ssize_t *got)
+{
+  union
+  {
+    char buf[CMSG_SPACE (sizeof (int))];
+    struct cmsghdr align;
+  } control = { 0 };
+  struct iovec iov = { .iov_base = data, .iov_len = len };
+  struct msghdr msg = {
+    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf, .msg_controllen = sizeof control.buf
+  };
+  struct cmsghdr *cmsg;
+  ssize_t n;
+  int fd;
+
+  do
+    n = recvmsg (sock, &msg, MSG_CMSG_CLOEXEC);
+  while (n < 0 && errno == EINTR);
+  if (got)
+    *got = n;
+  if (n < 0)
+    return -1;
+  cmsg = CMSG_FIRSTHDR (&msg);
+  if (cmsg == NULL || cmsg->cmsg_level != SOL_SOCKET || cmsg->cmsg_type != SCM_RIGHTS
+      || cmsg->cmsg_len != CMSG_LEN (sizeof (int)))
+    {
+      errno = EPROTO;
+      return -1;
+    }
+  memcpy (&fd, CMSG_DATA (cmsg), sizeof fd);
+  return fd;
+}

@@ -28,6 +28,7 @@
 #include "cri/service.h"
 #include "cri/streaming/server.h"
 #include "husk/cleanup.h"
+#include "husk/unix_socket.h"
 #include "husk/util.h"
 
 #define CONSOLE_WAIT_MS 10000
@@ -203,28 +204,19 @@ receive_master (struct exec_child *x, const struct streaming_io *io, struct husk
                          { .fd = x->pidfd, .events = POLLIN },
                          { .fd = io->cancel_fd, .events = POLLIN } };
   char name[256];
-  union
-  {
-    char buf[CMSG_SPACE (sizeof (int))];
-    struct cmsghdr align;
-  } control;
-  struct iovec iov = { .iov_base = name, .iov_len = sizeof name };
-  struct msghdr msg = {
-    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf, .msg_controllen = sizeof control.buf
-  };
-  struct cmsghdr *cmsg;
   cleanup_close int conn = -1;
   int master;
 
   if (poll (p, 3, CONSOLE_WAIT_MS) <= 0 || !p[0].revents)
     return husk_error_make (err, 0, "exec --tty: the runtime sent no pty");
   conn = accept4 (x->console_fd, NULL, NULL, SOCK_CLOEXEC);
-  if (conn < 0 || recvmsg (conn, &msg, MSG_CMSG_CLOEXEC) < 0)
+  if (conn < 0)
     return husk_error_make (err, errno, "exec --tty: receive the pty master");
-  cmsg = CMSG_FIRSTHDR (&msg);
-  if (cmsg == NULL || cmsg->cmsg_type != SCM_RIGHTS || cmsg->cmsg_len != CMSG_LEN (sizeof (int)))
+  master = husk_unix_recv_fd (conn, name, sizeof name, NULL);
+  if (master < 0 && errno == EPROTO)
     return husk_error_make (err, 0, "exec --tty: the runtime sent no pty master");
-  memcpy (&master, CMSG_DATA (cmsg), sizeof master);
+  if (master < 0)
+    return husk_error_make (err, errno, "exec --tty: receive the pty master");
   return master;
 }
 

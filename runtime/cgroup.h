@@ -261,6 +261,16 @@ int cgroup_resources_write (const char *path, const struct cgroup_resources *res
  * at all): an error unless SPEC asks for no limit and no device rule. */
 int cgroup_apply_resources (const struct spec *spec, const char *path, struct husk_error **err);
 
+/* Create and restore: the container's cgroup (linux.cgroupsPath, or
+ * husk/ID) resolved into *PATH, made (*FD: an fd of it, for
+ * CLONE_INTO_CGROUP; the caller closes it) and given SPEC's limits and
+ * device rules before any process enters.  No cgroup hierarchy mounted at
+ * all: *PATH NULL, *FD -1, and an error only if SPEC asks for limits or
+ * device rules.  On failure *FD >= 0 means the cgroup was made (the
+ * caller removes it). */
+int cgroup_setup_container (const struct spec *spec, const char *id, bool systemd, char **path, int *fd,
+                            struct husk_error **err);
+
 /* `husk update`: writes RES into an existing container's cgroup. */
 int cgroup_container_update (const struct runtime_ctx *ctx, const char *id,
                              const struct cgroup_resources *res, struct husk_error **err);

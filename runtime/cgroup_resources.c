@@ -1234,6 +1234,28 @@ cgroup_apply_resources (const struct spec *spec, const char *path, struct husk_e
 }
 
 int
+cgroup_setup_container (const struct spec *spec, const char *id, bool systemd, char **path, int *fd,
+                        struct husk_error **err)
+{
+  struct husk_error *resolve_err = NULL;
+
+  *fd = -1;
+  if (cgroup_resolve (spec->cgroups_path, id, systemd, path, &resolve_err) < 0)
+    {
+      if (cgroup_primary_mount () == NULL)
+        {
+          husk_error_free (&resolve_err);
+          return cgroup_apply_resources (spec, NULL, err);
+        }
+      *err = resolve_err;
+      return -1;
+    }
+  if ((*fd = cgroup_create (*path, err)) < 0)
+    return -1;
+  return cgroup_apply_resources (spec, *path, err);
+}
+
+int
 cgroup_container_update (const struct runtime_ctx *ctx, const char *id, const struct cgroup_resources *res,
                          struct husk_error **err)
 {

@@ -288,26 +288,16 @@ restore_make_state (struct restore_job *job, struct husk_error **err)
 static int
 restore_make_cgroup (struct restore_job *job, struct husk_error **err)
 {
-  struct husk_error *cg_err = NULL;
-  int fd;
+  int fd = -1;
+  int ret = cgroup_setup_container (job->spec, job->id, job->ctx->systemd_cgroup, &job->state.cgroup_path,
+                                    &fd, err);
 
-  if (cgroup_resolve (job->spec->cgroups_path, job->id, job->ctx->systemd_cgroup, &job->state.cgroup_path,
-                      &cg_err)
-      < 0)
+  if (fd >= 0)
     {
-      if (cgroup_primary_mount () == NULL)
-        {
-          husk_error_free (&cg_err);
-          return cgroup_apply_resources (job->spec, NULL, err);
-        }
-      *err = cg_err;
-      return -1;
+      close (fd);
+      job->cgroup_made = true;
     }
-  if ((fd = cgroup_create (job->state.cgroup_path, err)) < 0)
-    return -1;
-  close (fd);
-  job->cgroup_made = true;
-  return cgroup_apply_resources (job->spec, job->state.cgroup_path, err);
+  return ret;
 }
 
 /* criu wants the root to be a mount point of its own. */

@@ -21,6 +21,7 @@
 
 #include "husk/cleanup.h"
 #include "husk/idmap.h"
+#include "husk/unix_socket.h"
 #include "husk/util.h"
 #include "runtime/cgroup.h"
 #include "runtime/container.h"
@@ -407,41 +408,20 @@ open_console (struct create_job *job, int *child_console, struct husk_error **er
 static void
 send_pidfd (int sock, int pidfd)
 {
-  char control[CMSG_SPACE (sizeof (int))] = { 0 };
   char byte = 0;
-  struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
-  struct msghdr msg
-      = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control, .msg_controllen = sizeof control };
-  struct cmsghdr *cmsg = CMSG_FIRSTHDR (&msg);
 
-  cmsg->cmsg_level = SOL_SOCKET;
-  cmsg->cmsg_type = SCM_RIGHTS;
-  cmsg->cmsg_len = CMSG_LEN (sizeof (int));
-  memcpy (CMSG_DATA (cmsg), &pidfd, sizeof (int));
-  (void) !sendmsg (sock, &msg, MSG_NOSIGNAL);
+  (void) husk_unix_send_fd (sock, pidfd, &byte, 1);
 }
 
 /* The helper's answer: a pidfd, or (no fd) the errno it failed with. */
 static int
 recv_pidfd (int sock, int *errnum)
 {
-  char control[CMSG_SPACE (sizeof (int))] = { 0 };
-  int value = 0, fd = -1;
-  struct iovec iov = { .iov_base = &value, .iov_len = sizeof value };
-  struct msghdr msg
-      = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control, .msg_controllen = sizeof control };
-  struct cmsghdr *cmsg;
+  int value = 0, fd;
   ssize_t got;
 
-  do
-    got = recvmsg (sock, &msg, MSG_CMSG_CLOEXEC);
-  while (got < 0 && errno == EINTR);
-  cmsg = got > 0 ? CMSG_FIRSTHDR (&msg) : NULL;
-  if (cmsg && cmsg->cmsg_type == SCM_RIGHTS)
-    {
-      memcpy (&fd, CMSG_DATA (cmsg), sizeof fd);
-      return fd;
-    }
+  if ((fd = husk_unix_recv_fd (sock, &value, sizeof value, &got)) >= 0)
+    return fd;
   *errnum = got == (ssize_t) sizeof value ? value : EIO;
   return -1;
 }
@@ -651,27 +631,8 @@ save_config (struct create_job *job, struct husk_error **err)
 static int
 setup_cgroup (struct create_job *job, struct husk_error **err)
 {
-  struct husk_error *cg_err = NULL;
-
-  if (cgroup_resolve (job->spec->cgroups_path, job->id, job->ctx->systemd_cgroup, &job->state.cgroup_path,
-                      &cg_err)
-      < 0)
-    {
-      /* No cgroup hierarchy at all: fine unless limits or device rules
-       * were asked for. */
-      if (cgroup_primary_mount () == NULL)
-        {
-          husk_error_free (&cg_err);
-          return cgroup_apply_resources (job->spec, NULL, err);
-        }
-      *err = cg_err;
-      return -1;
-    }
-  job->cgroup_fd = cgroup_create (job->state.cgroup_path, err);
-  if (job->cgroup_fd < 0)
-    return -1;
-  /* Limits and the device rules are in place before the init enters. */
-  return cgroup_apply_resources (job->spec, job->state.cgroup_path, err);
+  return cgroup_setup_container (job->spec, job->id, job->ctx->systemd_cgroup, &job->state.cgroup_path,
+                                 &job->cgroup_fd, err);
 }
 
 static void

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "husk/cleanup.h"
+#include "husk/unix_socket.h"
 #include "husk/util.h"
 #include "runtime/init.h"
 
@@ -41,17 +42,7 @@ terminal_connect (const char *path, struct husk_error **err)
 static int
 send_fd (int sock, int fd, const char *name, struct husk_error **err)
 {
-  char control[CMSG_SPACE (sizeof (int))] = { 0 };
-  struct iovec iov = { .iov_base = (void *) name, .iov_len = strlen (name) };
-  struct msghdr msg
-      = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control, .msg_controllen = sizeof control };
-  struct cmsghdr *cmsg = CMSG_FIRSTHDR (&msg);
-
-  cmsg->cmsg_level = SOL_SOCKET;
-  cmsg->cmsg_type = SCM_RIGHTS;
-  cmsg->cmsg_len = CMSG_LEN (sizeof (int));
-  memcpy (CMSG_DATA (cmsg), &fd, sizeof (int));
-  if (sendmsg (sock, &msg, MSG_NOSIGNAL) < 0)
+  if (husk_unix_send_fd (sock, fd, name, strlen (name)) < 0)
     return husk_error_make (err, errno, "send the pty master over the console socket");
   return 0;
 }
@@ -59,20 +50,13 @@ send_fd (int sock, int fd, const char *name, struct husk_error **err)
 int
 terminal_receive (int sock, struct husk_error **err)
 {
-  char control[CMSG_SPACE (sizeof (int))] = { 0 };
   char name[256];
-  struct iovec iov = { .iov_base = name, .iov_len = sizeof name };
-  struct msghdr msg
-      = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control, .msg_controllen = sizeof control };
-  struct cmsghdr *cmsg;
-  int fd;
+  int fd = husk_unix_recv_fd (sock, name, sizeof name, NULL);
 
-  if (recvmsg (sock, &msg, MSG_CMSG_CLOEXEC) < 0)
-    return husk_error_make (err, errno, "receive the pty master");
-  cmsg = CMSG_FIRSTHDR (&msg);
-  if (cmsg == NULL || cmsg->cmsg_type != SCM_RIGHTS)
+  if (fd < 0 && errno == EPROTO)
     return husk_error_make (err, EPROTO, "receive the pty master: no fd in the message");
-  memcpy (&fd, CMSG_DATA (cmsg), sizeof (int));
+  if (fd < 0)
+    return husk_error_make (err, errno, "receive the pty master");
   return fd;
 }
 

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "husk/cleanup.h"
+#include "husk/unix_socket.h"
 #include "husk/util.h"
 #include "cri/monitor/monitor.h"
 
@@ -41,25 +42,12 @@ static int
 receive_fd (int conn_fd, struct husk_error **err)
 {
   char name[256];
-  union
-  {
-    char buf[CMSG_SPACE (sizeof (int))];
-    struct cmsghdr align;
-  } control;
-  struct iovec iov = { .iov_base = name, .iov_len = sizeof name };
-  struct msghdr msg = {
-    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf, .msg_controllen = sizeof control.buf
-  };
-  struct cmsghdr *cmsg;
-  int fd;
+  int fd = husk_unix_recv_fd (conn_fd, name, sizeof name, NULL);
 
-  if (recvmsg (conn_fd, &msg, MSG_CMSG_CLOEXEC) < 0)
-    return husk_error_make (err, errno, "receive the pty master from the console socket");
-  cmsg = CMSG_FIRSTHDR (&msg);
-  if (cmsg == NULL || cmsg->cmsg_level != SOL_SOCKET || cmsg->cmsg_type != SCM_RIGHTS
-      || cmsg->cmsg_len != CMSG_LEN (sizeof (int)))
+  if (fd < 0 && errno == EPROTO)
     return husk_error_make (err, 0, "the runtime sent no pty master over the console socket");
-  memcpy (&fd, CMSG_DATA (cmsg), sizeof fd);
+  if (fd < 0)
+    return husk_error_make (err, errno, "receive the pty master from the console socket");
   return fd;
 }
 

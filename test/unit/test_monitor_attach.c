@@ -2,8 +2,10 @@
  * (cri/attach.c) decoded by the monitor (cri/monitor/attach.c) over a
  * SOCK_SEQPACKET pair, messages that break the protocol, the output copies
  * and exit message, a client that cannot take more being dropped, and
- * sockets at paths longer than sun_path (common/unix_socket.c). */
+ * sockets at paths longer than sun_path and fds passed over a socket
+ * (common/unix_socket.c). */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -206,13 +208,55 @@ test_long_socket_path (void **state)
   rmdir (dir);
 }
 
+/* husk_unix_send_fd / husk_unix_recv_fd (how the pty master and the
+ * userns helper's pidfd travel): the fd arrives CLOEXEC and refers to the
+ * same file, the data with it; a message without an fd is EPROTO, with the
+ * data still read; a closed peer is EPROTO with 0 bytes. */
+static void
+test_pass_fd (void **state)
+{
+  int pair[2], pipefd[2], got_fd, flags;
+  char buf[16] = { 0 };
+  ssize_t got = -1;
+  struct stat a, b;
+
+  (void) state;
+  assert_int_equal (socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair), 0);
+  assert_int_equal (pipe (pipefd), 0);
+  assert_int_equal (husk_unix_send_fd (pair[0], pipefd[1], "ptmx", 4), 0);
+  got_fd = husk_unix_recv_fd (pair[1], buf, sizeof buf, &got);
+  assert_true (got_fd >= 0);
+  assert_int_equal (got, 4);
+  assert_memory_equal (buf, "ptmx", 4);
+  assert_int_equal (fstat (got_fd, &a), 0);
+  assert_int_equal (fstat (pipefd[1], &b), 0);
+  assert_true (a.st_ino == b.st_ino && a.st_dev == b.st_dev);
+  flags = fcntl (got_fd, F_GETFD);
+  assert_true (flags & FD_CLOEXEC);
+  close (got_fd);
+
+  assert_int_equal (write (pair[0], "e", 1), 1);
+  errno = 0;
+  assert_int_equal (husk_unix_recv_fd (pair[1], buf, sizeof buf, &got), -1);
+  assert_int_equal (errno, EPROTO);
+  assert_int_equal (got, 1);
+
+  close (pair[0]);
+  assert_int_equal (husk_unix_recv_fd (pair[1], buf, sizeof buf, &got), -1);
+  assert_int_equal (errno, EPROTO);
+  assert_int_equal (got, 0);
+  close (pair[1]);
+  close (pipefd[0]);
+  close (pipefd[1]);
+}
+
 int
 main (void)
 {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test (test_client_messages_round_trip), cmocka_unit_test (test_bad_requests),
     cmocka_unit_test (test_broadcast_and_exit),         cmocka_unit_test (test_full_client_dropped),
-    cmocka_unit_test (test_long_socket_path),
+    cmocka_unit_test (test_long_socket_path),           cmocka_unit_test (test_pass_fd),
   };
 
   return cmocka_run_group_tests (tests, NULL, NULL);
