@@ -260,8 +260,11 @@ cri_cpu_cache_prune (struct cri_cpu_cache *cache, char kind, char *const *live_i
 {
   char **sorted = xcalloc (n + 1, sizeof *sorted);
 
-  memcpy (sorted, live_ids, n * sizeof *sorted);
-  qsort (sorted, n, sizeof *sorted, compare_ids);
+  if (n > 0)
+    {
+      memcpy (sorted, live_ids, n * sizeof *sorted);
+      qsort (sorted, n, sizeof *sorted, compare_ids);
+    }
   pthread_mutex_lock (&cache->lock);
   for (size_t i = cache->n; i > 0; i--)
     if (cache->samples[i - 1].kind == kind

@@ -76,7 +76,7 @@ store_reading (struct layer_usage *cache, const char *dir, const struct cri_dir_
     {
       cache->entries = xrealloc (cache->entries, (cache->n + 1) * sizeof *cache->entries);
       e = &cache->entries[cache->n++];
-      e->dir = xstrdup (dir);
+      *e = (struct layer_entry){ .dir = xstrdup (dir) };
     }
   e->usage = *usage;
   e->taken_ns = taken_ns;

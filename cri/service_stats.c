@@ -146,8 +146,11 @@ prune_cgroups (char kind, char *const *keep, size_t n_keep)
   cleanup_free char **sorted = xcalloc (n_keep + 1, sizeof *sorted);
   size_t i = 0;
 
-  memcpy (sorted, keep, n_keep * sizeof *sorted);
-  qsort (sorted, n_keep, sizeof *sorted, compare_ids);
+  if (n_keep > 0)
+    {
+      memcpy (sorted, keep, n_keep * sizeof *sorted);
+      qsort (sorted, n_keep, sizeof *sorted, compare_ids);
+    }
   pthread_mutex_lock (&cgroups.lock);
   while (i < cgroups.n)
     if (cgroups.entries[i].kind != kind
