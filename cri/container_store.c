@@ -79,8 +79,23 @@ config_copy (const Runtime__V1__ContainerConfig *config)
   return copy;
 }
 
-struct cri_container *
-cri_container_copy (const struct cri_container *c)
+/* CONFIG's metadata, labels and annotations alone, copied: what the stats
+ * RPCs report of a container. */
+static Runtime__V1__ContainerConfig *
+config_attributes (const Runtime__V1__ContainerConfig *config)
+{
+  Runtime__V1__ContainerConfig brief = RUNTIME__V1__CONTAINER_CONFIG__INIT;
+
+  brief.metadata = config->metadata;
+  brief.n_labels = config->n_labels;
+  brief.labels = config->labels;
+  brief.n_annotations = config->n_annotations;
+  brief.annotations = config->annotations;
+  return config_copy (&brief);
+}
+
+static struct cri_container *
+copy_container (const struct cri_container *c, bool full_config)
 {
   struct cri_container *copy = xmalloc (sizeof *copy);
 
@@ -96,8 +111,16 @@ cri_container_copy (const struct cri_container *c)
   copy->stop_signal = dup_or_null (c->stop_signal);
   copy->reason = dup_or_null (c->reason);
   copy->message = dup_or_null (c->message);
-  copy->config = c->config ? config_copy (c->config) : NULL;
+  copy->config = c->config == NULL ? NULL
+                 : full_config     ? config_copy (c->config)
+                                   : config_attributes (c->config);
   return copy;
+}
+
+struct cri_container *
+cri_container_copy (const struct cri_container *c)
+{
+  return copy_container (c, true);
 }
 
 int
@@ -770,9 +793,9 @@ fold_exit_files (struct container_store *store)
     }
 }
 
-int
-container_list (struct container_store *store, struct cri_container ***out, size_t *n,
-                struct husk_error **err)
+static int
+list_containers (struct container_store *store, bool full_config, struct cri_container ***out, size_t *n,
+                 struct husk_error **err)
 {
   struct cri_container **list;
   size_t count;
@@ -787,11 +810,25 @@ container_list (struct container_store *store, struct cri_container ***out, size
   count = store->n_records;
   list = xcalloc (count + 1, sizeof *list);
   for (size_t i = 0; i < count; i++)
-    list[i] = cri_container_copy (store->records[i]);
+    list[i] = copy_container (store->records[i], full_config);
   pthread_mutex_unlock (&store->records_lock);
   *out = list;
   *n = count;
   return 0;
+}
+
+int
+container_list (struct container_store *store, struct cri_container ***out, size_t *n,
+                struct husk_error **err)
+{
+  return list_containers (store, true, out, n, err);
+}
+
+int
+container_list_attributes (struct container_store *store, struct cri_container ***out, size_t *n,
+                           struct husk_error **err)
+{
+  return list_containers (store, false, out, n, err);
 }
 
 /* Under RECORDS_LOCK, loaded: the record ID names (the id or a unique

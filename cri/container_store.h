@@ -124,6 +124,10 @@ int container_lookup (struct container_store *store, const char *id, struct cri_
  * appeared are folded in (one read of STATE/exits). */
 int container_list (struct container_store *store, struct cri_container ***out, size_t *n,
                     struct husk_error **err);
+/* As container_list, but each copy's config holds only the metadata,
+ * labels and annotations (for the stats RPCs, which report no more of it). */
+int container_list_attributes (struct container_store *store, struct cri_container ***out, size_t *n,
+                               struct husk_error **err);
 /* The id of the container named NAME, attempt ATTEMPT, in pod SANDBOX_ID
  * (malloc'd), or NULL when there is none. */
 char *container_store_find_name (struct container_store *store, const char *sandbox_id, const char *name,

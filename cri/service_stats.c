@@ -609,7 +609,7 @@ cri_list_container_stats (struct rpc_call *call, const void *req_bytes, size_t l
                                         .pod_id = full_sandbox_id (svc, rf->pod_sandbox_id),
                                         .selector = (struct cri_string_entry *const *) rf->label_selector,
                                         .n_selector = rf->n_label_selector };
-  if (container_list (svc->containers, &list, &n, &err) < 0)
+  if (container_list_attributes (svc->containers, &list, &n, &err) < 0)
     cri_fail (call, &err);
   else
     {
@@ -1000,7 +1000,7 @@ cri_pod_sandbox_stats (struct rpc_call *call, const void *req_bytes, size_t len,
   if (!cri_nonempty (req->pod_sandbox_id))
     rpc_fail (call, GRPC_STATUS_INVALID_ARGUMENT, "pod_sandbox_id: required");
   else if (sandbox_lookup (svc->sandboxes, req->pod_sandbox_id, &sb, &err) < 0
-           || container_list (svc->containers, &all, &n_all, &err) < 0)
+           || container_list_attributes (svc->containers, &all, &n_all, &err) < 0)
     cri_fail (call, &err);
   else
     {
@@ -1102,8 +1102,8 @@ cri_list_pod_sandbox_stats (struct rpc_call *call, const void *req_bytes, size_t
 
   if (req == NULL)
     return;
-  if (sandbox_list (svc->sandboxes, &pods, &n_pods, &err) < 0
-      || container_list (svc->containers, &all, &n_all, &err) < 0)
+  if (sandbox_list_attributes (svc->sandboxes, &pods, &n_pods, &err) < 0
+      || container_list_attributes (svc->containers, &all, &n_all, &err) < 0)
     cri_fail (call, &err);
   else
     {
