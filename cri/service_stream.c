@@ -116,6 +116,23 @@ listen_console (struct exec_child *x, struct husk_error **err)
   return 0;
 }
 
+/* The client's first terminal size, when it comes within FIRST_SIZE_WAIT_MS
+ * (kubelet's and crictl's clients send it as soon as the streams are up):
+ * the runtime sizes the pty before the process starts, so that a command
+ * that asks at once (stty size, a shell's first prompt) sees it rather than
+ * 0x0.  False when no size came. */
+#define FIRST_SIZE_WAIT_MS 100
+
+static bool
+first_size (const struct streaming_io *io, struct streaming_resize *size)
+{
+  struct pollfd p = { .fd = io->resize_fd, .events = POLLIN };
+
+  if (io->resize_fd < 0 || poll (&p, 1, FIRST_SIZE_WAIT_MS) <= 0 || !(p.revents & POLLIN))
+    return false;
+  return read (io->resize_fd, size, sizeof *size) == (ssize_t) sizeof *size && size->width && size->height;
+}
+
 static int
 spawn_exec (struct cri_service *svc, const struct cri_container *c, const struct stream_target *t,
             const struct streaming_io *io, struct exec_child *x, struct husk_error **err)
@@ -125,6 +142,8 @@ spawn_exec (struct cri_service *svc, const struct cri_container *c, const struct
   unsigned n_serial = atomic_fetch_add (&serial, 1);
   cleanup_free const char **argv = NULL;
   cleanup_close int null_fd = open ("/dev/null", O_RDWR | O_CLOEXEC);
+  struct streaming_resize size;
+  char size_arg[32];
   size_t n = 0;
 
   if (rt == NULL)
@@ -142,6 +161,11 @@ spawn_exec (struct cri_service *svc, const struct cri_container *c, const struct
   if (io->tty)
     argv[n++] = "--tty", argv[n++] = "--console-socket", argv[n++] = x->console_path, argv[n++] = "--env",
     argv[n++] = "TERM=xterm";
+  if (io->tty && first_size (io, &size))
+    {
+      snprintf (size_arg, sizeof size_arg, "%ux%u", (unsigned) size.height, (unsigned) size.width);
+      argv[n++] = "--console-size", argv[n++] = size_arg;
+    }
   argv[n++] = c->id;
   for (size_t i = 0; t->cmd[i]; i++)
     argv[n++] = t->cmd[i];

@@ -1,6 +1,7 @@
 /* husk exec: the process comes from --process FILE, or from the container's
  * own process with args, env, cwd, user and capabilities overridden. */
 #include <getopt.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,7 @@ enum
   OPT_PID_FILE,
   OPT_CONSOLE_SOCKET,
   OPT_NO_NEW_PRIVS,
+  OPT_CONSOLE_SIZE,
   OPT_PRESERVE_FDS,
   OPT_IGNORED_ARG,
 };
@@ -30,6 +32,7 @@ struct exec_cli
 {
   const char *process_file;
   bool tty, detach, no_new_privs;
+  unsigned console_rows, console_cols;
   const char *cwd, *user;
   char **env; /* added K=V */
   char **caps;
@@ -51,6 +54,7 @@ parse_exec_options (int argc, char **argv, struct exec_cli *cli, struct husk_err
     { "additional-gids", required_argument, NULL, OPT_GIDS },
     { "pid-file", required_argument, NULL, OPT_PID_FILE },
     { "console-socket", required_argument, NULL, OPT_CONSOLE_SOCKET },
+    { "console-size", required_argument, NULL, OPT_CONSOLE_SIZE },
     { "no-new-privs", no_argument, NULL, OPT_NO_NEW_PRIVS },
     { "preserve-fds", required_argument, NULL, OPT_PRESERVE_FDS },
     { "process-label", required_argument, NULL, OPT_IGNORED_ARG },
@@ -98,6 +102,16 @@ parse_exec_options (int argc, char **argv, struct exec_cli *cli, struct husk_err
         break;
       case OPT_NO_NEW_PRIVS:
         cli->no_new_privs = true;
+        break;
+      case OPT_CONSOLE_SIZE:
+        {
+          char tail;
+          if (sscanf (optarg, "%ux%u%c", &cli->console_rows, &cli->console_cols, &tail) != 2
+              || cli->console_rows == 0 || cli->console_cols == 0 || cli->console_rows > UINT16_MAX
+              || cli->console_cols > UINT16_MAX)
+            return cli_usage_error ("exec", err, "--console-size `%s`: expected ROWSxCOLS (1-65535 each)",
+                                    optarg);
+        }
         break;
       case OPT_PRESERVE_FDS:
         if (husk_parse_int64 (optarg, 0, 65536, &n) < 0)
@@ -166,6 +180,11 @@ apply_overrides (struct spec_process *process, struct exec_cli *cli, char **args
       process->caps.ambient |= 1ULL << cap;
     }
   process->terminal = cli->tty;
+  if (cli->console_rows)
+    {
+      process->console_height = cli->console_rows;
+      process->console_width = cli->console_cols;
+    }
   process->no_new_privileges = process->no_new_privileges || cli->no_new_privs;
   return 0;
 }

@@ -59,6 +59,7 @@ static const struct cli_opt exec_opts[] = {
   { "additional-gids", 'g', "GID", "add a supplementary group (repeatable)" },
   { "pid-file", 0, "PATH", "write the process's pid to PATH" },
   { "console-socket", 0, "PATH", "send the pty master to this unix socket (with --tty)" },
+  { "console-size", 0, "ROWSxCOLS", "the terminal's size from the start (with --tty; a husk extension)" },
   { "no-new-privs", 0, NULL, "set no_new_privs for the process" },
   { "preserve-fds", 0, "N", "pass N more file descriptors, from fd 3, to the process" },
   { NULL, 0, NULL, NULL },

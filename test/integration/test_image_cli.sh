@@ -140,6 +140,7 @@ t_runtime_tables_match_parsers() {
 			KEY=VALUE) value=(A=b) ;;
 			table\|json) value=(json) ;;
 			DURATION) value=(1s) ;;
+			ROWSxCOLS) value=(24x80) ;;
 			soft\|full\|strict\|ignore) value=(soft) ;;
 			*) value=(x) ;;
 			esac

@@ -225,8 +225,36 @@ t_console_socket() {
 	assert_fails "console: terminal=true without --console-socket fails create" $?
 }
 
+# exec --tty --console-size: the pty has the size before the process runs
+# (huskd passes the client's first size so that `stty size` is right at
+# once); a bad size is a usage error naming the option.
+t_exec_console_size() {
+	local sock out recv_pid b text
+	b=$(new_bundle)
+	BUNDLE=$b spec_args sleep 30
+	BUNDLE=$b create_ctr
+	assert_rc "exec console: create succeeds" 0 "$RC" || return
+	start_ctr "$CID"
+	sock=$WORK/exec-console-$RANDOM.sock
+	out=$WORK/exec-console.out
+	"$PY" "$LIB_DIR/console_receiver.py" "$sock" "$out" 15 2>"$WORK/receiver.err" &
+	recv_pid=$!
+	defer "kill $recv_pid"
+	wait_file "$sock" 5
+	rt exec --tty --console-socket "$sock" --console-size 31x91 "$CID" sh -c 'stty size; echo exec-console-ok' \
+		</dev/null >/dev/null 2>"$WORK/exec-console.err"
+	assert_rc "exec console: exec --tty --console-size succeeds" 0 "$?"
+	wait "$recv_pid"
+	text=$(tr -d '\r' <"$out" 2>/dev/null)
+	assert_eq "exec console: stty size at once is the given size" "31 91" "$(printf '%s\n' "$text" | sed -n 1p)"
+	rt exec --tty --console-size 31 "$CID" true </dev/null >/dev/null 2>"$WORK/exec-console.err"
+	assert_fails "exec console: --console-size 31 is refused" $?
+	assert_contains "... naming the option and the form" "$(cat "$WORK/exec-console.err")" \
+		"--console-size \`31\`: expected ROWSxCOLS"
+}
+
 for t in t_args_env_cwd t_user_groups t_umask t_rlimits t_capabilities t_no_new_privs \
-	t_oom_score_adj t_hostname_domainname t_sysctl t_seccomp t_console_socket; do
+	t_oom_score_adj t_hostname_domainname t_sysctl t_seccomp t_console_socket t_exec_console_size; do
 	run_test "$t"
 done
 finish
