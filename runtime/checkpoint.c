@@ -390,14 +390,8 @@ restore_steps (struct restore_job *job, struct husk_error **err)
                             "config.json: process.terminal: restore of a console is not supported");
   if (restore_check_image (job, err) < 0 || (criu = criu_find (err)) == NULL)
     return -1;
-  job->state.id = (char *) job->id;
-  job->state.state_dir = state_dir_path (job->ctx->root, job->id);
-  job->state.bundle = xstrdup (bundle_abs);
-  job->state.rootfs = xstrdup (job->spec->root_path);
-  job->state.created = state_now_rfc3339 ();
-  job->state.owner = getuid ();
-  job->state.systemd_cgroup = job->ctx->systemd_cgroup;
-  job->state.annotations = job->spec->annotations;
+  state_init_new (&job->state, job->ctx->root, job->id, bundle_abs, job->spec->root_path,
+                  job->ctx->systemd_cgroup, job->spec->annotations);
   if (restore_make_state (job, err) < 0 || restore_make_cgroup (job, err) < 0
       || restore_mount_root (job, err) < 0 || restore_open_netns (job, err) < 0
       || restore_run_criu (job, criu, err) < 0)

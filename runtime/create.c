@@ -690,14 +690,8 @@ create_steps (struct create_job *job, struct husk_error **err)
     return -1;
   if (prepare_bind_mounts (job->spec, err) < 0 || open_namespaces (job, err) < 0)
     return -1;
-  job->state.id = (char *) job->id;
-  job->state.state_dir = state_dir_path (job->ctx->root, job->id);
-  job->state.bundle = xstrdup (bundle_abs);
-  job->state.rootfs = xstrdup (job->spec->root_path);
-  job->state.created = state_now_rfc3339 ();
-  job->state.owner = getuid ();
-  job->state.systemd_cgroup = job->ctx->systemd_cgroup;
-  job->state.annotations = job->spec->annotations;
+  state_init_new (&job->state, job->ctx->root, job->id, bundle_abs, job->spec->root_path,
+                  job->ctx->systemd_cgroup, job->spec->annotations);
   if (make_state_dir (job, err) < 0 || save_config (job, err) < 0 || setup_cgroup (job, err) < 0)
     return -1;
   return spawn_init (job, err);

@@ -46,6 +46,20 @@ state_validate_id (const char *id, struct husk_error **err)
   return 0;
 }
 
+void
+state_init_new (struct container_state *state, const char *root, const char *id, const char *bundle,
+                const char *rootfs, bool systemd_cgroup, char **annotations)
+{
+  state->id = (char *) id;
+  state->state_dir = state_dir_path (root, id);
+  state->bundle = xstrdup (bundle);
+  state->rootfs = xstrdup (rootfs);
+  state->created = state_now_rfc3339 ();
+  state->owner = getuid ();
+  state->systemd_cgroup = systemd_cgroup;
+  state->annotations = annotations;
+}
+
 char *
 state_dir_path (const char *root, const char *id)
 {

@@ -43,6 +43,13 @@ const char *container_status_name (enum container_status status);
  * an id names a directory under --root. */
 int state_validate_id (const char *id, struct husk_error **err);
 
+/* Create and restore: fills a new container's STATE (id borrowed, the rest
+ * newly allocated but the annotations, borrowed from the spec) for ID in
+ * ROOT from the absolute bundle path BUNDLE and its ROOTFS, created now by
+ * this user. */
+void state_init_new (struct container_state *state, const char *root, const char *id, const char *bundle,
+                     const char *rootfs, bool systemd_cgroup, char **annotations);
+
 /* Path helpers (newly allocated). */
 char *state_dir_path (const char *root, const char *id);
 char *state_fifo_path (const char *state_dir);
