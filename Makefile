@@ -228,6 +228,7 @@ bench: deps-bench
 	$(BENCH_LOG) ./hack/bench-pull.sh $(BUILD)
 	$(BENCH_LOG) env BUILD_DIR=$(BUILD) ./hack/bench-cri.sh
 	$(BENCH_LOG) env BUILD_DIR=$(BUILD) ./hack/bench-cri.sh --cdi
+	$(BENCH_LOG) env BUILD_DIR=$(BUILD) ./hack/bench-cri.sh --stream
 	$(BENCH_LOG) env BUILD_DIR=$(BUILD) ./hack/bench-cri.sh --scale
 	$(BENCH_LOG) env BUILD_DIR=$(BUILD) ./hack/crash-cri.sh 10
 	$(BENCH_LOG) ./hack/vm-test.sh --bench $(BUILD)
