@@ -386,6 +386,31 @@ husk_parse_int64 (const char *s, long long min, long long max, long long *out)
   return 0;
 }
 
+static int
+compare_strings (const void *a, const void *b)
+{
+  return strcmp (*(char *const *) a, *(char *const *) b);
+}
+
+char **
+husk_strv_sorted_copy (char *const *v, size_t n)
+{
+  char **sorted = xcalloc (n + 1, sizeof *sorted);
+
+  if (n > 0)
+    {
+      memcpy (sorted, v, n * sizeof *sorted);
+      qsort (sorted, n, sizeof *sorted, compare_strings);
+    }
+  return sorted;
+}
+
+bool
+husk_sorted_strv_contains (char *const *sorted, size_t n, const char *s)
+{
+  return bsearch (&s, sorted, n, sizeof *sorted, compare_strings) != NULL;
+}
+
 bool
 husk_strv_contains (char *const *v, const char *s)
 {

@@ -248,27 +248,16 @@ cri_cpu_cache_rate (struct cri_cpu_cache *cache, char kind, const char *id, uint
   return has_rate;
 }
 
-static int
-compare_ids (const void *a, const void *b)
-{
-  return strcmp (*(char *const *) a, *(char *const *) b);
-}
-
 /* LIVE_IDS sorted first: a list RPC prunes hundreds of samples. */
 void
 cri_cpu_cache_prune (struct cri_cpu_cache *cache, char kind, char *const *live_ids, size_t n)
 {
-  char **sorted = xcalloc (n + 1, sizeof *sorted);
+  char **sorted = husk_strv_sorted_copy (live_ids, n);
 
-  if (n > 0)
-    {
-      memcpy (sorted, live_ids, n * sizeof *sorted);
-      qsort (sorted, n, sizeof *sorted, compare_ids);
-    }
   pthread_mutex_lock (&cache->lock);
   for (size_t i = cache->n; i > 0; i--)
     if (cache->samples[i - 1].kind == kind
-        && !bsearch (&cache->samples[i - 1].id, sorted, n, sizeof *sorted, compare_ids))
+        && !husk_sorted_strv_contains (sorted, n, cache->samples[i - 1].id))
       drop_sample (cache, i - 1);
   pthread_mutex_unlock (&cache->lock);
   free (sorted);

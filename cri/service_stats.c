@@ -132,29 +132,17 @@ cache_cgroup (char kind, const char *id, const char *path)
   pthread_mutex_unlock (&cgroups.lock);
 }
 
-static int
-compare_ids (const void *a, const void *b)
-{
-  return strcmp (*(char *const *) a, *(char *const *) b);
-}
-
 /* The KIND entries of KEEP stay, the others of KIND go (KEEP sorted here:
  * a list RPC prunes hundreds of entries against hundreds of ids). */
 static void
 prune_cgroups (char kind, char *const *keep, size_t n_keep)
 {
-  cleanup_free char **sorted = xcalloc (n_keep + 1, sizeof *sorted);
+  cleanup_free char **sorted = husk_strv_sorted_copy (keep, n_keep);
   size_t i = 0;
 
-  if (n_keep > 0)
-    {
-      memcpy (sorted, keep, n_keep * sizeof *sorted);
-      qsort (sorted, n_keep, sizeof *sorted, compare_ids);
-    }
   pthread_mutex_lock (&cgroups.lock);
   while (i < cgroups.n)
-    if (cgroups.entries[i].kind != kind
-        || bsearch (&cgroups.entries[i].id, sorted, n_keep, sizeof *sorted, compare_ids))
+    if (cgroups.entries[i].kind != kind || husk_sorted_strv_contains (sorted, n_keep, cgroups.entries[i].id))
       i++;
     else
       drop_cgroup (i);

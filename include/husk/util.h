@@ -60,6 +60,11 @@ int husk_parse_int64 (const char *s, long long min, long long max, long long *ou
 size_t husk_strv_len (char *const *v);
 /* Whether V (NULL-terminated, or NULL) holds a string equal to S. */
 bool husk_strv_contains (char *const *v, const char *s);
+/* The N strings of V, sorted (strcmp), in a new NULL-terminated array
+ * that shares V's strings: for many husk_sorted_strv_contains lookups. */
+char **husk_strv_sorted_copy (char *const *v, size_t n);
+/* S is one of the N strings of SORTED (from husk_strv_sorted_copy). */
+bool husk_sorted_strv_contains (char *const *sorted, size_t n, const char *s);
 
 /* Milliseconds from now (CLOCK_MONOTONIC) to DEADLINE, 0 once passed. */
 int husk_ms_until (const struct timespec *deadline);
