@@ -146,6 +146,18 @@ def print_doc(doc, args):
         print(json.dumps(doc, indent=2))
 
 
+def print_list(args, key, items, header, row):
+    """-o json ({KEY: [...]}), -q (whole ids, as crictl prints them), or a table."""
+    if args.output == "json":
+        print(json.dumps({key: [to_dict(i) for i in items]}, indent=2))
+    elif args.quiet:
+        print("\n".join(i.id for i in items))
+    else:
+        print(header)
+        for i in items:
+            print(row(i))
+
+
 def parse_json_file(path, msg_type):
     try:
         with open(path) as f:
@@ -214,15 +226,9 @@ def cmd_rmp(cli, args):
 
 def cmd_pods(cli, args):
     pods = list_pods(cli, args.state and "SANDBOX_" + args.state.upper(), args.name)
-    if args.output == "json":
-        print(json.dumps({"items": [to_dict(p) for p in pods]}, indent=2))
-    elif args.quiet:
-        print("\n".join(p.id for p in pods))
-    else:
-        print("POD ID\tSTATE\tNAME\tNAMESPACE\tRUNTIME")
-        for p in pods:
-            print(f"{p.id[:13]}\t{pb.PodSandboxState.Name(p.state)}\t{p.metadata.name}\t"
-                  f"{p.metadata.namespace}\t{p.runtime_handler}")
+    print_list(args, "items", pods, "POD ID\tSTATE\tNAME\tNAMESPACE\tRUNTIME",
+               lambda p: f"{p.id[:13]}\t{pb.PodSandboxState.Name(p.state)}\t{p.metadata.name}\t"
+                         f"{p.metadata.namespace}\t{p.runtime_handler}")
 
 
 def cmd_inspectp(cli, args):
@@ -291,15 +297,9 @@ def cmd_rm(cli, args):
 def cmd_ps(cli, args):
     state = args.state and "CONTAINER_" + args.state.upper()
     items = list_containers(cli, args.all, state, args.pod, args.name)
-    if args.output == "json":
-        print(json.dumps({"containers": [to_dict(c) for c in items]}, indent=2))
-    elif args.quiet:
-        print("\n".join(c.id if args.no_trunc else c.id[:13] for c in items))
-    else:
-        print("CONTAINER\tIMAGE\tSTATE\tNAME\tATTEMPT\tPOD ID")
-        for c in items:
-            print(f"{c.id[:13]}\t{c.image.image}\t{pb.ContainerState.Name(c.state)}\t{c.metadata.name}\t"
-                  f"{c.metadata.attempt}\t{c.pod_sandbox_id[:13]}")
+    print_list(args, "containers", items, "CONTAINER\tIMAGE\tSTATE\tNAME\tATTEMPT\tPOD ID",
+               lambda c: f"{c.id[:13]}\t{c.image.image}\t{pb.ContainerState.Name(c.state)}\t{c.metadata.name}\t"
+                         f"{c.metadata.attempt}\t{c.pod_sandbox_id[:13]}")
 
 
 def cmd_inspect(cli, args):

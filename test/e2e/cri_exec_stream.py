@@ -439,6 +439,16 @@ def test_cli(c, s):
     ok(all(b"hello-from-pod" in b for b in bodies),
        "cri_cli port-forward POD LOCAL:8080 reaches httpd in the pod, twice over one session",
        [b[:200] for b in bodies])
+    # logs -f: started before the container has written everything, it
+    # follows to the exit; each stream to its own fd; a line longer than
+    # the log's chunk size comes back whole.
+    script = "for i in 1 2 3; do echo out$i; echo err$i >&2; sleep 0.3; done; head -c 70000 /dev/zero | tr '\\0' x; echo"
+    talker = c.create(s["pod"], cri_client.container_config("cli-logs", IMAGE, [script]), s["cfg"])
+    c.start(talker)
+    r = cli("logs", "-f", talker)
+    ok(r.returncode == 0 and r.stdout == b"out1\nout2\nout3\n" + b"x" * 70000 + b"\n"
+       and r.stderr == b"err1\nerr2\nerr3\n", "cri_cli logs -f follows to the exit: stdout, stderr, a long line whole",
+       (r.returncode, r.stdout[:60], len(r.stdout), r.stderr[:200]))
     t0 = time.monotonic()
     for _ in range(20):
         cli("exec", s["cid"], "true")
