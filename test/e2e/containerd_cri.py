@@ -165,7 +165,7 @@ def test_exited(c, s):
     c.start(cid)
     wait_state(c, cid, pb.CONTAINER_EXITED)
     st = c.status(cid)
-    ok(st.state == pb.CONTAINER_EXITED and st.exit_code == 3 and st.finished_at >= st.started_at > 0,
+    ok(st.state == pb.CONTAINER_EXITED and st.exit_code == 3 and st.finished_at > 0 and st.started_at > 0,
        "a container that exits by itself: CONTAINER_EXITED, exit code 3", st)
     c.remove(cid)
     ok(cid not in c.list() and cid not in runtime_list(), "RemoveContainer: gone from containerd and the runtime")

@@ -39,8 +39,18 @@ stop_containerd() {
 	kill -TERM "$pid" 2>/dev/null && timeout 10 tail --pid="$pid" -f /dev/null
 	wait "$pid" 2>/dev/null
 }
+# A shim killed by the trap leaves its socket file in /run/containerd/s:
+# the paths of the unix sockets our shims listen on.
+shim_sockets() {
+	local pid inodes
+	for pid in $(pgrep -f -- "^[^ ]*containerd-shim-runc-v2 .*-address $E2E/ctrd.sock\$"); do
+		inodes=$(find "/proc/$pid/fd" -lname 'socket:*' -printf '%l\n' 2>/dev/null | tr -dc '0-9\n')
+		[ -n "$inodes" ] && awk 'NR == FNR { want[$1] = 1; next } ($7 in want) && $8 ~ "^/run/containerd/s/" { print $8 }' \
+			<(echo "$inodes") /proc/net/unix
+	done
+}
 cri_setup ctrdcri --registry
-trap 'stop_containerd; cri_stop_all; remove_cgroups; cleanup_all' EXIT
+trap 'SHIM_SOCKETS=$(shim_sockets); stop_containerd; cri_stop_all; remove_cgroups; rm -f $SHIM_SOCKETS; cleanup_all' EXIT
 
 if ! ctrd_pause_image "$E2E/pause" >"$E2E/pause.log" 2>&1 ||
 	! skopeo --insecure-policy copy --quiet --dest-tls-verify=false "oci:$E2E/pause:latest" \
