@@ -1,4 +1,5 @@
-# huskd's cgroup driver on pure cgroup v2, through husk's CRI client (test/e2e/cri_cli.py): with
+# huskd's cgroup driver on pure cgroup v2, through husk's CRI client
+# (test/vm/cri_cli.c): with
 # cgroup_driver systemd a kubelet-style slice parent becomes
 # a.slice/a-b.slice/a-b-pod.slice/husk-<id>.scope with the container's
 # limits in memory.max and cpu.max; the slices husk made go with the last

@@ -74,9 +74,9 @@ $(grep -h -B4 -m1 'Error (' "$CRI"/state/runtime/*/criu-dump.log 2>/dev/null | h
 	assert_eq "only the archive is left where it was written" "counter.tar" "$(ls "$CRI/out")"
 	out=$(c ps --state Running -q --no-trunc 2>&1)
 	assert_contains "the container keeps running" "$out" "$cid"
-	n1=$(c exec "$cid" cat /tmp/count 2>&1)
+	n1=$(c exec -s "$cid" cat /tmp/count 2>&1)
 	sleep 0.5
-	n2=$(c exec "$cid" cat /tmp/count 2>&1)
+	n2=$(c exec -s "$cid" cat /tmp/count 2>&1)
 	if [ "$n2" -gt "$n1" ] 2>/dev/null; then ok "... and counting ($n1 -> $n2)"; else not_ok "... and counting" "$n1 -> $n2"; fi
 	out=$(c checkpoint --export="$CRI/out/counter.tar" "$cid" 2>&1)
 	assert_fails "a second checkpoint to the same path is refused" $?
@@ -107,7 +107,7 @@ $(grep -h -B4 -m1 'Error (' "$CRI"/root/containers/*/restore/checkpoint/restore.
 	out=$(c ps --state Running -q --no-trunc 2>&1)
 	assert_contains "the restored container is RUNNING" "$out" "$rid"
 	sleep 1
-	n1=$(c exec "$rid" cat /tmp/count 2>&1)
+	n1=$(c exec -s "$rid" cat /tmp/count 2>&1)
 	if [ -n "$n0" ] && [ "$n1" -gt "$n0" ] 2>/dev/null; then
 		ok "it counts on from the dumped memory ($n0 at the checkpoint, now $n1)"
 	else
