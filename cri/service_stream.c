@@ -741,12 +741,17 @@ cri_port_forward (struct rpc_call *call, const void *req_bytes, size_t len, void
 
   if (req == NULL)
     return;
+  if (req->n_port > STREAMING_MAX_PORTS)
+    husk_error_kind (&err, EINVAL, "port: %zu ports; at most %d in one request", req->n_port,
+                     STREAMING_MAX_PORTS);
   for (size_t i = 0; i < req->n_port && err == NULL; i++)
     if (req->port[i] < 1 || req->port[i] > 65535)
       husk_error_kind (&err, EINVAL, "port: %d is not a TCP port", req->port[i]);
   if (err == NULL && port_forward_target (svc, req->pod_sandbox_id, &t, &err) == 0)
     {
-      struct streaming_request sreq = { .kind = STREAMING_PORTFORWARD, .data = t };
+      struct streaming_request sreq = { .kind = STREAMING_PORTFORWARD, .data = t, .n_ports = req->n_port };
+      for (size_t i = 0; i < req->n_port; i++)
+        sreq.ports[i] = (uint16_t) req->port[i];
       url = url_for (svc, &sreq, &err);
     }
   if (url == NULL)

@@ -171,10 +171,14 @@ static const struct
   enum streaming_protocol protocol;
   bool portforward, websocket;
 } protocols[] = {
-  { "v4.channel.k8s.io", PROTO_V4, false, false },          { "v3.channel.k8s.io", PROTO_V3, false, false },
-  { "v2.channel.k8s.io", PROTO_V2, false, false },          { "channel.k8s.io", PROTO_V1, false, false },
-  { "portforward.k8s.io", PROTO_PORTFORWARD, true, false }, { "v5.channel.k8s.io", PROTO_V5, false, true },
+  { "v4.channel.k8s.io", PROTO_V4, false, false },
+  { "v3.channel.k8s.io", PROTO_V3, false, false },
+  { "v2.channel.k8s.io", PROTO_V2, false, false },
+  { "channel.k8s.io", PROTO_V1, false, false },
+  { "portforward.k8s.io", PROTO_PORTFORWARD, true, false },
+  { "v5.channel.k8s.io", PROTO_V5, false, true },
   { "v4.channel.k8s.io", PROTO_V4, false, true },
+  { "v4.channel.k8s.io", PROTO_PORTFORWARD, true, true },
 };
 
 static bool
@@ -205,6 +209,8 @@ negotiate (const struct http_request *r, enum streaming_kind kind, const char **
 static const char *
 protocol_hint (const struct http_request *r, enum streaming_kind kind)
 {
+  if (is_websocket (r) && kind == STREAMING_PORTFORWARD)
+    return "streaming: unable to negotiate a protocol: Sec-WebSocket-Protocol must offer v4.channel.k8s.io";
   if (is_websocket (r))
     return "streaming: unable to negotiate a protocol: Sec-WebSocket-Protocol must offer v5.channel.k8s.io "
            "or "
@@ -260,9 +266,6 @@ accept_request (struct conn *c, struct http_request *r, enum streaming_protocol 
                c->fd, 400, "Bad Request",
                "streaming: a WebSocket upgrade needs Sec-WebSocket-Key and Sec-WebSocket-Version: 13"),
            NULL;
-  if (is_websocket (r) && kind == STREAMING_PORTFORWARD)
-    return send_error (c->fd, 400, "Bad Request", "streaming: port forward is served over SPDY/3.1 only"),
-           NULL;
   if (!is_websocket (r) && (r->upgrade == NULL || strcasecmp (r->upgrade, "SPDY/3.1") != 0))
     return send_error (c->fd, 400, "Bad Request",
                        "streaming: expected `Upgrade: SPDY/3.1` or `Upgrade: websocket`"),
@@ -274,6 +277,14 @@ accept_request (struct conn *c, struct http_request *r, enum streaming_protocol 
     {
       free_request (req);
       return send_error (c->fd, 400, "Bad Request", "streaming: the token is for another kind of session"),
+             NULL;
+    }
+  if (is_websocket (r) && req->kind == STREAMING_PORTFORWARD && req->n_ports == 0)
+    {
+      free_request (req);
+      return send_error (
+                 c->fd, 400, "Bad Request",
+                 "streaming: a port forward over WebSocket needs the ports in the PortForward request"),
              NULL;
     }
   *protocol = negotiate (r, req->kind, &name);

@@ -20,6 +20,10 @@
  *   POST /portforward/TOKEN (portforward.k8s.io): per requestID a pair of
  *   streams, streamType=error and data, with a `port` header;
  *   callbacks.connect_port gives a socket, and bytes flow both ways.
+ *   Over WebSocket (v4.channel.k8s.io, as kubelet serves it) the ports are
+ *   the request's: port N of the list has data channel 2N and error
+ *   channel 2N+1, each opened by the server with the port number (2 bytes,
+ *   little-endian); the session ends when every target has closed.
  *
  * The server knows no CRI message: cri/ describes a session when it asks
  * for a URL and says in its callbacks what running one means. */
@@ -34,6 +38,8 @@
 #define STREAMING_MAX_CONNECTIONS 256
 #define STREAMING_MAX_PENDING 1000
 #define STREAMING_DEFAULT_TOKEN_TTL_MS 60000
+/* A WebSocket port forward has two one-byte channels per port. */
+#define STREAMING_MAX_PORTS 127
 
 enum streaming_kind
 {
@@ -46,6 +52,8 @@ struct streaming_request
 {
   enum streaming_kind kind;
   bool want_stdin, want_stdout, want_stderr, tty;
+  uint16_t ports[STREAMING_MAX_PORTS]; /* port forward: the ports asked for (WebSocket uses them) */
+  unsigned n_ports;
   void *data;                     /* the caller's: handed to its callbacks */
   void (*free_data) (void *data); /* called once the session is over or the token is gone */
 };

@@ -342,12 +342,31 @@ def test_websocket(c, s):
         except spdy_client.HTTPError as err:
             e = err
         ok(e is not None and e.status == code, f"a WebSocket upgrade with {name}: {code}", e)
+    for name, ports, protocols, code, says in (
+            ("portforward.k8s.io (SPDY's name)", [8080], ("portforward.k8s.io",), 403, "v4.channel.k8s.io"),
+            ("no ports in the PortForward request", [], ("v4.channel.k8s.io",), 400, "ports")):
+        try:
+            spdy_client.WSConn(c.pf_url(s["pod"], ports), protocols).close()
+            e = None
+        except spdy_client.HTTPError as err:
+            e = err
+        ok(e is not None and e.status == code and says in e.body,
+           f"port forward over WebSocket with {name}: {code} naming {says}", e)
+    # As kubelet serves it: channels 2N/2N+1 per port, each opened by the
+    # port number (little-endian); the session ends with the target's end.
+    ws = spdy_client.WSConn(c.pf_url(s["pod"], [8080, 1]), ("v4.channel.k8s.io",))
     try:
-        spdy_client.WSConn(c.pf_url(s["pod"], [8080]), ("portforward.k8s.io",)).close()
-        e = None
-    except spdy_client.HTTPError as err:
-        e = err
-    ok(e is not None and e.status == 400 and "SPDY" in e.body, "port forward over WebSocket: 400 naming SPDY/3.1", e)
+        ws.send(0, b"GET / HTTP/1.0\r\n\r\n")
+        ch = ws.run_to_close()
+    finally:
+        ws.close()
+    ok(ch.get(0, b"")[:2] == (8080).to_bytes(2, "little") and b"hello-from-pod" in ch.get(0, b"")
+       and ch.get(1, b"") == (8080).to_bytes(2, "little"),
+       "port forward over WebSocket: data and error channels opened with the port, httpd's answer on channel 0",
+       ch)
+    ok(ch.get(2, b"")[:2] == (1).to_bytes(2, "little") and ch.get(3, b"")[:2] == (1).to_bytes(2, "little")
+       and b"error forwarding port 1" in ch.get(3, b""),
+       "... the second port (nothing listens on 1): channels 2 and 3, the error on 3", ch)
 
 
 def test_container_exits(c, s):

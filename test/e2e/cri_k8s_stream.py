@@ -221,14 +221,6 @@ def test_port_forward(c, s):
         e = None
     except ApiException as err:
         pf, e = None, err
-    if pf is None:
-        ok(e is not None and "400" in str(e), "port-forward over WebSocket (kubernetes.stream.portforward): huskd "
-           "answers the upgrade with a plain 400, the library raises ApiException at once", e)
-        print("ok - port-forward through kubernetes.stream.portforward, data both ways to httpd in the pod "
-              "# SKIP huskd serves port-forward over SPDY/3.1 only (cri/streaming/server.c accept_request: 400 "
-              "for Upgrade: websocket on /portforward/); WebSocket port-forward (data/error channels 2n and 2n+1, "
-              "a 2-byte port frame opening each, ports from ?ports=) is not implemented", flush=True)
-        return
     try:
         ok(pf is not None, "kubernetes.stream.portforward opens a WebSocket port-forward", e)
         sock = pf.socket(8080)
