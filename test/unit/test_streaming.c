@@ -445,7 +445,7 @@ test_server_stop_with_client (void **state)
   head = request (url, "portforward.k8s.io");
   fd = dial (url, head, reply, sizeof reply);
   assert_true (husk_str_has_prefix (reply, "HTTP/1.1 101"));
-  assert_int_equal (streaming_server_connections (srv), 1);
+  assert_int_equal (streaming_server_sessions (srv), 1);
   streaming_server_stop (srv);
   close (fd);
 }
