@@ -178,12 +178,14 @@ def test_attach_hangup(c, s):
     got = []
     try:
         for _ in range(5):
+            if s["proc"].poll() is not None:
+                break
             conn = spdy_client.Conn(c.attach_url(chatter), ("v4.channel.k8s.io",))
             conn.open_stream({"streamtype": "error"})
             conn.open_stream({"streamtype": "stdout"})
             got.append(hang_up(conn, 200000))
-        ok(min(got) >= 200000, "attach to a container writing as fast as it can, 5 times: stopped reading, then hung up",
-           got)
+        ok(len(got) == 5 and min(got) >= 200000,
+           "attach to a container writing as fast as it can, 5 times: stopped reading, then hung up", got)
         still_serving(c, s, "after attach clients hung up during fast output")
     finally:
         if s["proc"].poll() is None:
@@ -195,6 +197,8 @@ def test_exec_hangup(c, s):
     for tty in (False, True):
         got = []
         for _ in range(5):
+            if s["proc"].poll() is not None:
+                break
             conn = spdy_client.Conn(c.exec_url(s["cid"], ["yes", "exec-output-exec-output"], stderr=not tty,
                                                tty=tty), ("v4.channel.k8s.io",))
             conn.open_stream({"streamtype": "error"})
@@ -204,7 +208,8 @@ def test_exec_hangup(c, s):
             else:
                 conn.open_stream({"streamtype": "resize"})
             got.append(hang_up(conn, 200000))
-        ok(min(got) >= 200000, f"exec `yes`{' with a tty' if tty else ''}, 5 times: stopped reading, then hung up", got)
+        ok(len(got) == 5 and min(got) >= 200000,
+           f"exec `yes`{' with a tty' if tty else ''}, 5 times: stopped reading, then hung up", got)
         still_serving(c, s, f"after exec clients{' with a tty' if tty else ''} hung up")
 
 
@@ -301,7 +306,7 @@ def test_slowloris(c, s):
     still_serving(c, s, "after the slowloris")
 
 
-def scrape(port, timeout=30):
+def scrape(port, timeout=20):
     """(status line, body) of GET /metrics."""
     with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
         sock.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
@@ -320,7 +325,10 @@ def test_metrics_held_open(c, s):
     held = []
     try:
         for i in range(120):
-            sock = socket.create_connection(("127.0.0.1", port), timeout=5)
+            try:
+                sock = socket.create_connection(("127.0.0.1", port), timeout=5)
+            except OSError:  # a listener that stopped accepting: the backlog is full
+                continue
             if i % 6 == 0:
                 sock.sendall(b"GET /metrics HTTP/1.1\r\n")
             held.append(sock)
@@ -330,10 +338,11 @@ def test_metrics_held_open(c, s):
         except OSError as e:
             line, body = repr(e), b""
         took = time.monotonic() - t0
-        ok(line == "HTTP/1.1 200 OK" and b"# TYPE" in body,
-           f"120 idle or half-sent connections held open: a scrape is answered ({took:.2f} s)", (line, body[:200]))
+        ok(len(held) == 120 and line == "HTTP/1.1 200 OK" and b"# TYPE" in body,
+           f"120 idle or half-sent connections held open: a scrape is answered ({took:.2f} s)",
+           (f"{len(held)} connected", line, body[:200]))
         lines = []
-        for _ in range(6):
+        for _ in range(6 if line == "HTTP/1.1 200 OK" else 0):
             try:
                 lines.append(scrape(port)[0])
             except OSError as e:
