@@ -257,8 +257,8 @@ sanitize: deps
 	$(MAKE) --no-print-directory BUILD=$(BUILD)-sanitize SANITIZE=address,undefined build unit-bins
 	./hack/sanitize.sh $(BUILD)-sanitize
 
-# critest (cri-tools v1.29) against a huskd of its own, offline; CRITEST=,
-# CRICTL= name the binaries (default ../shared/tools/bin/).
+# critest (cri-tools v1.29) against a huskd of its own, offline; critest and
+# crictl come from PATH or CRITEST=, CRICTL= (husk keeps neither).
 conformance: deps
 	$(MAKE) --no-print-directory build
 	./hack/conformance.sh $(BUILD)

@@ -29,6 +29,8 @@ test=(
 	docker-registry skopeo umoci apache2-utils
 	# the CRI end-to-end tests (Python gRPC client, messages from api.proto)
 	python3-grpcio python3-protobuf protobuf-compiler
+	# a second client of huskd's streaming server (test_cri_k8s_stream)
+	python3-kubernetes python3-websocket
 	# peers the tests compare with or drive husk through
 	crun runc containerd conmon
 	# husk checkpoint/restore (test_checkpoint, and in the VM)

@@ -49,7 +49,7 @@ fail() { # WHAT [DIAGNOSTIC...]
 	exit 1
 }
 
-for tool in qemu-system-x86_64 cpio dpkg-deb apt-get gzip python3; do
+for tool in qemu-system-x86_64 cpio dpkg-deb apt-get gzip python3 protoc; do
 	command -v $tool >/dev/null || fail "$tool is missing (run hack/deps.sh)"
 done
 [ -x "$HUSK" ] || fail "no husk binary at $HUSK (make build)"
@@ -154,22 +154,44 @@ json.dump(c, open(sys.argv[2], "w"), separators=(",", ":"))
 EOF
 }
 
-# huskd, its helpers, crictl and the busybox test image, for the CRI
-# tests on cgroup v2 (test/vm/test_cri_cgroup.sh).
+# huskd, its helpers, husk's CRI client and the busybox test image, for the
+# CRI tests on cgroup v2 (test/vm/test_cri_*.sh).
 add_cri() {
-	local bin crictl=${CRICTL:-$REPO/../shared/tools/bin/crictl}
+	local bin
 	for bin in huskd husk-monitor husk-pause; do
 		[ -x "$BUILD/$bin" ] || fail "no $bin at $BUILD/$bin (make build)"
 		copy_with_libs "$BUILD/$bin" "/husk/bin/$bin"
 	done
 	# `husk image import` loads the image verbs from ../lib/husk.
 	copy_with_libs "$BUILD/husk-image.so" /husk/lib/husk/husk-image.so
-	[ -x "$crictl" ] || fail "crictl is missing ($crictl; set CRICTL=)"
-	cp "$crictl" "$ROOTFS/husk/bin/crictl"
+	add_cri_client
 	"$REPO/hack/test-images.sh" "$CACHE/test-images" >"$WORK/images.log" 2>&1 ||
 		fail "build the test images" "$(cat "$WORK/images.log")"
 	mkdir -p "$ROOTFS/vm/images"
 	cp -a "$CACHE/test-images/busybox" "$ROOTFS/vm/images/busybox"
+}
+
+# test/e2e/cri_cli.py as /husk/bin/cri-cli: Debian's python3 with the part
+# of its standard library a client uses (no static library, tests, IDLE or
+# Tk), grpcio and protobuf, and the CRI messages generated here.
+add_cri_client() {
+	local so py=/usr/lib/python3.11 dist=/usr/lib/python3/dist-packages
+	copy_with_libs /usr/bin/python3 /bin/python3
+	mkdir -p "$ROOTFS$py" "$ROOTFS$dist" "$ROOTFS/husk/lib/cri/gen"
+	tar -C "$py" --exclude='config-3*' --exclude=__pycache__ --exclude=test --exclude=idlelib \
+		--exclude=tkinter --exclude=lib2to3 --exclude=pydoc_data --exclude=ensurepip --exclude=turtledemo \
+		-cf - . | tar -C "$ROOTFS$py" -xf - || fail "copy python3's standard library"
+	tar -C "$dist" --exclude=__pycache__ -cf - grpc google | tar -C "$ROOTFS$dist" -xf - ||
+		fail "copy python3-grpcio and python3-protobuf"
+	for so in $(find "$py/lib-dynload" "$dist/grpc" "$dist/google" -name '*.so'); do
+		copy_with_libs "$so" "$so"
+	done
+	cp "$REPO"/test/e2e/{cri_cli,cri_client,spdy_client}.py "$ROOTFS/husk/lib/cri/"
+	protoc --python_out="$ROOTFS/husk/lib/cri/gen" -I "$REPO/cri/proto" "$REPO/cri/proto/api.proto" ||
+		fail "generate the Python CRI messages"
+	printf '#!/bin/sh\nHUSK_CRI_GEN=/husk/lib/cri/gen PYTHONHOME=/usr exec /bin/python3 /husk/lib/cri/cri_cli.py "$@"\n' \
+		>"$ROOTFS/husk/bin/cri-cli"
+	chmod 0755 "$ROOTFS/husk/bin/cri-cli"
 }
 
 # criu (and runc, to compare with) for test/vm/test_checkpoint.sh: the
