@@ -76,7 +76,7 @@ PAUSE := $(BUILD)/husk-pause
 UNIT_TESTS := $(patsubst test/unit/%.c,$(BUILD)/test/unit/%,$(UNIT_SRCS))
 
 .PHONY: all deps deps-run deps-test deps-bench build test unit-test integration-test vm-test run demo bench clean format format-check \
-	check-layers conformance install sanitize unit-bins
+	check-layers conformance install sanitize unit-bins fuzz
 
 all: build
 
@@ -190,10 +190,26 @@ $(BUILD)/test/unit/%: $(BUILD)/test/unit/%.o $(LIBS_ALL)
 	@echo "  LD      $@"
 	@$(CC) $(LDFLAGS) -o $@ $^ $(LIBS) -lcmocka
 
+# libFuzzer targets (test/fuzz/fuzz_*.c), built by clang with ASan and
+# UBSan from the few sources each names below; test/integration/test_fuzz.sh
+# runs each for a bounded time (HUSK_FUZZ_SECONDS).
+FUZZ_CC ?= clang
+FUZZ_FLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -D_GNU_SOURCE -Iinclude -I.
+FUZZ_TARGETS := $(patsubst test/fuzz/%.c,$(BUILD)/test/fuzz/%,$(wildcard test/fuzz/fuzz_*.c))
+
+$(BUILD)/test/fuzz/fuzz_http_head: cri/streaming/http_head.c
+
+$(BUILD)/test/fuzz/%: test/fuzz/%.c
+	@mkdir -p $(dir $@)
+	@echo "  FUZZ    $@"
+	@$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $^
+
+fuzz: $(FUZZ_TARGETS)
+
 # `make test`: install what is missing, build, run every test, print one
 # summary line at the end.
 test: deps-test
-	$(MAKE) --no-print-directory format-check check-layers build $(UNIT_TESTS)
+	$(MAKE) --no-print-directory format-check check-layers build $(UNIT_TESTS) $(FUZZ_TARGETS)
 	./test/run-all.sh $(BUILD)
 
 unit-bins: $(UNIT_TESTS)

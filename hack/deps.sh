@@ -22,6 +22,8 @@ build=(
 run=(containernetworking-plugins iptables)
 test=(
 	clang-format libcmocka-dev
+	# libFuzzer targets (make fuzz, test_fuzz)
+	clang libclang-rt-14-dev
 	# busybox rootfs, networking, registry, image tools
 	busybox-static iproute2 util-linux procps psmisc zstd curl openssl
 	docker-registry skopeo umoci apache2-utils

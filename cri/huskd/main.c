@@ -320,6 +320,22 @@ load_config (const struct huskd_args *args, struct huskd_config *cfg, struct hus
   return check_log_format (cfg->log_format, format_source, err);
 }
 
+/* A client that hangs up must cost huskd a write error (EPIPE), never the
+ * process: SIGPIPE is blocked in every thread (each inherits the mask from
+ * this one, gRPC's too), rather than ignored, because an ignored signal
+ * survives execve while a blocked one is cleared with the mask every
+ * child of huskd resets: the monitor, the runtime and the containers get
+ * SIGPIPE as usual.  The servers also send with MSG_NOSIGNAL. */
+static void
+block_sigpipe (void)
+{
+  sigset_t pipe_signal;
+
+  sigemptyset (&pipe_signal);
+  sigaddset (&pipe_signal, SIGPIPE);
+  pthread_sigmask (SIG_BLOCK, &pipe_signal, NULL);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -331,6 +347,7 @@ main (int argc, char **argv)
 
   husk_log_set_prog ("huskd");
   husk_log_set_level (HUSK_LOG_INFO);
+  block_sigpipe ();
   /* First, so that a bad config file is in `systemctl status` too. */
   open_notifier (&notifier);
   if (parse_args (argc, argv, &args, &err) == 0 && load_config (&args, &cfg, &err) == 0)
