@@ -164,8 +164,8 @@ add_cri() {
 	done
 	# `husk image import` loads the image verbs from ../lib/husk.
 	copy_with_libs "$BUILD/husk-image.so" /husk/lib/husk/husk-image.so
-	[ -x "$crictl" ] || fail "crictl is missing ($crictl; set CRICTL=)"
-	cp "$crictl" "$ROOTFS/husk/bin/crictl"
+	# Only test_cri_cgroup.sh drives huskd with crictl; the others need none.
+	[ -x "$crictl" ] && cp "$crictl" "$ROOTFS/husk/bin/crictl"
 	"$REPO/hack/test-images.sh" "$CACHE/test-images" >"$WORK/images.log" 2>&1 ||
 		fail "build the test images" "$(cat "$WORK/images.log")"
 	mkdir -p "$ROOTFS/vm/images"
@@ -200,6 +200,19 @@ add_criu() {
 	done
 }
 
+# Debian's apparmor_parser and the ABI files its profiles name, for
+# test/vm/test_apparmor.sh and huskd's husk-default (the VM's Debian kernel
+# has AppArmor; the host's may not).  No parser.conf: the parser then
+# compiles for the VM kernel's own features.
+add_apparmor() {
+	local parser
+	parser=$(command -v apparmor_parser || echo /sbin/apparmor_parser)
+	[ -x "$parser" ] || fail "apparmor_parser is missing (hack/deps.sh installs apparmor)"
+	copy_with_libs "$parser" /bin/apparmor_parser
+	mkdir -p "$ROOTFS/etc/apparmor.d"
+	cp -a /etc/apparmor.d/abi "$ROOTFS/etc/apparmor.d/abi" || fail "copy /etc/apparmor.d/abi"
+}
+
 build_initramfs() {
 	local applet
 	ROOTFS=$WORK/initramfs
@@ -217,6 +230,7 @@ build_initramfs() {
 	[ $MODE = bench ] && copy_with_libs "$(command -v crun)" /husk/bin/crun
 	[ $MODE = test ] && add_cri
 	[ $MODE = test ] && add_criu
+	[ $MODE = test ] && add_apparmor
 	cp "$REPO/hack/vm-init.sh" "$ROOTFS/init"
 	chmod 0755 "$ROOTFS/init"
 	# HUSK_VM_TESTS: a glob picking tests (default test_*), e.g. test_checkpoint.
