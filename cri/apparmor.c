@@ -4,12 +4,15 @@
  * for pods).  The switch itself is the runtime's (runtime/apparmor.c). */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cri/apparmor.h"
@@ -18,6 +21,14 @@
 #include "runtime/apparmor.h"
 
 extern char **environ;
+
+/* apparmor_parser compiles husk-default in well under a second; a parser
+ * that hangs must not hold huskd's start forever. */
+#define PARSER_TIMEOUT_S 60
+/* How much of its stderr is kept for the error (its last line is used). */
+#define STDERR_KEEP 4096
+/* The runtime's limit on a profile name (runtime/apparmor.c). */
+#define NAME_MAX_LEN 4000
 
 /* husk's own text, with the intent of containerd's and CRI-O's defaults:
  * what a program does inside its own root stays allowed (the namespaces,
@@ -128,47 +139,114 @@ spawn_parser (const char *parser, const char *args, int in_fd, int err_fd, pid_t
   return 0;
 }
 
+/* The profile text as the parser's stdin: a memfd, so a parser that exits
+ * without reading cannot make us block or raise SIGPIPE. */
+static int
+text_fd (const char *text, struct husk_error **err)
+{
+  int fd = memfd_create ("husk-apparmor-profile", MFD_CLOEXEC);
+
+  if (fd < 0)
+    return husk_error_make (err, errno, "memfd_create");
+  if (husk_write_all (fd, text, strlen (text)) < 0 || lseek (fd, 0, SEEK_SET) < 0)
+    {
+      husk_error_make (err, errno, "write the profile to a memfd");
+      close (fd);
+      return -1;
+    }
+  return fd;
+}
+
+/* Appends DATA (N < CAP bytes) to the LEN bytes of TAIL, keeping the
+ * last CAP bytes. */
+static size_t
+keep_tail (char *tail, size_t len, size_t cap, const char *data, size_t n)
+{
+  if (len + n > cap)
+    {
+      memmove (tail, tail + (len + n - cap), cap - n);
+      len = cap - n;
+    }
+  memcpy (tail + len, data, n);
+  return len + n;
+}
+
+/* Reads the parser's stderr until EOF, keeping its last STDERR_KEEP bytes,
+ * for PARSER_TIMEOUT_S at most; then kills it.  Returns its wait status. */
+static int
+collect_parser (pid_t pid, int err_fd, char *tail, size_t tail_size, bool *timed_out)
+{
+  struct timespec deadline;
+  size_t len = 0;
+  int status = 0;
+
+  *timed_out = false;
+  clock_gettime (CLOCK_MONOTONIC, &deadline);
+  deadline.tv_sec += PARSER_TIMEOUT_S;
+  for (;;)
+    {
+      struct pollfd pfd = { .fd = err_fd, .events = POLLIN };
+      int left = husk_ms_until (&deadline);
+      char buf[1024];
+      ssize_t n;
+      int ready;
+
+      if (left <= 0)
+        {
+          *timed_out = true;
+          kill (pid, SIGKILL);
+          break;
+        }
+      ready = poll (&pfd, 1, left);
+      if (ready < 0 && errno != EINTR)
+        break;
+      if (ready <= 0)
+        continue;
+      n = read (err_fd, buf, sizeof buf);
+      if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN))
+        break;
+      if (n < 0)
+        continue;
+      len = keep_tail (tail, len, tail_size - 1, buf, (size_t) n);
+    }
+  tail[len] = '\0';
+  while (waitpid (pid, &status, 0) < 0 && errno == EINTR)
+    ;
+  return status;
+}
+
 int
 cri_apparmor_parse (const char *parser, const char *args, const char *text, struct husk_error **err)
 {
-  int in[2] = { -1, -1 }, errp[2] = { -1, -1 };
-  cleanup_free char *errors = NULL;
-  int status = 0, ret;
+  char tail[STDERR_KEEP];
+  cleanup_close int in_fd = -1;
+  int errp[2];
+  bool timed_out;
+  int status, ret;
   pid_t pid;
 
   if (parser == NULL)
     parser = find_parser ();
-  if (pipe2 (in, O_CLOEXEC) < 0)
-    return husk_error_make (err, errno, "pipe");
-  if (pipe2 (errp, O_CLOEXEC) < 0)
-    {
-      close (in[0]);
-      close (in[1]);
-      return husk_error_make (err, errno, "pipe");
-    }
-  ret = spawn_parser (parser, args, in[0], errp[1], &pid, err);
-  close (in[0]);
-  close (errp[1]);
-  if (ret == 0)
-    {
-      /* The text is far below a pipe's buffer: no deadlock with stderr. */
-      (void) husk_write_all (in[1], text, strlen (text));
-      close (in[1]);
-      in[1] = -1;
-      if (husk_read_fd (errp[0], &errors, NULL, "apparmor_parser's stderr", err) < 0)
-        husk_error_free (err);
-      while (waitpid (pid, &status, 0) < 0 && errno == EINTR)
-        ;
-    }
-  if (in[1] >= 0)
-    close (in[1]);
-  close (errp[0]);
-  if (ret < 0)
+  in_fd = text_fd (text, err);
+  if (in_fd < 0)
     return -1;
+  if (pipe2 (errp, O_CLOEXEC) < 0)
+    return husk_error_make (err, errno, "pipe");
+  ret = spawn_parser (parser, args, in_fd, errp[1], &pid, err);
+  close (errp[1]);
+  if (ret < 0)
+    {
+      close (errp[0]);
+      return -1;
+    }
+  status = collect_parser (pid, errp[0], tail, sizeof tail, &timed_out);
+  close (errp[0]);
+  if (timed_out)
+    return husk_error_make (err, 0, "`%s %s` did not finish in %d s", parser, args, PARSER_TIMEOUT_S);
   if (!WIFEXITED (status) || WEXITSTATUS (status) != 0)
     return husk_error_make (err, 0, "`%s %s` failed (status %d): %s", parser, args,
                             WIFEXITED (status) ? WEXITSTATUS (status) : 128 + WTERMSIG (status),
-                            errors && *errors ? last_line (errors) : "no message");
+                            *tail ? last_line (tail) : "no message");
   return 0;
 }
 
@@ -236,6 +314,9 @@ parse_old (const struct cri_apparmor_choice *c, int *type, const char **ref, str
   const char *old = c->old ? c->old : "";
 
   *ref = NULL;
+  if (strlen (old) > NAME_MAX_LEN + strlen ("localhost/"))
+    return husk_error_kind (err, EINVAL, "%s.apparmor_profile: %zu bytes (a profile name has at most %d)",
+                            c->field, strlen (old), NAME_MAX_LEN);
   if (*old == '\0' || strcmp (old, "runtime/default") == 0)
     *type = AA_RUNTIME_DEFAULT;
   else if (strcmp (old, "unconfined") == 0)
@@ -261,6 +342,10 @@ resolve_localhost (const struct cri_apparmor *aa, const struct cri_apparmor_choi
     ref += strlen ("localhost/");
   if (ref == NULL || *ref == '\0')
     return husk_error_kind (err, EINVAL, "%s.apparmor.localhost_ref: required for Localhost", c->field);
+  if (strlen (ref) > NAME_MAX_LEN)
+    return husk_error_kind (err, EINVAL,
+                            "%s.apparmor.localhost_ref: %zu bytes (a profile name has at most %d)", c->field,
+                            strlen (ref), NAME_MAX_LEN);
   for (const char *ch = ref; *ch; ch++)
     if ((unsigned char) *ch < 0x20 || *ch == 0x7f)
       return husk_error_kind (err, EINVAL, "%s.apparmor.localhost_ref: control character 0x%02x in the name",

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -207,6 +208,18 @@ test_localhost_missing (void **state)
   build_fails (f, EINVAL, "linux.security_context.apparmor.localhost_ref: required for Localhost");
   use_profile (f, RUNTIME__V1__SECURITY_PROFILE__PROFILE_TYPE__Localhost, "bad\nname");
   build_fails (f, EINVAL, "control character 0x0a");
+  {
+    cleanup_free char *huge = xcalloc (1, 1 << 20);
+    memset (huge, 'a', (1 << 20) - 1);
+    use_profile (f, RUNTIME__V1__SECURITY_PROFILE__PROFILE_TYPE__Localhost, huge);
+    build_fails (f, EINVAL, "localhost_ref: 1048575 bytes (a profile name has at most 4000)");
+    assert_true (strlen (f->err->msg) < 200);
+    f->sc.apparmor = NULL;
+    f->sc.apparmor_profile = huge;
+    build_fails (f, EINVAL, "apparmor_profile: 1048575 bytes");
+    assert_true (strlen (f->err->msg) < 200);
+    f->sc.apparmor_profile = NULL;
+  }
   /* The list cannot be read (no securityfs): the runtime decides. */
   cleanup_free char *missing = xasprintf ("%s/missing", f->dir);
   f->on.profiles_file = missing;
@@ -306,6 +319,29 @@ test_default_text_compiles (void **state)
   husk_error_free (&err);
 }
 
+/* A parser that floods its stderr, or exits without reading its stdin:
+ * the error keeps its last line, and nothing blocks or raises SIGPIPE. */
+static void
+test_parser_misbehaves (void **state)
+{
+  struct fixture *f = *state;
+  cleanup_free char *flood = xasprintf ("%s/flood", f->dir);
+  cleanup_free char *deaf = xasprintf ("%s/deaf", f->dir);
+  cleanup_free char *big = xcalloc (1, 4 << 20);
+  struct husk_error *err = NULL;
+
+  write_text (flood,
+              "#!/bin/sh\n(head -c 3000000 /dev/zero | tr '\\0' x; echo) >&2\necho last words >&2\nexit 3\n");
+  write_text (deaf, "#!/bin/sh\nexit 0\n");
+  assert_int_equal (chmod (flood, 0755) | chmod (deaf, 0755), 0);
+  assert_int_equal (cri_apparmor_parse (flood, "-Kr", "profile x {}\n", &err), -1);
+  if (strstr (err->msg, "failed (status 3): last words") == NULL)
+    fail_msg ("%s", err->msg);
+  husk_error_free (&err);
+  memset (big, '#', (4 << 20) - 1);
+  assert_int_equal (cri_apparmor_parse (deaf, "-Kr", big, &err), 0);
+}
+
 static void
 test_runtime_enabled_file (void **state)
 {
@@ -365,6 +401,7 @@ main (void)
     cmocka_unit_test_setup_teardown (test_host_without_apparmor, setup, teardown),
     cmocka_unit_test_setup_teardown (test_default_failed_to_load, setup, teardown),
     cmocka_unit_test_setup_teardown (test_default_text_compiles, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_parser_misbehaves, setup, teardown),
     cmocka_unit_test_setup_teardown (test_runtime_enabled_file, setup, teardown),
     cmocka_unit_test_setup_teardown (test_runtime_check_profile, setup, teardown),
   };
