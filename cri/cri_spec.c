@@ -16,6 +16,7 @@
 
 #include "husk/cleanup.h"
 #include "husk/util.h"
+#include "cri/apparmor.h"
 #include "cri/cri_spec.h"
 #include "cri/ocispec.h"
 #include "cri/proto/api.pb-c.h"
@@ -941,6 +942,38 @@ set_seccomp (json_t *config, const struct cri_spec_input *in, struct husk_error 
 }
 
 /* ------------------------------------------------------------------ */
+/* AppArmor                                                             */
+
+/* Field 16 wins over the old string (field 9), as in kubelet and
+ * containerd; the choice itself is cri/apparmor.c's. */
+static int
+set_apparmor (json_t *config, const struct cri_spec_input *in, struct husk_error **err)
+{
+  const security_context *sc = security_of (in->config);
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+  struct cri_apparmor_choice choice = {
+    .has_profile = sc && sc->apparmor,
+    .type = sc && sc->apparmor ? (int) sc->apparmor->profile_type : 0,
+    .localhost_ref = sc && sc->apparmor ? sc->apparmor->localhost_ref : NULL,
+    .old = sc ? sc->apparmor_profile : NULL,
+    .privileged = is_privileged (in->config),
+    .field = "linux.security_context",
+  };
+#pragma GCC diagnostic pop
+  char *profile = NULL;
+
+  if (cri_apparmor_resolve (in->apparmor, &choice, &profile, err) < 0)
+    return -1;
+  if (profile)
+    json_object_set_new (json_object_get (config, "process"), "apparmorProfile", json_string (profile));
+  else
+    json_object_del (json_object_get (config, "process"), "apparmorProfile");
+  free (profile);
+  return 0;
+}
+
+/* ------------------------------------------------------------------ */
 /* resources, cgroups, annotations                                      */
 
 json_t *
@@ -1072,9 +1105,10 @@ typedef int (*spec_step) (json_t *config, const struct cri_spec_input *in, struc
 /* Capabilities come before seccomp, whose default profile depends on
  * them; mounts of the sandbox before the user's, which may replace them. */
 static const spec_step spec_steps[] = {
-  add_supplemental_groups, add_capabilities,  set_process_flags, set_namespaces,   add_sandbox_files,
-  add_user_mounts,         privileged_mounts, add_devices,       set_masked_paths, set_seccomp,
-  set_resources,           set_cgroups_path,  set_annotations,
+  add_supplemental_groups, add_capabilities, set_process_flags, set_namespaces,
+  add_sandbox_files,       add_user_mounts,  privileged_mounts, add_devices,
+  set_masked_paths,        set_seccomp,      set_apparmor,      set_resources,
+  set_cgroups_path,        set_annotations,
 };
 
 int

@@ -84,6 +84,10 @@ void sandbox_store_free (struct sandbox_store *store);
  * pod<uid>.slice", mapped to that cgroupfs directory), else only cgroupfs
  * paths ("/kubepods/burstable/pod<uid>"). */
 void sandbox_store_set_cgroup_driver (struct sandbox_store *store, bool systemd);
+/* What huskd found of AppArmor (it outlives the store): the pause process
+ * runs under the pod's profile. */
+struct cri_apparmor;
+void sandbox_store_set_apparmor (struct sandbox_store *store, const struct cri_apparmor *apparmor);
 
 /* PARENT's form against the driver, and that it maps to a cgroup: EINVAL
  * naming PARENT and the driver otherwise.  NULL or "" is fine. */

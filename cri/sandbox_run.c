@@ -309,11 +309,41 @@ hostname_of (const struct sandbox *sb, char *buf, size_t len, struct husk_error 
 }
 
 /* The steps after the name is reserved; *NETWORK_ADDED says what to undo. */
+void
+sandbox_store_set_apparmor (struct sandbox_store *store, const struct cri_apparmor *apparmor)
+{
+  store->apparmor = apparmor;
+}
+
+/* The pause process's profile: the pod's SecurityProfile (no old string
+ * form for pods), RuntimeDefault when it has none.  Only a pod that has a
+ * pause process (a shared pid namespace) needs one. */
+static int
+pause_apparmor (struct sandbox_store *store, const Runtime__V1__PodSandboxConfig *config, char **out,
+                struct husk_error **err)
+{
+  const Runtime__V1__LinuxSandboxSecurityContext *sc = config->linux ? config->linux->security_context : NULL;
+  struct cri_apparmor_choice choice = {
+    .has_profile = sc && sc->apparmor,
+    .type = sc && sc->apparmor ? (int) sc->apparmor->profile_type : 0,
+    .localhost_ref = sc && sc->apparmor ? sc->apparmor->localhost_ref : NULL,
+    .privileged = sc && sc->privileged,
+    .field = "linux.security_context",
+  };
+
+  *out = NULL;
+  if (namespace_options (config)->pid != RUNTIME__V1__NAMESPACE_MODE__POD)
+    return 0;
+  return cri_apparmor_resolve (store->apparmor, &choice, out, err);
+}
+
 static int
 create (struct sandbox_store *store, struct sandbox *sb, const struct cri_userns *userns,
-        const struct sandbox_sysctl *sysctls, size_t n_sysctls, bool *network_added, struct husk_error **err)
+        const struct sandbox_sysctl *sysctls, size_t n_sysctls, const char *pause_profile,
+        bool *network_added, struct husk_error **err)
 {
-  struct sandbox_ns_setup setup = { .net_pin = sb->netns_path,
+  struct sandbox_ns_setup setup = { .apparmor_profile = pause_profile,
+                                    .net_pin = sb->netns_path,
                                     .ipc_pin = sb->ipcns_path,
                                     .uts_pin = sb->utsns_path,
                                     .user_pin = sb->userns_path,
@@ -443,6 +473,7 @@ sandbox_run (struct sandbox_store *store, const Runtime__V1__PodSandboxConfig *c
   struct sandbox_sysctl *sysctls = NULL;
   size_t n_sysctls = 0;
   bool network_added = false, limited;
+  cleanup_free char *pause_profile = NULL;
   struct cri_userns userns;
   struct cni_bandwidth bandwidth;
   struct sandbox *sb;
@@ -453,7 +484,8 @@ sandbox_run (struct sandbox_store *store, const Runtime__V1__PodSandboxConfig *c
       || sandbox_bandwidth (config, &bandwidth, &limited, err) < 0
       || sandbox_cgroup_check (config->linux ? config->linux->cgroup_parent : NULL, store->systemd_cgroup,
                                err)
-             < 0)
+             < 0
+      || pause_apparmor (store, config, &pause_profile, err) < 0)
     return -1;
   ns = namespace_options (config);
   if (sandbox_sysctls (config, ns->network != RUNTIME__V1__NAMESPACE_MODE__NODE,
@@ -466,7 +498,7 @@ sandbox_run (struct sandbox_store *store, const Runtime__V1__PodSandboxConfig *c
       ret = husk_error_kind (err, EEXIST, "pod sandbox %s/%s (attempt %u) already exists", sb->namespace_,
                              sb->name, sb->attempt);
     }
-  else if ((ret = create (store, sb, &userns, sysctls, n_sysctls, &network_added, err)) < 0)
+  else if ((ret = create (store, sb, &userns, sysctls, n_sysctls, pause_profile, &network_added, err)) < 0)
     sb = undo_run (store, sb, network_added, err);
   else
     {

@@ -131,6 +131,7 @@ static int
 service_start (struct cri_service *svc, const struct huskd_config *cfg, struct husk_error **err)
 {
   svc->cdi = cdi_registry_new ((const char *const *) cfg->cdi_spec_dirs);
+  cri_apparmor_init (&svc->apparmor);
   if (store_open (cfg->root, &svc->store, err) < 0)
     return husk_error_wrap (err, "image store");
   collect_image_garbage (svc->store);
@@ -142,6 +143,7 @@ service_start (struct cri_service *svc, const struct huskd_config *cfg, struct h
     return -1;
   sandbox_store_set_network (svc->sandboxes, cfg->cni_conf_dir, cfg->cni_bin_dirs);
   sandbox_store_set_cgroup_driver (svc->sandboxes, huskd_config_systemd_cgroup (cfg));
+  sandbox_store_set_apparmor (svc->sandboxes, &svc->apparmor);
   sandbox_store_recover (svc->sandboxes);
   /* Now, not on the first container RPC: after a restart StopPodSandbox
    * must already find the pod's containers. */
@@ -188,6 +190,7 @@ cri_service_clear (struct cri_service *svc)
   sandbox_store_free (svc->sandboxes);
   free (svc->pod_cidr);
   cdi_registry_free (svc->cdi);
+  cri_apparmor_clear (&svc->apparmor);
   pthread_mutex_destroy (&svc->cdi_lock);
   pthread_mutex_destroy (&svc->lock);
 }

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "cri/apparmor.h"
 #include "cri/config.h"
 #include "cri/proto/api.pb-c.h"
 #include "cri/rpc/server.h"
@@ -41,6 +42,7 @@ struct cri_service
   struct metrics_http *metrics_http;  /* NULL unless cfg->metrics_address */
   struct cri_meter *meters;           /* one per method: what the metered handler calls */
   struct layer_usage *layers;         /* writable layers' usage (cri/layer_usage.h) */
+  struct cri_apparmor apparmor;       /* AppArmor and husk-default, found at start */
 };
 
 int cri_service_init (struct cri_service *svc, const struct huskd_config *cfg, struct husk_error **err);

@@ -403,6 +403,7 @@ build_bundle (struct create_job *job, struct husk_error **err)
     .target_pidns_path = target,
     .default_capabilities = (const char *const *) job->svc->cfg->default_capabilities,
     .seccomp_default = job->svc->cfg->seccomp_default,
+    .apparmor = &job->svc->apparmor,
   };
   json_t *config = NULL;
   char node_name[HOST_NAME_MAX + 1];

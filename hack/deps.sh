@@ -18,8 +18,9 @@ build=(
 	libgrpc-dev libprotobuf-c-dev protobuf-c-compiler
 )
 # Pods' networks: the CNI plugins, and iptables for the bridge plugin's
-# masquerade and portmap's rules.
-run=(containernetworking-plugins iptables)
+# masquerade and portmap's rules; apparmor_parser, which loads husk-default
+# on AppArmor hosts (and the test VM's kernel).
+run=(containernetworking-plugins iptables apparmor)
 test=(
 	clang-format libcmocka-dev
 	# libFuzzer targets (make fuzz, test_fuzz)

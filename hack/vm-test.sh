@@ -212,6 +212,19 @@ add_criu() {
 	done
 }
 
+# Debian's apparmor_parser and the ABI files its profiles name, for
+# test/vm/test_apparmor.sh and huskd's husk-default (the VM's Debian kernel
+# has AppArmor; the host's may not).  No parser.conf: the parser then
+# compiles for the VM kernel's own features.
+add_apparmor() {
+	local parser
+	parser=$(command -v apparmor_parser || echo /sbin/apparmor_parser)
+	[ -x "$parser" ] || fail "apparmor_parser is missing (hack/deps.sh installs apparmor)"
+	copy_with_libs "$parser" /bin/apparmor_parser
+	mkdir -p "$ROOTFS/etc/apparmor.d"
+	cp -a /etc/apparmor.d/abi "$ROOTFS/etc/apparmor.d/abi" || fail "copy /etc/apparmor.d/abi"
+}
+
 build_initramfs() {
 	local applet
 	ROOTFS=$WORK/initramfs
@@ -229,6 +242,7 @@ build_initramfs() {
 	[ $MODE = bench ] && copy_with_libs "$(command -v crun)" /husk/bin/crun
 	[ $MODE = test ] && add_cri
 	[ $MODE = test ] && add_criu
+	[ $MODE = test ] && add_apparmor
 	cp "$REPO/hack/vm-init.sh" "$ROOTFS/init"
 	chmod 0755 "$ROOTFS/init"
 	# HUSK_VM_TESTS: a glob picking tests (default test_*), e.g. test_checkpoint.
