@@ -147,6 +147,7 @@ service_start (struct cri_service *svc, const struct huskd_config *cfg, struct h
    * must already find the pod's containers. */
   if (cri_containers_init (svc, err) < 0)
     return -1;
+  cri_checkpoint_sweep (svc);
   if (layer_usage_new ((unsigned) cfg->stats_collect_period_s, &svc->layers, err) < 0)
     return -1;
   prime_layer_usage (svc);

@@ -298,7 +298,63 @@ def test_exec_outlives_huskd(c, s):
     bystander.wait()
 
 
-TESTS = [test_attach_fast_output, test_start_error, test_exec_outlives_huskd]
+# ---------------------------------------------------------------- 3. an interrupted checkpoint
+
+def test_checkpoint_killed(c, s):
+    """kill -9 huskd while CheckpointContainer waits for criu (a fake criu
+    that sleeps, HUSK_CRIU): after the restart nothing is beside the
+    location, and no work dir is left under huskd's root either.  Before:
+    LOCATION.work-XXXXXX stayed beside the archive's place."""
+    out = os.path.join(WORK, "ckpt-out")
+    os.makedirs(out, exist_ok=True)
+    fake = os.path.join(WORK, "fake-criu")
+    with open(fake, "w") as f:
+        f.write("#!/bin/sh\nexec sleep 600\n")
+    os.chmod(fake, 0o755)
+    os.environ["HUSK_CRIU"] = fake
+    try:
+        restart(c, s, kill=False)
+    finally:
+        del os.environ["HUSK_CRIU"]
+    cid = c.create(s["pod"], cri_client.container_config("ckpt", IMAGE, ["sleep 100000"]), s["pod_config"])
+    c.start(cid)
+    location = os.path.join(out, "ckpt.tar")
+    req = pb.CheckpointContainerRequest(container_id=cid, location=location, timeout=600)
+    threading.Thread(target=lambda: rpc_error(lambda: c.call("CheckpointContainer", req,
+                                                             pb.CheckpointContainerResponse, timeout=600)),
+                     daemon=True).start()
+    work_root = os.path.join(ROOT, "checkpoints")
+    for _ in range(100):
+        if pids_with(b"600") and (os.listdir(out) or os.path.isdir(work_root) and os.listdir(work_root)):
+            break
+        time.sleep(0.1)
+    during = sorted(os.listdir(out)), sorted(os.listdir(work_root)) if os.path.isdir(work_root) else []
+    ok(pids_with(b"600") and (during[0] or during[1]), "a checkpoint waits on the fake criu, its work dir made",
+       during)
+    s["proc"].kill()
+    s["proc"].wait()
+    for p in pids_with(b"600"):
+        os.kill(p, signal.SIGKILL)
+    restart(c, s)
+    left = sorted(os.listdir(out))
+    ok(left == [], "killed -9 mid-checkpoint and restarted: nothing is left beside the location", left)
+    left = sorted(os.listdir(work_root)) if os.path.isdir(work_root) else []
+    ok(left == [], "... nor under huskd's root", left)
+    # A partial archive a killed huskd left beside the location (the tar step): swept too.
+    os.makedirs(os.path.join(work_root, "work-abc123"))
+    partial = location + ".tmp-12345"
+    with open(partial, "w") as f:
+        f.write("partial")
+    with open(os.path.join(work_root, "work-abc123.target"), "w") as f:
+        f.write(partial)
+    restart(c, s)
+    ok(os.listdir(out) == [] and os.listdir(work_root) == [],
+       "a partial archive named by a work dir's .target is removed at start", (os.listdir(out), os.listdir(work_root)))
+    c.stop(cid, timeout=0)
+    c.remove(cid)
+
+
+TESTS = [test_attach_fast_output, test_start_error, test_exec_outlives_huskd, test_checkpoint_killed]
 
 
 def main():
