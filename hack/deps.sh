@@ -17,9 +17,10 @@ build=(
 	libarchive-dev libcurl4-openssl-dev libssl-dev
 	libgrpc-dev libprotobuf-c-dev protobuf-c-compiler
 )
-# Pods' networks: the CNI plugins, and iptables for the bridge plugin's
-# masquerade and portmap's rules.
-run=(containernetworking-plugins iptables)
+# Pods' networks: the CNI plugins, iptables for the bridge plugin's
+# masquerade and portmap's rules, iproute2 for `make run`'s default
+# network (hack/default-network.sh reads the routes).
+run=(containernetworking-plugins iptables iproute2)
 test=(
 	clang-format libcmocka-dev
 	# busybox rootfs, networking, registry, image tools
