@@ -89,7 +89,8 @@ exec_child (int pidfd, int ns_flags, const struct container_state *state, const 
     sync_child_fail (sync_fd, err);
   if (init_enter_cwd (process, &err) < 0)
     sync_child_fail (sync_fd, err);
-  if (init_find_executable (process, &executable, &err) < 0 || security_apply_rlimits (process, &err) < 0)
+  if (init_find_executable (process, &executable, &err) < 0 || security_apply_rlimits (process, &err) < 0
+      || security_raise_oom_score_adj (process, &err) < 0)
     sync_child_fail (sync_fd, err);
   init_cloexec_from (3 + opts->preserve_fds);
   prctl (PR_SET_PDEATHSIG, 0);

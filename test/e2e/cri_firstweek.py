@@ -12,6 +12,7 @@ Prints TAP lines.
 """
 import json
 import os
+import re
 import signal
 import socket
 import struct
@@ -354,7 +355,75 @@ def test_checkpoint_killed(c, s):
     c.remove(cid)
 
 
-TESTS = [test_attach_fast_output, test_start_error, test_exec_outlives_huskd, test_checkpoint_killed]
+# ---------------------------------------------------------------- 5, 6. operators' and new users' first errors
+
+def test_client_mistakes(c, s):
+    """Client mistakes are INVALID_ARGUMENT, not UNKNOWN; an unknown
+    runtime handler's error lists the configured ones."""
+    cid = c.create(s["pod"], cri_client.container_config("upd", IMAGE, ["sleep 100000"]), s["pod_config"])
+    c.start(cid)
+    for field, value, words in (("memory_limit_in_bytes", 100, "less than one page"),
+                                ("cpu_shares", 1, "between 2 and 262144"),
+                                ("cpu_quota", 10, "at least 1000"),
+                                ("cpu_period", 10, "between 1000 and 1000000")):
+        req = pb.UpdateContainerResourcesRequest(container_id=cid,
+                                                 linux=pb.LinuxContainerResources(**{field: value}))
+        e = rpc_error(lambda: c.call("UpdateContainerResources", req, pb.UpdateContainerResourcesResponse))
+        ok(e is not None and e.code() == grpc.StatusCode.INVALID_ARGUMENT and words in e.details(),
+           f"UpdateContainerResources {field}={value}: INVALID_ARGUMENT, `{words}` (before: UNKNOWN)",
+           e and (e.code(), e.details()))
+    req = pb.UpdateContainerResourcesRequest(container_id=cid, linux=pb.LinuxContainerResources(
+        memory_limit_in_bytes=64 * MIB))
+    e = rpc_error(lambda: c.call("UpdateContainerResources", req, pb.UpdateContainerResourcesResponse))
+    ok(e is None, "... a good one still works", e and e.details())
+    c.stop(cid, timeout=0)
+    c.remove(cid)
+    cfg = cri_client.pod_config("nohandler", LOGS)
+    e = rpc_error(lambda: c.call("RunPodSandbox", pb.RunPodSandboxRequest(config=cfg, runtime_handler="nosuch"),
+                                 pb.RunPodSandboxResponse))
+    ok(e is not None and e.code() == grpc.StatusCode.INVALID_ARGUMENT and "`nosuch`" in e.details()
+       and "(configured: husk" in e.details(),
+       "RunPodSandbox with an unknown runtime handler: INVALID_ARGUMENT listing the configured ones",
+       e and e.details())
+
+
+def test_no_cni_config(c, s):
+    """A huskd whose CNI dir is empty: its start-up log says so, and the
+    first RunPodSandbox fails with the reason once (before: "no CNI network
+    config in DIR: no CNI network config in DIR")."""
+    work = os.path.join(WORK, "nocni")
+    os.makedirs(work, exist_ok=True)
+    sock = os.path.join(work, "husk.sock")
+    log_path = os.path.join(work, "huskd.log")
+    empty = os.path.join(WORK, "empty.d")
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen([HUSKD, "--listen", "unix://" + sock, "--root", os.path.join(work, "root"),
+                                 "--state", os.path.join(work, "state"), "--config",
+                                 os.path.join(WORK, "config-empty.json")], stdout=log, stderr=log)
+    try:
+        for _ in range(200):
+            if os.path.exists(sock):
+                break
+            time.sleep(0.05)
+        h = Client(sock)
+        wait_answering(h)
+        e = rpc_error(lambda: h.run_pod(cri_client.pod_config("nocni", LOGS)))
+        msg = e.details() if e else ""
+        ok(e is not None and e.code() == grpc.StatusCode.FAILED_PRECONDITION
+           and msg.count("no CNI network config") == 1 and empty in msg,
+           "RunPodSandbox without a CNI config: FAILED_PRECONDITION naming the dir, once", msg)
+    finally:
+        cri_client.stop_huskd(proc)
+    with open(log_path) as f:
+        text = f.read()
+    ok(f"warning: no CNI network config in {empty}: pods with a network of their own fail" in text,
+       "the start-up log says there is no CNI network config, where", text[-600:])
+    ok("recovered 0 pods, 0 containers (0 running)" in text, "... and `recovered 0 pods, 0 containers`",
+       text[-600:])
+
+
+TESTS = [test_attach_fast_output, test_start_error, test_exec_outlives_huskd, test_checkpoint_killed, test_client_mistakes,
+         test_no_cni_config]
 
 
 def main():
@@ -375,6 +444,14 @@ def main():
                 ok(False, f"{test.__name__}: raised", repr(e))
         c.stop_pod(s["pod"])
         c.remove_pod(s["pod"])
+        with open(os.path.join(WORK, "huskd.log")) as f:
+            text = f.read()
+        net = os.environ.get("NET", "")
+        ok(f"info: CNI network `{net}` from {WORK}/net.d/10-husk-firstweek.conflist (plugins bridge,loopback)"
+           in text, "the start-up log names the CNI network, its file and plugins", net)
+        ok(re.search(r"info: recovered 1 pods, [1-9][0-9]* containers \([0-9]+ running\)", text),
+           "a restart's log says `recovered 1 pods, N containers (M running)`",
+           re.findall(r"recovered .*", text))
     except Exception as e:
         ok(False, "setup: pull and run a pod", repr(e))
     finally:
