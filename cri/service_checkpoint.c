@@ -7,6 +7,7 @@
  * the location. */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -178,6 +179,24 @@ checkpoint_steps (struct checkpoint_job *job, const Runtime__V1__CheckpointConta
       return husk_error_make (err, saved, "checkpoint of %s: create a work dir under %s/checkpoints",
                               job->c->id, job->svc->cfg->root);
     }
+  /* The archive's temp file now, named in WORK.target first: an
+   * unwritable location is refused before criu runs, and a crash from
+   * here on leaves nothing the start-up sweep cannot find. */
+  job->tmp_file = xasprintf ("%s.tmp-%d", job->location, (int) getpid ());
+  job->target = xasprintf ("%s.target", job->work);
+  if (husk_write_file_atomic (job->target, job->tmp_file, strlen (job->tmp_file), 0600, err) < 0)
+    return -1;
+  {
+    int fd = open (job->tmp_file, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0)
+      {
+        int saved = errno;
+        free (job->tmp_file);
+        job->tmp_file = NULL; /* not ours to remove */
+        return husk_error_make (err, saved, "location `%s`: create the archive beside it", job->location);
+      }
+    close (fd);
+  }
   images = xasprintf ("%s/%s", job->work, CHECKPOINT_DIR);
   if (run_checkpoint (job, images, req->timeout > 0 ? req->timeout * 1000 : CHECKPOINT_DEFAULT_TIMEOUT_MS,
                       err)
@@ -185,10 +204,7 @@ checkpoint_steps (struct checkpoint_job *job, const Runtime__V1__CheckpointConta
     return husk_error_wrap (err, "checkpoint container %s", job->c->id);
   if (dump_metadata (job, err) < 0)
     return -1;
-  job->tmp_file = xasprintf ("%s.tmp-%d", job->location, (int) getpid ());
-  job->target = xasprintf ("%s.target", job->work);
-  if (husk_write_file_atomic (job->target, job->tmp_file, strlen (job->tmp_file), 0600, err) < 0
-      || checkpoint_tar_dir (job->work, job->tmp_file, err) < 0)
+  if (checkpoint_tar_dir (job->work, job->tmp_file, err) < 0)
     return -1;
   if (rename (job->tmp_file, job->location) < 0)
     return husk_error_make (err, errno, "rename `%s` to `%s`", job->tmp_file, job->location);
