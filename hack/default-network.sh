@@ -16,7 +16,8 @@ NAME=husk
 BRIDGE=husk0
 FILE=10-husk-bridge.conflist
 
-existing=$(find "$DIR" -maxdepth 1 -type f \( -name '*.conf' -o -name '*.conflist' -o -name '*.json' \) \
+# Symlinks count too: a config linked in from elsewhere is a config.
+existing=$(find "$DIR" -maxdepth 1 \( -type f -o -type l \) \( -name '*.conf' -o -name '*.conflist' -o -name '*.json' \) \
 	-printf '%f ' 2>/dev/null || true)
 if [ -n "$existing" ]; then
 	echo "CNI: $DIR has a network config already (${existing% }): left as it is; huskd uses the first by name"
