@@ -19,7 +19,8 @@ start_refused() { # NAME EXPECTED-LINE COMMAND...: exit 1, that one line, nothin
 	local name=$1 want=$2 out rc
 	shift 2
 	rm -rf "$E2E/refused"
-	out=$("$@" --listen "unix://$E2E/refused.sock" --root "$E2E/refused/root" --state "$E2E/refused/state" 2>&1)
+	# timeout: a huskd that wrongly starts (as main's did) is a failure, not a hang.
+	out=$(timeout -k 2 10 "$@" --listen "unix://$E2E/refused.sock" --root "$E2E/refused/root" --state "$E2E/refused/state" 2>&1)
 	rc=$?
 	assert_eq "$name: exit 1, one line" "1|1|$want" "$rc|$(wc -l <<<"$out")|$out"
 	assert_true "$name: nothing made" test ! -e "$E2E/refused" -a ! -e "$E2E/refused.sock"
