@@ -223,8 +223,14 @@ integration-test: build
 # `make run`: install, build, and start huskd in the foreground with its
 # built-in defaults (unix:///run/husk/husk.sock, /var/lib/husk, /run/husk),
 # or /etc/husk/huskd.json when it exists.
+# A pod network for huskd where the CNI dir has none (hack/default-network.sh:
+# a bridge of its own, husk0; an existing config is never touched).  Point
+# CNI_CONF_DIR at the cni_conf_dir of your huskd.json if it is elsewhere.
+CNI_CONF_DIR ?= /etc/cni/net.d
+
 run: deps-run
 	$(MAKE) --no-print-directory build
+	./hack/default-network.sh "$(CNI_CONF_DIR)"
 	@echo "huskd: serving CRI v1 (Ctrl-C stops it; 'make demo' runs a container)"
 	$(HUSKD)
 

@@ -320,6 +320,22 @@ add_capabilities (json_t *config, const struct cri_spec_input *in, struct husk_e
   return 0;
 }
 
+/* huskd's own oom_score_adj, which its children inherit (0 if unknown). */
+static int
+own_oom_score_adj (void)
+{
+  cleanup_free char *text = NULL;
+  long long value = 0;
+
+  if (husk_read_file ("/proc/self/oom_score_adj", &text, NULL, NULL) == 0)
+    {
+      text[strcspn (text, "\n")] = '\0';
+      if (husk_parse_int64 (text, -1000, 1000, &value) < 0)
+        value = 0;
+    }
+  return (int) value;
+}
+
 static int
 set_process_flags (json_t *config, const struct cri_spec_input *in, struct husk_error **err)
 {
@@ -330,8 +346,10 @@ set_process_flags (json_t *config, const struct cri_spec_input *in, struct husk_
   json_object_set_new (process, "noNewPrivileges", json_boolean (sc && sc->no_new_privs));
   /* The runtime's rlimits are inherited, as with containerd. */
   json_object_del (process, "rlimits");
-  /* Never lower oom_score_adj (no CAP_SYS_RESOURCE on these nodes). */
-  if (res && res->oom_score_adj > 0)
+  /* Never lower oom_score_adj below what the container inherits from
+   * huskd (no CAP_SYS_RESOURCE on these nodes), and never let it inherit
+   * huskd's own protection (OOMScoreAdjust=-999 in huskd.service). */
+  if (res && res->oom_score_adj > own_oom_score_adj ())
     json_object_set_new (process, "oomScoreAdj", json_integer (res->oom_score_adj));
   return 0;
 }

@@ -123,6 +123,9 @@ void sandboxes_free (struct sandbox **list, size_t n);
 /* The CNI config dir and plugin dirs (NULL: cni.h's defaults); the CNI
  * result cache lives in ROOT/cni-cache. */
 void sandbox_store_set_network (struct sandbox_store *store, const char *conf_dir, const char *bin_dirs);
+/* One line at start: the CNI network pods will get (its file, plugins and
+ * the other configs there it passes over), or a warning that there is none. */
+void sandbox_store_log_network (struct sandbox_store *store);
 
 /* After a crash: rolls back every RunPodSandbox that did not finish (its
  * CNI network, the processes in its network namespace, the pins, the

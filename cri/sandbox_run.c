@@ -4,6 +4,7 @@
  * that Stop and Remove clean up, never an unlisted leak; and it goes only
  * once CNI DEL worked, so the network is never left without a record
  * that leads back to it. */
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -122,6 +123,62 @@ terminated (char **strings, size_t n)
   return list;
 }
 
+/* The config files of DIR other than USED (its basename), one string. */
+static char *
+other_configs (const char *dir, const char *used)
+{
+  cleanup_dir DIR *d = opendir (dir);
+  char *list = xstrdup ("");
+  struct dirent *de;
+
+  while (d && (de = readdir (d)) != NULL)
+    {
+      const char *dot = strrchr (de->d_name, '.');
+      char *longer;
+
+      if (de->d_name[0] == '.' || dot == NULL || strcmp (de->d_name, used) == 0
+          || (strcmp (dot, ".conf") != 0 && strcmp (dot, ".conflist") != 0 && strcmp (dot, ".json") != 0))
+        continue;
+      longer = xasprintf ("%s%s%s", list, *list ? ", " : "", de->d_name);
+      free (list);
+      list = longer;
+    }
+  return list;
+}
+
+void
+sandbox_store_log_network (struct sandbox_store *store)
+{
+  const char *conf_dir = store->cni_conf_dir ? store->cni_conf_dir : CNI_DEFAULT_CONF_DIR;
+  struct cni_network *net = NULL;
+  struct husk_error *err = NULL;
+  cleanup_free char *others = NULL;
+  cleanup_free char *plugins = xstrdup ("");
+
+  if (cni_config_load_dir (conf_dir, &net, &err) < 0)
+    {
+      husk_warn ("%s: pods with a network of their own fail until there is one (`make run` writes a default "
+                 "bridge; see README)",
+                 err->msg);
+      husk_error_free (&err);
+      return;
+    }
+  for (size_t i = 0; i < net->n_plugins; i++)
+    {
+      char *longer = xasprintf ("%s%s%s", plugins, i ? "," : "", net->plugins[i].type);
+      free (plugins);
+      plugins = longer;
+    }
+  {
+    const char *slash = net->path ? strrchr (net->path, '/') : NULL;
+    others = other_configs (conf_dir, slash ? slash + 1 : "");
+  }
+  husk_log (HUSK_LOG_INFO, "CNI network `%s` from %s (plugins %s)%s%s", net->name,
+            net->path ? net->path : conf_dir, plugins,
+            *others ? "; not used (the first file by name wins): " : "", others);
+  cni_network_free (net);
+}
+
 static int
 network_add (struct sandbox_store *store, struct sandbox *sb, struct husk_error **err)
 {
@@ -135,7 +192,8 @@ network_add (struct sandbox_store *store, struct sandbox *sb, struct husk_error 
 
   if (cni_config_load_dir (conf_dir, &net, err) < 0)
     {
-      husk_error_wrap (err, "no CNI network config in %s", conf_dir);
+      /* The error names the dir already ("no CNI network config in DIR"). */
+      husk_error_wrap (err, "pod network");
       (*err)->errnum = ENONET;
       return -1;
     }

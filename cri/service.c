@@ -127,6 +127,29 @@ prime_layer_usage (struct cri_service *svc)
   cri_containers_free (list, n);
 }
 
+/* What an operator looks for after a restart: how much huskd found. */
+static void
+log_recovered (struct cri_service *svc)
+{
+  struct cri_container **containers = NULL;
+  struct sandbox **pods = NULL;
+  struct husk_error *err = NULL;
+  size_t n_pods = 0, n_containers = 0, n_running = 0;
+
+  if (sandbox_list (svc->sandboxes, &pods, &n_pods, &err) < 0
+      || container_list (svc->containers, &containers, &n_containers, &err) < 0)
+    {
+      husk_warn ("count what was recovered: %s", err->msg);
+      husk_error_free (&err);
+    }
+  for (size_t i = 0; i < n_containers; i++)
+    n_running += containers[i]->state == CRI_CONTAINER_RUNNING;
+  husk_log (HUSK_LOG_INFO, "recovered %zu pods, %zu containers (%zu running)", n_pods, n_containers,
+            n_running);
+  sandboxes_free (pods, n_pods);
+  cri_containers_free (containers, n_containers);
+}
+
 static int
 service_start (struct cri_service *svc, const struct huskd_config *cfg, struct husk_error **err)
 {
@@ -145,10 +168,13 @@ service_start (struct cri_service *svc, const struct huskd_config *cfg, struct h
   sandbox_store_set_cgroup_driver (svc->sandboxes, huskd_config_systemd_cgroup (cfg));
   sandbox_store_set_apparmor (svc->sandboxes, &svc->apparmor);
   sandbox_store_recover (svc->sandboxes);
+  sandbox_store_log_network (svc->sandboxes);
   /* Now, not on the first container RPC: after a restart StopPodSandbox
    * must already find the pod's containers. */
   if (cri_containers_init (svc, err) < 0)
     return -1;
+  cri_checkpoint_sweep (svc);
+  log_recovered (svc);
   if (layer_usage_new ((unsigned) cfg->stats_collect_period_s, &svc->layers, err) < 0)
     return -1;
   prime_layer_usage (svc);

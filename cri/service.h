@@ -160,6 +160,9 @@ void cri_pod_status_free (Runtime__V1__PodSandboxStatus *status);
 void cri_update_container_resources (struct rpc_call *call, const void *req, size_t len, void *user);
 /* service_checkpoint.c */
 void cri_checkpoint_container (struct rpc_call *call, const void *req, size_t len, void *user);
+/* At start: the work dirs (and partial archives) of checkpoints a killed
+ * huskd left, removed. */
+void cri_checkpoint_sweep (struct cri_service *svc);
 /* CreateContainer's image is a checkpoint archive (an existing file):
  * its image's name, the restore dir, and the images the monitor restores. */
 bool cri_is_checkpoint_archive (const char *image);

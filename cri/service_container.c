@@ -26,6 +26,7 @@
 #include "cri/container_lost.h"
 #include "cri/container_info.h"
 #include "cri/container_store.h"
+#include "cri/exec_leftovers.h"
 #include "cri/containers.h"
 #include "cri/cri_spec.h"
 #include "cri/events.h"
@@ -62,6 +63,8 @@ cri_containers_init (struct cri_service *svc, struct husk_error **err)
   svc->remove_pod_containers = pod_remove_hook;
   container_store_set_rebuild (svc->containers, rebuild_hook, svc);
   recover_containers (svc);
+  /* Execs a killed huskd left running: their clients are gone. */
+  cri_exec_leftovers_recover (svc->cfg->state);
   return 0;
 }
 
@@ -706,12 +709,15 @@ run_container (struct cri_service *svc, struct cri_container *c, const struct hu
 
   cleanup_free char *restore = cri_restore_images (svc, c->id);
 
-  if (start_monitor (svc, c, rt, err) < 0)
-    return -1;
+  /* A create the runtime refused (a missing command, a bad mount) is a
+   * failed start too, as containerd records it: EXITED, 128, StartError. */
+  int started = start_monitor (svc, c, rt, err);
+
   /* Before: a short-lived container may be gone when start returns. */
   c->started_at = cri_now_ns ();
   /* A restored container runs already: no `start`. */
-  if (restore == NULL && cri_run_runtime (rt, (const char *[]){ "start", c->id, NULL }, err) < 0)
+  if (started < 0
+      || (restore == NULL && cri_run_runtime (rt, (const char *[]){ "start", c->id, NULL }, err) < 0))
     {
       cri_run_runtime (rt, (const char *[]){ "delete", "--force", c->id, NULL }, &ignored);
       husk_error_free (&ignored);
@@ -727,8 +733,8 @@ run_container (struct cri_service *svc, struct cri_container *c, const struct hu
       ret = 0;
     }
   /* CRIU's images are used once the runtime ran (a failed monitor
-   * leaves the container CREATED, and them for RemoveContainer). */
-  if (restore)
+   * leaves them for RemoveContainer). */
+  if (restore && started == 0)
     {
       cleanup_free char *dir = cri_restore_dir (svc, c->id);
       if (husk_rm_rf (dir, &ignored) < 0)
@@ -1142,6 +1148,7 @@ remove_container (struct cri_service *svc, const char *id, struct husk_error **e
       husk_error_free (&ignored);
     }
   remove_crashed_cgroup (svc, c->id);
+  cri_exec_leftovers_remove (svc->cfg->state, c->id);
   bundle = containers_bundle_dir (svc->cfg->root, c->id);
   dir = container_store_dir (svc->containers, c->id);
   if (snapshot_remove_container (svc->cfg->root, c->id, err) < 0 || husk_rm_rf (bundle, err) < 0)

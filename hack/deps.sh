@@ -17,10 +17,11 @@ build=(
 	libarchive-dev libcurl4-openssl-dev libssl-dev
 	libgrpc-dev libprotobuf-c-dev protobuf-c-compiler
 )
-# Pods' networks: the CNI plugins, and iptables for the bridge plugin's
-# masquerade and portmap's rules; apparmor_parser, which loads husk-default
-# on AppArmor hosts (and the test VM's kernel).
-run=(containernetworking-plugins iptables apparmor)
+# Pods' networks: the CNI plugins, iptables for the bridge plugin's
+# masquerade and portmap's rules, iproute2 for `make run`'s default
+# network (hack/default-network.sh reads the routes); apparmor_parser,
+# which loads husk-default on AppArmor hosts (and the test VM's kernel).
+run=(containernetworking-plugins iptables iproute2 apparmor)
 test=(
 	clang-format libcmocka-dev
 	# libFuzzer targets (make fuzz, test_fuzz)

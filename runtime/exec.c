@@ -91,6 +91,7 @@ exec_child (int pidfd, int ns_flags, const struct container_state *state, const 
   if (init_enter_cwd (process, &err) < 0)
     sync_child_fail (sync_fd, err);
   if (init_find_executable (process, &executable, &err) < 0 || security_apply_rlimits (process, &err) < 0
+      || security_raise_oom_score_adj (process, &err) < 0
       || apparmor_exec_profile (process->apparmor_profile, &err) < 0)
     sync_child_fail (sync_fd, err);
   init_cloexec_from (3 + opts->preserve_fds);

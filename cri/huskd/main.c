@@ -336,6 +336,18 @@ block_sigpipe (void)
   pthread_sigmask (SIG_BLOCK, &pipe_signal, NULL);
 }
 
+/* Mounts, namespaces, cgroups and CNI all need root: refused at start
+ * (one line, like a bad config), not Ready and then failing every pod. */
+static int
+check_root (struct husk_error **err)
+{
+  if (geteuid () == 0)
+    return 0;
+  return husk_error_make (
+      err, 0, "must run as root (it mounts, makes namespaces and cgroups, runs CNI plugins); euid is %d",
+      (int) geteuid ());
+}
+
 int
 main (int argc, char **argv)
 {
@@ -357,7 +369,7 @@ main (int argc, char **argv)
           print_config (&cfg);
           ret = 0;
         }
-      else
+      else if (check_root (&err) == 0)
         {
           start_logging (&cfg);
           if (serve (&cfg, &notifier, &err) == 0)

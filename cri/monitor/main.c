@@ -409,6 +409,9 @@ run_monitor (struct monitor_options *opts)
       husk_error_report (&err, "husk-monitor");
       rc = 1;
     }
+  /* A client that does not get the exit code sees an error (cri/attach.h). */
+  if (rc == 0)
+    attach_finish (&monitor->attach, exit_status.exit_code);
   log_file_close (&monitor->log);
   free (monitor->oom_events_path);
   if (opts->monitor_pid_file)

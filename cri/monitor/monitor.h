@@ -75,7 +75,9 @@ int console_socket_receive (int listen_fd, struct husk_error **err);
 /* ------------------------------------------------------------ io.c */
 
 /* Copies the container's output to the log (and stdin_fd to its stdin)
- * until its init exits, then drains what is left; fills EXIT. */
+ * until its init exits, then drains what is left; fills EXIT.  The attach
+ * clients are finished by the caller (attach_finish), once the exit file
+ * is written: a slow one does not hold it back. */
 int monitor_run (struct monitor *monitor, struct monitor_exit *exit, struct husk_error **err);
 
 /* Reaps every exited child; returns true (and the wait status) when one of

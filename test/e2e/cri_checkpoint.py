@@ -77,7 +77,7 @@ def test_refusals(c, s):
        "an existing location: ALREADY_EXISTS, the file untouched", e)
     os.unlink(taken)
     e = rpc_error(lambda: checkpoint(c, cid, "/proc/husk-checkpoint.tar"))
-    ok(e is not None and "location `/proc/husk-checkpoint.tar`: create a work dir beside it" in e.details(),
+    ok(e is not None and "location `/proc/husk-checkpoint.tar`: create the archive beside it" in e.details(),
        "an unwritable location is refused naming it", e)
     ok(not glob.glob("/proc/husk-checkpoint.tar*"), "... nothing is left there")
     ok(running(c, cid), "... and the container still runs")
@@ -172,8 +172,9 @@ def test_create_from_archive(c, s):
     # A fake image: criu refuses it (here or anywhere); the plumbing shows.
     ok(e is not None and "restore" in e.details() and "criu restore failed" in e.details(),
        "StartContainer runs the runtime's restore through the monitor (criu refuses a fake image)", e)
-    ok(st.state == pb.CONTAINER_CREATED and os.path.exists(restore),
-       "... the container stays CREATED with its images, as after a failed create", st)
+    ok(st.state == pb.CONTAINER_EXITED and st.exit_code == 128 and st.reason == "StartError"
+       and "criu restore failed" in st.message and os.path.exists(restore),
+       "... the container is EXITED 128, reason StartError with criu's error, its images kept", st)
     c.remove(cid)
     ok(c.list() == before, "RemoveContainer leaves no record", c.list())
     ok(not os.path.exists(os.path.join(ROOT, "containers", cid)), "... and no container dir",
