@@ -259,9 +259,9 @@ cri_restore_prepare (struct cri_service *svc, const char *id, const char *archiv
 
   if (mkdir (dir, 0700) < 0)
     return husk_error_make (err, errno, "mkdir `%s`", dir);
-  if (checkpoint_extract (archive, dir, err) < 0)
+  if (checkpoint_extract (archive, dir, true, err) < 0)
     return husk_error_wrap (err, "restore from checkpoint archive `%s`", archive);
-  if (access (diff, F_OK) == 0 && checkpoint_extract (diff, rootfs, err) < 0)
+  if (access (diff, F_OK) == 0 && checkpoint_extract (diff, rootfs, false, err) < 0)
     return husk_error_wrap (err, "restore the rootfs diff of `%s`", archive);
   if (access (deleted, F_OK) == 0
       && (husk_read_file (deleted, &text, &len, err) < 0 || checkpoint_apply_deleted (rootfs, text, err) < 0))
