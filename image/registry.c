@@ -19,6 +19,9 @@
 #include "image/registry_internal.h"
 
 #define ERROR_BODY_MAX (64u << 10)
+/* An error body still coming after this long is cut too: an error page
+ * that drips says nothing more either. */
+#define ERROR_BODY_TIME_MS 5000
 #define RETRY_AFTER_MAX_S 10
 
 static const char manifest_accept[] = "Accept: " REGISTRY_MEDIA_OCI_INDEX ", " REGISTRY_MEDIA_OCI_MANIFEST
@@ -109,6 +112,8 @@ struct transfer
   void *progress_user;
   struct husk_error *error; /* set by a callback, or the final failure */
   bool fatal;               /* error is about the content: no other endpoint will fix it */
+  bool body_cut;            /* an error body was cut (ERROR_BODY_MAX or _TIME_MS): its status stands */
+  long long error_body_ms;  /* when the error body began */
   CURL *easy;
   struct curl_slist *headers;
   char errbuf[CURL_ERROR_SIZE];
@@ -581,6 +586,25 @@ file_write (struct transfer *t, long status, const char *data, size_t len)
   return len;
 }
 
+/* An error response's body: the first ERROR_BODY_MAX bytes, for at most
+ * ERROR_BODY_TIME_MS; past either the transfer is aborted (a server that
+ * answers 500 with an endless body would otherwise hold the pull until its
+ * deadline) and the status is what it says. */
+static size_t
+keep_error_body (struct transfer *t, const char *data, size_t len)
+{
+  long long now = registry_now_ms ();
+  size_t room = ERROR_BODY_MAX - t->resp.body.len;
+
+  if (t->error_body_ms == 0)
+    t->error_body_ms = now;
+  membuf_append (&t->resp.body, data, len < room ? len : room);
+  if (len <= room && now - t->error_body_ms <= ERROR_BODY_TIME_MS)
+    return len;
+  t->body_cut = true;
+  return 0;
+}
+
 static size_t
 on_body (char *data, size_t size, size_t nmemb, void *userdata)
 {
@@ -596,8 +620,8 @@ on_body (char *data, size_t size, size_t nmemb, void *userdata)
       husk_error_make (&t->error, 0, "manifest is larger than %u bytes", REGISTRY_MANIFEST_MAX);
       return t->fatal = true, 0;
     }
-  if (!success && t->resp.body.len + len > ERROR_BODY_MAX)
-    return len; /* an error page this long says nothing more */
+  if (!success)
+    return keep_error_body (t, data, len);
   membuf_append (&t->resp.body, data, len);
   return len;
 }
@@ -673,6 +697,8 @@ transfer_start (struct transfer *t, CURLM *multi)
   response_clear (&t->resp);
   t->errbuf[0] = '\0';
   t->file.started = false;
+  t->body_cut = false;
+  t->error_body_ms = 0;
   if (t->authorization == NULL)
     t->authorization = registry_auth_lookup (t->client, ep->base_url, t->scope);
   t->easy = registry_easy_new (t->client, url, ep->insecure, timeout_ms);
@@ -769,7 +795,10 @@ http_error (struct transfer *t, long status)
   cleanup_free char *text
       = registry_error_from_body (t->resp.body.data, t->resp.body.len, fallback ? fallback : generic);
 
-  if (manifest && status == 404 && strcmp (text, "manifest unknown") != 0)
+  if (t->body_cut)
+    husk_error_make (&err, 0, "HTTP status %ld: %s (error body cut: over %u KiB or %u s)", status, text,
+                     ERROR_BODY_MAX >> 10, ERROR_BODY_TIME_MS / 1000);
+  else if (manifest && status == 404 && strcmp (text, "manifest unknown") != 0)
     husk_error_make (&err, 0, "manifest unknown (%s)", text);
   else
     husk_error_make (&err, 0, "%s", text);
@@ -861,6 +890,8 @@ transfer_finish (struct transfer *t, CURLcode code, CURLM *multi)
 {
   struct husk_error *err = steal_pointer (&t->error);
 
+  if (code == CURLE_WRITE_ERROR && t->body_cut)
+    code = CURLE_OK; /* the error body was cut on purpose: the status is the answer */
   if (code != CURLE_OK && err == NULL)
     registry_transport_error (t->easy, code, t->errbuf, &err);
   if (code == CURLE_OK)
