@@ -237,7 +237,7 @@ def test_hostile_archives(c, s):
             cid = c.create(s["pod"], cri_client.container_config(f"evil-{kind}", path, ["true"]), s["pod_config"])
         except grpc.RpcError as e:
             ok(False, f"CreateContainer from an archive whose deleted.files climbs an {kind} symlink", e)
-        ok(os.path.exists(victim), f"deleted.files `evil/victim` through a {kind} symlink to a host dir: "
+        ok(os.path.exists(victim), f"deleted.files `evil/victim` through the {kind} symlink to a host dir: "
            "the host file survives")
         if cid:
             merged = os.path.join(ROOT, "containers", cid, "merged")
