@@ -287,3 +287,90 @@ husk_open_parent_in_root (int root_fd, const char *path, bool create, char **nam
   *name = xasprintf ("%.*s", (int) (len - name_start), path + name_start);
   return fd;
 }
+
+/* ---- beneath a directory, no symlinks ------------------------------------ */
+
+/* The components of REL one by one from DIR_FD, none a symlink or `..`;
+ * the last opened with FLAGS and MODE. */
+static int
+open_beneath_walk (int dir_fd, const char *rel, int flags, mode_t mode)
+{
+  cleanup_close int cur = openat (dir_fd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+  const char *p = rel;
+
+  while (cur >= 0)
+    {
+      size_t n;
+      p += strspn (p, "/");
+      n = strcspn (p, "/");
+      cleanup_free char *name = xasprintf ("%.*s", (int) n, p);
+      bool last = p[n + strspn (p + n, "/")] == '\0';
+      int next;
+
+      if (strcmp (name, "..") == 0)
+        {
+          errno = EXDEV;
+          return -1;
+        }
+      if (last)
+        return openat (cur, n ? name : ".", flags | O_NOFOLLOW | O_CLOEXEC, mode);
+      next = openat (cur, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      if (next < 0)
+        return -1;
+      close (cur);
+      cur = next;
+      p += n;
+    }
+  return -1;
+}
+
+int
+husk_open_beneath (int dir_fd, const char *rel, int flags, mode_t mode)
+{
+  struct open_how how = {
+    .flags = (uint64_t) (flags | O_CLOEXEC),
+    .mode = (flags & O_CREAT) ? mode : 0,
+    .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+  };
+  long fd;
+
+  for (int attempt = 0; attempt < 32; attempt++)
+    {
+      fd = syscall (SYS_openat2, dir_fd, *rel ? rel : ".", &how, sizeof how);
+      if (fd >= 0 || (errno != EAGAIN && errno != EINTR))
+        break;
+    }
+  if (fd < 0 && (errno == ENOSYS || errno == EPERM))
+    return open_beneath_walk (dir_fd, rel, flags, mode);
+  return (int) fd;
+}
+
+int
+husk_mkdir_beneath (int dir_fd, const char *rel, mode_t mode, struct husk_error **err)
+{
+  cleanup_close int cur = openat (dir_fd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+  const char *p = rel;
+
+  if (cur < 0)
+    return husk_error_make (err, errno, "open the directory of `%s`", rel);
+  while (*(p += strspn (p, "/")) != '\0')
+    {
+      size_t n = strcspn (p, "/");
+      cleanup_free char *name = xasprintf ("%.*s", (int) n, p);
+      int shown = (int) (p + n - rel), next;
+
+      if (strcmp (name, "..") == 0)
+        return husk_error_kind (err, EINVAL, "`%s`: `..` would leave its directory", rel);
+      if (mkdirat (cur, name, mode) < 0 && errno != EEXIST)
+        return husk_error_make (err, errno, "create directory `%.*s`", shown, rel);
+      next = openat (cur, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      if (next < 0 && (errno == ENOTDIR || errno == ELOOP))
+        return husk_error_kind (err, ELOOP, "`%.*s`: a symlink or not a directory: refused", shown, rel);
+      if (next < 0)
+        return husk_error_make (err, errno, "open directory `%.*s`", shown, rel);
+      close (cur);
+      cur = next;
+      p += n;
+    }
+  return 0;
+}

@@ -4,6 +4,7 @@
  * kubelet asked for in CRI-O's layout (cri/checkpoint_archive.h).  The
  * container keeps running; a failure leaves no archive and no work dir. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,6 +78,28 @@ copy_file (const char *from, const char *dir, const char *name, struct husk_erro
   }
 }
 
+/* The container's log into DIR: never through a symlink put in its place
+ * (the archive would carry the host file it points to). */
+static int
+copy_log (const char *log_path, const char *dir, struct husk_error **err)
+{
+  cleanup_close int fd = open (log_path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  cleanup_free char *text = NULL, *path = NULL;
+  struct stat st;
+  size_t len = 0;
+
+  if (fd < 0 && errno == ELOOP)
+    return husk_error_kind (err, EINVAL, "container log `%s`: a symlink: refused", log_path);
+  if (fd < 0 || fstat (fd, &st) < 0)
+    return husk_error_make (err, errno, "container log `%s`", log_path);
+  if (!S_ISREG (st.st_mode))
+    return husk_error_kind (err, EINVAL, "container log `%s`: not a regular file", log_path);
+  if (husk_read_fd (fd, &text, &len, log_path, err) < 0)
+    return -1;
+  path = xasprintf ("%s/%s", dir, CHECKPOINT_CONTAINER_LOG);
+  return husk_write_file_atomic (path, text, len, 0600, err);
+}
+
 static int
 dump_metadata (struct checkpoint_job *job, struct husk_error **err)
 {
@@ -108,7 +131,7 @@ dump_metadata (struct checkpoint_job *job, struct husk_error **err)
     return -1;
   /* The log is what kubectl logs showed; a container without one has none. */
   if (cri_nonempty (c->log_path) && access (c->log_path, R_OK) == 0)
-    return copy_file (c->log_path, job->work, CHECKPOINT_CONTAINER_LOG, err);
+    return copy_log (c->log_path, job->work, err);
   return 0;
 }
 

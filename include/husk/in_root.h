@@ -5,6 +5,7 @@
 #define HUSK_IN_ROOT_H
 
 #include <stdbool.h>
+#include <sys/types.h>
 
 #include "husk/error.h"
 
@@ -22,5 +23,15 @@ int husk_open_in_root_walk (int root_fd, const char *path, int flags);
  * component. */
 int husk_open_parent_in_root (int root_fd, const char *path, bool create, char **name,
                               struct husk_error **err);
+
+/* openat(DIR_FD, REL, FLAGS, MODE) with no component of REL a symlink
+ * (the last one included) and none leaving DIR_FD (`..`, an absolute
+ * path): openat2 RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS, or the same walk
+ * in user space.  Returns an fd, or -1 with errno (ELOOP for a symlink,
+ * EXDEV for a way out). */
+int husk_open_beneath (int dir_fd, const char *rel, int flags, mode_t mode);
+/* mkdir -p REL (MODE) inside DIR_FD, one component at a time, refusing
+ * (ELOOP) one that is a symlink and any `..`. */
+int husk_mkdir_beneath (int dir_fd, const char *rel, mode_t mode, struct husk_error **err);
 
 #endif
