@@ -290,10 +290,8 @@ husk_open_parent_in_root (int root_fd, const char *path, bool create, char **nam
 
 /* ---- beneath a directory, no symlinks ------------------------------------ */
 
-/* The components of REL one by one from DIR_FD, none a symlink or `..`;
- * the last opened with FLAGS and MODE. */
-static int
-open_beneath_walk (int dir_fd, const char *rel, int flags, mode_t mode)
+int
+husk_open_beneath_walk (int dir_fd, const char *rel, int flags, mode_t mode)
 {
   cleanup_close int cur = openat (dir_fd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
   const char *p = rel;
@@ -341,7 +339,7 @@ husk_open_beneath (int dir_fd, const char *rel, int flags, mode_t mode)
         break;
     }
   if (fd < 0 && (errno == ENOSYS || errno == EPERM))
-    return open_beneath_walk (dir_fd, rel, flags, mode);
+    return husk_open_beneath_walk (dir_fd, rel, flags, mode);
   return (int) fd;
 }
 

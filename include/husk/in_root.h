@@ -30,6 +30,9 @@ int husk_open_parent_in_root (int root_fd, const char *path, bool create, char *
  * in user space.  Returns an fd, or -1 with errno (ELOOP for a symlink,
  * EXDEV for a way out). */
 int husk_open_beneath (int dir_fd, const char *rel, int flags, mode_t mode);
+/* The same, component by component with O_NOFOLLOW (kernels without
+ * openat2).  Exposed for the unit tests. */
+int husk_open_beneath_walk (int dir_fd, const char *rel, int flags, mode_t mode);
 /* mkdir -p REL (MODE) inside DIR_FD, one component at a time, refusing
  * (ELOOP) one that is a symlink and any `..`. */
 int husk_mkdir_beneath (int dir_fd, const char *rel, mode_t mode, struct husk_error **err);
