@@ -33,7 +33,7 @@ open_beneath_dir (const char *dir, const char *path, struct husk_error **err)
     return husk_error_make (err, 0, "log file `%s`: not under the log dir `%s`", path, dir);
   dir_fd = open (dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (dir_fd < 0)
-    return husk_error_make (err, errno, "open log dir `%s`", dir);
+    return husk_error_make (err, errno, "open log file `%s`", path);
   fd = husk_open_beneath (dir_fd, path + dir_len + 1, O_WRONLY | O_APPEND | O_CREAT | O_NOCTTY, 0640);
   if (fd < 0 && (errno == ELOOP || errno == EXDEV))
     return husk_error_make (err, 0, "open log file `%s`: a symlink under the log dir `%s`: refused", path,
