@@ -299,19 +299,20 @@ safe_relative (const char *rel)
 
 /* The outer archive may hold only regular files and directories: a
  * symlink (or hard link) named rootfs-diff.tar or deleted.files would make
- * the restore read a host file as the container's. */
+ * the restore read a host file as the container's.  (The caller names the
+ * archive.) */
 static int
-check_top_level_member (const char *path, struct archive_entry *entry, struct husk_error **err)
+check_top_level_member (struct archive_entry *entry, struct husk_error **err)
 {
   mode_t type = archive_entry_filetype (entry);
 
   if (archive_entry_hardlink (entry) != NULL)
     return husk_error_kind (err, EINVAL,
-                            "`%s`: member `%s`: a hard link; only regular files and directories may be", path,
+                            "member `%s`: a hard link; only regular files and directories may be",
                             archive_entry_pathname (entry));
   if (type != AE_IFREG && type != AE_IFDIR)
-    return husk_error_kind (err, EINVAL, "`%s`: member `%s`: a %s; only regular files and directories may be",
-                            path, archive_entry_pathname (entry),
+    return husk_error_kind (err, EINVAL, "member `%s`: a %s; only regular files and directories may be",
+                            archive_entry_pathname (entry),
                             type == AE_IFLNK    ? "symlink"
                             : type == AE_IFCHR  ? "character device"
                             : type == AE_IFBLK  ? "block device"
@@ -337,8 +338,12 @@ extract_entry (struct archive *a, struct archive *disk, struct archive_entry *en
       cleanup_free char *link = xasprintf ("%s/%s", dest, archive_entry_hardlink (entry));
       archive_entry_set_hardlink (entry, link);
     }
+  /* libarchive's own refusals (through a symlink, `..`) carry no errno:
+   * then the archive is what is wrong. */
   if (archive_write_header (disk, entry) < ARCHIVE_WARN)
-    return husk_error_make (err, 0, "extract `%s`: %s", target, archive_error_string (disk));
+    return archive_errno (disk) > 0
+               ? husk_error_make (err, archive_errno (disk), "extract `%s`", target)
+               : husk_error_kind (err, EINVAL, "extract `%s`: %s", target, archive_error_string (disk));
   while ((r = archive_read_data_block (a, &buf, &size, &offset)) == ARCHIVE_OK)
     if (archive_write_data_block (disk, buf, size, offset) < ARCHIVE_WARN)
       return husk_error_make (err, 0, "extract `%s`: %s", target, archive_error_string (disk));
@@ -378,7 +383,7 @@ checkpoint_extract (const char *path, const char *dest, bool top_level, struct h
           || (archive_entry_hardlink (entry) && !safe_relative (archive_entry_hardlink (entry))))
         ret = husk_error_kind (err, EINVAL, "`%s`: entry `%s`: an absolute path or `..`", path,
                                archive_entry_pathname (entry));
-      else if (top_level && check_top_level_member (path, entry, err) < 0)
+      else if (top_level && check_top_level_member (entry, err) < 0)
         ret = -1;
       else
         ret = extract_entry (a, disk, entry, path, dest, err);

@@ -56,6 +56,8 @@ def refused(c, s, name, log_path, needle, what, at_start=False):
         e = err
     if cid:
         c.remove(cid)
+    if e is not None:
+        print(f"# {what}: {e.code().name}: {e.details()}")
     ok(e is not None and needle in e.details(), f"{what}: {'StartContainer' if at_start else 'CreateContainer'} "
        "refused naming it", e)
     ok(c.list() == before and container_dirs() == dirs, f"... {what}: no container and no dir left",
