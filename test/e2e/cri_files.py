@@ -18,9 +18,9 @@ import grpc
 
 HUSKD, REGISTRY, WORK = sys.argv[1], sys.argv[2], sys.argv[3]
 sys.path.insert(0, os.path.join(WORK, "gen"))
-import api_pb2 as pb  # noqa: E402
+import api_pb2 as pb  # noqa: E402,F401
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tap import exit_status, ok, rpc_error  # noqa: E402
+from tap import exit_status, ok  # noqa: E402
 import cri_client  # noqa: E402
 from cri_client import Client  # noqa: E402
 
