@@ -414,6 +414,15 @@ keep_header (char **slot, char *value)
   *slot = joined;
 }
 
+static long
+response_status (const struct transfer *t)
+{
+  long status = 0;
+
+  curl_easy_getinfo (t->easy, CURLINFO_RESPONSE_CODE, &status);
+  return status;
+}
+
 static size_t
 on_header (char *line, size_t size, size_t nitems, void *userdata)
 {
@@ -441,7 +450,14 @@ on_header (char *line, size_t size, size_t nitems, void *userdata)
       return len;
     }
   if (colon == NULL)
-    return len;
+    {
+      /* The end of an error's headers: its body's clock starts, whether
+       * or not a byte of it ever comes. */
+      long status = len <= 2 ? response_status (t) : 0;
+      if (status >= 400 && t->error_body_ms == 0)
+        t->error_body_ms = registry_now_ms ();
+      return len;
+    }
   for (size_t i = 0; i < sizeof wanted / sizeof wanted[0]; i++)
     if ((size_t) (colon - line) == strlen (wanted[i].name)
         && strncasecmp (line, wanted[i].name, colon - line) == 0)
@@ -455,15 +471,6 @@ on_header (char *line, size_t size, size_t nitems, void *userdata)
   if ((size_t) (colon - line) == 11 && strncasecmp (line, "retry-after", 11) == 0)
     t->resp.retry_after_s = strtol (colon + 1, NULL, 10);
   return len;
-}
-
-static long
-response_status (const struct transfer *t)
-{
-  long status = 0;
-
-  curl_easy_getinfo (t->easy, CURLINFO_RESPONSE_CODE, &status);
-  return status;
 }
 
 /* --- blob files -------------------------------------------------------- */
@@ -972,6 +979,32 @@ poll_timeout_ms (struct transfer **ts, size_t n)
   return timeout < 0 ? 0 : (int) timeout;
 }
 
+/* Error bodies still coming ERROR_BODY_TIME_MS after their headers (a
+ * server that sends a status and then drips, or nothing): cut, and the
+ * status is the answer.  Returns how many were cut. */
+static size_t
+cut_slow_error_bodies (struct transfer **ts, size_t n, CURLM *multi, size_t *running)
+{
+  long long now = registry_now_ms ();
+  size_t cut = 0;
+
+  for (size_t i = 0; i < n; i++)
+    {
+      struct transfer *t = ts[i];
+      long status;
+      if (t->state != TRANSFER_RUNNING || t->error_body_ms == 0
+          || now - t->error_body_ms <= ERROR_BODY_TIME_MS)
+        continue;
+      t->body_cut = true;
+      status = response_status (t);
+      transfer_release_easy (t, multi);
+      (*running)--;
+      transfer_finish_http (t, status);
+      cut++;
+    }
+  return cut;
+}
+
 static size_t
 collect_finished (CURLM *multi, size_t *running)
 {
@@ -1031,7 +1064,7 @@ run_transfers (struct transfer **ts, size_t n, unsigned parallel, struct husk_er
         break;
       running = start_ready (ts, n, running, parallel, multi);
       curl_multi_perform (multi, &still_running);
-      if (collect_finished (multi, &running) > 0)
+      if (collect_finished (multi, &running) > 0 || cut_slow_error_bodies (ts, n, multi, &running) > 0)
         continue;
       curl_multi_poll (multi, NULL, 0, poll_timeout_ms (ts, n), NULL);
     }

@@ -28,6 +28,8 @@ chosen by the repository name:
                    body never ends (sent as fast as the client reads)
   drip             the manifest is a 404 whose error body comes one byte
                    every 0.5 s, never ending
+  silent           the manifest is a 404 and the blob a 500 whose body
+                   never comes (headers, then nothing for 120 s)
 
 GET /stats returns {"PATH": count, "range PATH": count} of the requests
 seen so far (the second counts those with a Range header).
@@ -128,6 +130,14 @@ class Handler(BaseHTTPRequestHandler):
             return self.send(503, error_doc("UNAVAILABLE", "try again later"), {"Content-Type": "application/json"})
         if repo in ("endless", "drip"):
             return self.endless_error(404 if kind == "manifests" else 500, repo == "drip")
+        if repo == "silent":
+            self.send_response(404 if kind == "manifests" else 500)
+            self.send_header("Content-Type", "text/html")
+            self.end_headers()
+            self.wfile.flush()
+            time.sleep(120)
+            self.close_connection = True
+            return
         if repo == "ratelimit" and seen == 1:
             return self.send(429, error_doc("TOOMANYREQUESTS", "slow down"), {"Retry-After": "0"})
         if kind == "blobs":

@@ -1370,8 +1370,9 @@ test_fake_trickle (void **state)
   close (fd);
 }
 
-/* A registry that answers an error with a body that never ends (fast, or
- * one byte every 0.5 s): the pull fails on the status, quoting it, rather
+/* A registry that answers an error with a body that never ends (fast, one
+ * byte every 0.5 s, or none at all after the headers): the pull fails on
+ * the status, quoting it, rather
  * than reading until the request deadline (a manifest) or forever (a
  * blob, which has none).  The client here gives up at 30 s: before the
  * cut, that deadline was the error. */
@@ -1392,6 +1393,8 @@ test_fake_endless_error_body (void **state)
     { "endless", false, "HTTP status 404: manifest unknown (error body cut: over 64 KiB or 5 s)" },
     { "endless", true, "HTTP status 500: HTTP status 500 (error body cut: over 64 KiB or 5 s)" },
     { "drip", false, "HTTP status 404: manifest unknown (error body cut: over 64 KiB or 5 s)" },
+    { "silent", false, "HTTP status 404: manifest unknown (error body cut: over 64 KiB or 5 s)" },
+    { "silent", true, "HTTP status 500: HTTP status 500 (error body cut: over 64 KiB or 5 s)" },
   };
 
   registry_options_init (&opts);
