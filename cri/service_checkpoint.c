@@ -91,6 +91,28 @@ copy_file (const char *from, const char *dir, const char *name, struct husk_erro
   }
 }
 
+/* The container's log into DIR: never through a symlink put in its place
+ * (the archive would carry the host file it points to). */
+static int
+copy_log (const char *log_path, const char *dir, struct husk_error **err)
+{
+  cleanup_close int fd = open (log_path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  cleanup_free char *text = NULL, *path = NULL;
+  struct stat st;
+  size_t len = 0;
+
+  if (fd < 0 && errno == ELOOP)
+    return husk_error_kind (err, EINVAL, "container log `%s`: a symlink: refused", log_path);
+  if (fd < 0 || fstat (fd, &st) < 0)
+    return husk_error_make (err, errno, "container log `%s`", log_path);
+  if (!S_ISREG (st.st_mode))
+    return husk_error_kind (err, EINVAL, "container log `%s`: not a regular file", log_path);
+  if (husk_read_fd (fd, &text, &len, log_path, err) < 0)
+    return -1;
+  path = xasprintf ("%s/%s", dir, CHECKPOINT_CONTAINER_LOG);
+  return husk_write_file_atomic (path, text, len, 0600, err);
+}
+
 static int
 dump_metadata (struct checkpoint_job *job, struct husk_error **err)
 {
@@ -122,7 +144,7 @@ dump_metadata (struct checkpoint_job *job, struct husk_error **err)
     return -1;
   /* The log is what kubectl logs showed; a container without one has none. */
   if (cri_nonempty (c->log_path) && access (c->log_path, R_OK) == 0)
-    return copy_file (c->log_path, job->work, CHECKPOINT_CONTAINER_LOG, err);
+    return copy_log (c->log_path, job->work, err);
   return 0;
 }
 
@@ -343,9 +365,9 @@ cri_restore_prepare (struct cri_service *svc, const char *id, const char *archiv
 
   if (mkdir (dir, 0700) < 0)
     return husk_error_make (err, errno, "mkdir `%s`", dir);
-  if (checkpoint_extract (archive, dir, err) < 0)
+  if (checkpoint_extract (archive, dir, true, err) < 0)
     return husk_error_wrap (err, "restore from checkpoint archive `%s`", archive);
-  if (access (diff, F_OK) == 0 && checkpoint_extract (diff, rootfs, err) < 0)
+  if (access (diff, F_OK) == 0 && checkpoint_extract (diff, rootfs, false, err) < 0)
     return husk_error_wrap (err, "restore the rootfs diff of `%s`", archive);
   if (access (deleted, F_OK) == 0
       && (husk_read_file (deleted, &text, &len, err) < 0 || checkpoint_apply_deleted (rootfs, text, err) < 0))

@@ -34,6 +34,7 @@
 #include "cri/sandbox.h"
 #include "cri/service.h"
 #include "husk/cleanup.h"
+#include "husk/in_root.h"
 #include "husk/util.h"
 #include "image/images.h"
 #include "image/snapshot.h"
@@ -632,6 +633,50 @@ parse_monitor_report (const char *line, struct cri_container *c, struct husk_err
   return ret;
 }
 
+/* The pod's log dir that C's log_path lies in (log_directory), or NULL
+ * when the log is huskd's own. */
+static char *
+pod_log_dir_of (const struct cri_container *c)
+{
+  const char *rel = c->config ? c->config->log_path : NULL;
+  size_t len, rel_len;
+
+  if (!cri_nonempty (c->log_path) || !cri_nonempty (rel))
+    return NULL;
+  len = strlen (c->log_path);
+  rel_len = strlen (rel);
+  if (rel_len + 1 >= len || strcmp (c->log_path + len - rel_len, rel) != 0
+      || c->log_path[len - rel_len - 1] != '/')
+    return NULL;
+  return xasprintf ("%.*s", (int) (len - rel_len - 1), c->log_path);
+}
+
+/* The directories a log file needs: below the pod's log dir POD_DIR, those
+ * of REL created one by one with none a symlink (a link planted there
+ * would have huskd make directories anywhere on the host); without one,
+ * LOG_PATH's parent. */
+static int
+make_log_dirs (const char *pod_dir, const char *rel, char *log_path, struct husk_error **err)
+{
+  cleanup_close int dir_fd = -1;
+  cleanup_free char *rel_dir = NULL;
+  const char *slash;
+
+  if (pod_dir == NULL)
+    return husk_mkdir_p (dirname (log_path), 0755, err);
+  if (husk_mkdir_p (pod_dir, 0755, err) < 0)
+    return -1;
+  if ((slash = strrchr (rel, '/')) == NULL)
+    return 0;
+  dir_fd = open (pod_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd < 0)
+    return husk_error_make (err, errno, "open log dir `%s`", pod_dir);
+  rel_dir = xasprintf ("%.*s", (int) (slash - rel), rel);
+  if (husk_mkdir_beneath (dir_fd, rel_dir, 0755, err) < 0)
+    return husk_error_wrap (err, "config.log_path `%s` in log dir `%s`", rel, pod_dir);
+  return 0;
+}
+
 static int
 start_monitor (struct cri_service *svc, struct cri_container *c, const struct huskd_runtime *rt,
                struct husk_error **err)
@@ -643,6 +688,7 @@ start_monitor (struct cri_service *svc, struct cri_container *c, const struct hu
   cleanup_free char *monitor_log = xasprintf ("%s/monitor.log", dir);
   const char *log_path = cri_nonempty (c->log_path) ? c->log_path : internal_log;
   cleanup_free char *log_dir = xstrdup (log_path);
+  cleanup_free char *pod_log_dir = pod_log_dir_of (c);
   /* STATE/exits/<id>.attach: CRI Attach connects there (cri/attach.h). */
   cleanup_free char *attach_socket = cri_attach_socket_path (svc->cfg->state, c->id);
   const char *argv[] = { monitor,
@@ -666,6 +712,8 @@ start_monitor (struct cri_service *svc, struct cri_container *c, const struct hu
                          NULL, /* --stdin */
                          NULL, /* --restore */
                          NULL, /* its dir */
+                         NULL, /* --log-dir */
+                         NULL, /* the pod's log dir */
                          NULL };
   size_t n_argv = 17;
   cleanup_free char *restore = cri_restore_images (svc, c->id);
@@ -686,7 +734,12 @@ start_monitor (struct cri_service *svc, struct cri_container *c, const struct hu
       argv[n_argv++] = restore;
     }
 
-  if (husk_mkdir_p (dirname (log_dir), 0755, err) < 0)
+  if (pod_log_dir)
+    {
+      argv[n_argv++] = "--log-dir";
+      argv[n_argv++] = pod_log_dir;
+    }
+  if (make_log_dirs (pod_log_dir, c->config ? c->config->log_path : NULL, log_dir, err) < 0)
     return -1;
   if (cri_child_run (&run, err) < 0)
     return -1;

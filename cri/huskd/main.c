@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cri/config.h"
@@ -168,13 +169,34 @@ config_path (const struct huskd_args *args)
  * for the other's unfinished work: the first holds an flock on
  * DIR/huskd.lock for its whole life (close-on-exec, so no monitor or
  * plugin keeps it) and a second one stops at start. */
+/* DIR made by hand (0755, 0777) keeps its mode through mkdir -p: it is
+ * tightened to what huskd creates, group and others passing through
+ * (0711), never listing or writing.  Tightened rather than refused: the
+ * mode huskd wants is known and nothing else needs the wider one. */
+static int
+tighten_dir (const char *dir, const char *what, struct husk_error **err)
+{
+  struct stat st;
+
+  if (stat (dir, &st) < 0)
+    return husk_error_make (err, errno, "%s %s: stat", what, dir);
+  if ((st.st_mode & 066) == 0)
+    return 0;
+  if (chmod (dir, st.st_mode & 07711) < 0)
+    return husk_error_make (err, errno, "%s %s: tighten mode %04o to %04o", what, dir,
+                            (unsigned) (st.st_mode & 07777), (unsigned) (st.st_mode & 07711));
+  husk_warn ("%s %s was mode %04o, readable or writable by group or others: tightened to %04o", what, dir,
+             (unsigned) (st.st_mode & 07777), (unsigned) (st.st_mode & 07711));
+  return 0;
+}
+
 static int
 lock_dir (const char *dir, const char *what, struct husk_error **err)
 {
   char *path;
   int fd;
 
-  if (husk_mkdir_p (dir, 0711, err) < 0)
+  if (husk_mkdir_p (dir, 0711, err) < 0 || tighten_dir (dir, what, err) < 0)
     return -1;
   path = xasprintf ("%s/huskd.lock", dir);
   fd = open (path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);

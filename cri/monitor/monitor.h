@@ -20,6 +20,7 @@ struct monitor_options
   const char *runtime;      /* a runc-compatible binary; default husk next to us */
   const char *runtime_root; /* its --root */
   const char *log_path;
+  const char *log_dir; /* the pod's log dir: LOG_PATH is opened beneath it, no symlinks */
   const char *exit_dir;
   const char *pid_file;         /* the container's, passed to create; default a private one */
   const char *monitor_pid_file; /* our own, for huskd to signal us after a restart */

@@ -234,6 +234,66 @@ def test_spec_change(c, s):
        (r, env))
 
 
+def test_node_mode_owner(c, s):
+    """A node without fileMode/uid/gid (a /dev/kmsg-like 0644 root node)
+    for a container running as uid 1000: as on the host, never 0666 nor
+    owned by the container user."""
+    node = os.path.join(FAKEDEV, "kmsg")
+    if not os.path.exists(node):
+        os.mknod(node, 0o644 | stat.S_IFCHR, os.makedev(1, 11))
+    os.chmod(node, 0o644)
+    os.chown(node, 0, 0)
+    spec = {"cdiVersion": "0.6.0", "kind": "example.com/kmsg",
+            "devices": [{"name": "k", "containerEdits": {"deviceNodes": [{"path": "/dev/kmsg", "hostPath": node}]}}]}
+    with open(os.path.join(ETC, "kmsg.json"), "w") as f:
+        json.dump(spec, f)
+    cfg = config("kmsg", CDI_devices=[pb.CDIDevice(name="example.com/kmsg=k")],
+                 linux=pb.LinuxContainerConfig(security_context=pb.LinuxContainerSecurityContext(
+                     run_as_user=pb.Int64Value(value=1000))))
+    cid = c.create(s["pod"], cfg, s["pod_config"])
+    c.start(cid)
+    s["ids"].append(cid)
+    r = sh(c, cid, "id -u; stat -c '%a %u:%g %t:%T' /dev/kmsg; echo x >/dev/kmsg && echo wrote")
+    ok(r[1].splitlines()[:2] == ["1000", "644 0:0 1:b"] and "wrote" not in r[1],
+       "a node without fileMode/uid/gid (host 0644 root) is 0644 root in a uid-1000 container, not writable", r)
+
+
+def test_untrusted_specs(c, s):
+    """Spec files anyone but root may write (owned by nobody, mode 0666)
+    are not loaded: their devices do not resolve and huskd's log warns
+    naming each file; a root 0644 spec beside them still works."""
+    evil = {"cdiVersion": "0.6.0", "kind": "example.com/evil",
+            "containerEdits": {"mounts": [{"hostPath": "/etc", "containerPath": "/host-etc",
+                                           "options": ["ro", "bind"]}]},
+            "devices": [{"name": "nobody", "containerEdits": {"env": ["EVIL=1"]}},
+                        {"name": "loose", "containerEdits": {"env": ["EVIL=2"]}}]}
+    files = {}
+    for name in ("nobody", "loose"):
+        one = dict(evil, kind=f"example.com/evil-{name}")
+        files[name] = os.path.join(ETC, f"evil-{name}.json")
+        with open(files[name], "w") as f:
+            json.dump(one, f)
+    os.chown(files["nobody"], 65534, 65534)
+    os.chmod(files["loose"], 0o666)
+    try:
+        for name in ("nobody", "loose"):
+            check_refused(c, s, f"evil-{name}", config(f"evil-{name}", CDI_devices=[
+                pb.CDIDevice(name=f"example.com/evil-{name}={name}")]), f"example.com/evil-{name}={name}",
+                f"a device of a spec {'owned by nobody' if name == 'nobody' else 'of mode 0666'}")
+        with open(os.path.join(WORK, "huskd.log")) as f:
+            log = f.read()
+        ok(f"CDI spec {files['nobody']}: owned by uid 65534, not root: refused" in log
+           and f"CDI spec {files['loose']}: writable by group or others (mode 0666): refused" in log,
+           "huskd's log warns naming each refused spec file", log[-2000:])
+        cid = c.create(s["pod"], config("trusted", CDI_devices=[pb.CDIDevice(name="example.com/gpu=0")]),
+                       s["pod_config"])
+        s["ids"].append(cid)
+        ok(len(cid) == 64, "a root 0644 spec beside them still resolves (example.com/gpu=0)")
+    finally:
+        for path in files.values():
+            os.unlink(path)
+
+
 def nv_config(name, value=None, **kw):
     if value is not None:
         kw["envs"] = [pb.KeyValue(key="NVIDIA_VISIBLE_DEVICES", value=value)]
@@ -435,7 +495,7 @@ def main():
         ok(len(s["pod"]) == 64, "pull busybox and run a pod")
         for test in (test_cdi_devices_field, test_annotations, test_device_dir, test_refused, test_spec_change,
                      test_nvidia_visible_devices, test_verbose_status, test_bad_config, test_off_and_numa,
-                     test_image_too):
+                     test_image_too, test_node_mode_owner, test_untrusted_specs):
             try:
                 test(c, s)
             except Exception as e:  # a crash of one test is one failure
