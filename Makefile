@@ -51,7 +51,7 @@ PROTO_O := $(if $(PROTO),$(BUILD)/gen/cri/proto/api.pb-c.o)
 # cri/rpc/ and cri/cni/ know nothing of CRI (hack/check-layers.sh keeps it
 # so): they are built without the generated messages.
 CRI_LIB_SRCS := $(wildcard cri/rpc/*.c cri/cni/*.c)
-CRI_SRCS := $(wildcard cri/*.c cri/cdi/*.c cri/streaming/*.c)
+CRI_SRCS := $(wildcard $(addsuffix /*.c,cri/config cri/spec cri/pod cri/container cri/stats cri/server cri/cdi cri/streaming))
 HUSKD_SRCS := $(wildcard cri/huskd/*.c)
 HUSK_SRCS := $(wildcard runtime/cli/*.c)
 HOOK_PLUGIN_SRCS := $(wildcard cri/cli/cdi_hook_cli.c cri/cli/hook_plugin_main.c)
@@ -182,7 +182,7 @@ $(BUILD)/test/unit/test_monitor_log: $(BUILD)/test/unit/test_monitor_log.o \
 
 # The attach socket's both ends: the monitor's objects and huskd's client.
 $(BUILD)/test/unit/test_monitor_attach: $(BUILD)/test/unit/test_monitor_attach.o \
-		$(call objs,cri/monitor/attach.c cri/attach.c) $(COMMON_LIB)
+		$(call objs,cri/monitor/attach.c cri/container/attach.c) $(COMMON_LIB)
 	@echo "  LD      $@"
 	@$(CC) $(LDFLAGS) -o $@ $^ -lcmocka
 

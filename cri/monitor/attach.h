@@ -9,7 +9,7 @@
 #include <sys/types.h>
 
 #include "husk/error.h"
-#include "cri/attach.h"
+#include "cri/container/attach.h"
 
 struct attach_server
 {

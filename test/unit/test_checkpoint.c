@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "cri/checkpoint_archive.h"
+#include "cri/container/checkpoint_archive.h"
 #include "husk/cleanup.h"
 #include "husk/util.h"
 #include "runtime/criu.h"

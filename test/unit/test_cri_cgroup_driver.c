@@ -14,8 +14,8 @@
 
 #include <cmocka.h>
 
-#include "cri/config.h"
-#include "cri/sandbox.h"
+#include "cri/config/config.h"
+#include "cri/pod/sandbox.h"
 #include "husk/cleanup.h"
 #include "husk/util.h"
 #include "runtime/cgroup.h"

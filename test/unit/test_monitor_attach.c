@@ -20,7 +20,7 @@
 #include "husk/cleanup.h"
 #include "husk/unix_socket.h"
 #include "husk/util.h"
-#include "cri/attach.h"
+#include "cri/container/attach.h"
 #include "cri/monitor/attach.h"
 
 static void

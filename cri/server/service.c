@@ -1,0 +1,315 @@
+/* The method table of huskd and what its handlers share. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cri/cdi/cdi.h"
+#include "cri/container/container_store.h"
+#include "cri/stats/layer_usage.h"
+#include "cri/pod/sandbox.h"
+#include "cri/server/service.h"
+#include "husk/cleanup.h"
+#include "husk/util.h"
+#include "image/images.h"
+
+#define RUNTIME_SVC "/runtime.v1.RuntimeService/"
+#define IMAGE_SVC "/runtime.v1.ImageService/"
+
+#define M(service, name, fn, flags)                                                                          \
+  {                                                                                                          \
+    service #name, fn, NULL, flags                                                                           \
+  }
+
+static const struct rpc_method method_table[] = {
+  M (RUNTIME_SVC, Version, cri_version, 0),
+  M (RUNTIME_SVC, Status, cri_status, 0),
+  M (RUNTIME_SVC, RuntimeConfig, cri_runtime_config, 0),
+  M (RUNTIME_SVC, UpdateRuntimeConfig, cri_update_runtime_config, 0),
+  M (RUNTIME_SVC, RunPodSandbox, cri_run_pod_sandbox, RPC_SLOW),
+  M (RUNTIME_SVC, StopPodSandbox, cri_stop_pod_sandbox, RPC_SLOW),
+  M (RUNTIME_SVC, RemovePodSandbox, cri_remove_pod_sandbox, RPC_SLOW),
+  M (RUNTIME_SVC, PodSandboxStatus, cri_pod_sandbox_status, 0),
+  M (RUNTIME_SVC, ListPodSandbox, cri_list_pod_sandbox, 0),
+  M (RUNTIME_SVC, StreamPodSandboxes, cri_list_pod_sandbox, RPC_SERVER_STREAMING | RPC_BATCHED_STREAM),
+  M (RUNTIME_SVC, CreateContainer, cri_create_container, RPC_SLOW),
+  M (RUNTIME_SVC, StartContainer, cri_start_container, RPC_SLOW),
+  M (RUNTIME_SVC, StopContainer, cri_stop_container, RPC_SLOW),
+  M (RUNTIME_SVC, RemoveContainer, cri_remove_container, RPC_SLOW),
+  M (RUNTIME_SVC, ListContainers, cri_list_containers, 0),
+  M (RUNTIME_SVC, StreamContainers, cri_list_containers, RPC_SERVER_STREAMING | RPC_BATCHED_STREAM),
+  M (RUNTIME_SVC, ContainerStatus, cri_container_status, 0),
+  M (RUNTIME_SVC, UpdateContainerResources, cri_update_container_resources, RPC_SLOW),
+  M (RUNTIME_SVC, ReopenContainerLog, cri_reopen_container_log, 0),
+  M (RUNTIME_SVC, ExecSync, cri_exec_sync, RPC_SLOW),
+  M (RUNTIME_SVC, Exec, cri_exec, 0),
+  M (RUNTIME_SVC, Attach, cri_attach, 0),
+  M (RUNTIME_SVC, PortForward, cri_port_forward, 0),
+  M (RUNTIME_SVC, ContainerStats, cri_container_stats, RPC_SLOW),
+  M (RUNTIME_SVC, ListContainerStats, cri_list_container_stats, RPC_SLOW),
+  M (RUNTIME_SVC, StreamContainerStats, cri_list_container_stats,
+     RPC_SLOW | RPC_SERVER_STREAMING | RPC_BATCHED_STREAM),
+  M (RUNTIME_SVC, PodSandboxStats, cri_pod_sandbox_stats, RPC_SLOW),
+  M (RUNTIME_SVC, ListPodSandboxStats, cri_list_pod_sandbox_stats, RPC_SLOW),
+  M (RUNTIME_SVC, StreamPodSandboxStats, cri_list_pod_sandbox_stats,
+     RPC_SLOW | RPC_SERVER_STREAMING | RPC_BATCHED_STREAM),
+  M (RUNTIME_SVC, CheckpointContainer, cri_checkpoint_container, RPC_SLOW),
+  M (RUNTIME_SVC, GetContainerEvents, cri_get_container_events, RPC_SERVER_STREAMING),
+  M (RUNTIME_SVC, ListMetricDescriptors, cri_list_metric_descriptors, 0),
+  M (RUNTIME_SVC, ListPodSandboxMetrics, cri_list_pod_sandbox_metrics, RPC_SLOW),
+  M (RUNTIME_SVC, StreamPodSandboxMetrics, cri_list_pod_sandbox_metrics,
+     RPC_SLOW | RPC_SERVER_STREAMING | RPC_BATCHED_STREAM),
+  M (RUNTIME_SVC, UpdatePodSandboxResources, cri_update_pod_sandbox_resources, 0),
+  M (IMAGE_SVC, ListImages, cri_list_images, 0),
+  M (IMAGE_SVC, StreamImages, cri_list_images, RPC_SERVER_STREAMING | RPC_BATCHED_STREAM),
+  M (IMAGE_SVC, ImageStatus, cri_image_status, 0),
+  M (IMAGE_SVC, PullImage, cri_pull_image, RPC_SLOW | RPC_BULK),
+  M (IMAGE_SVC, RemoveImage, cri_remove_image, RPC_SLOW),
+  M (IMAGE_SVC, ImageFsInfo, cri_image_fs_info, RPC_SLOW),
+};
+#define N_METHODS (sizeof method_table / sizeof method_table[0])
+
+const struct rpc_method *
+cri_service_methods (struct cri_service *svc, size_t *n)
+{
+  struct rpc_method *methods = xcalloc (N_METHODS, sizeof *methods);
+
+  memcpy (methods, method_table, sizeof method_table);
+  for (size_t i = 0; i < N_METHODS; i++)
+    methods[i].user = svc;
+  cri_metrics_wrap (svc, methods, N_METHODS);
+  *n = N_METHODS;
+  return methods;
+}
+
+/* What a huskd killed during a pull left (ingest files, blobs and
+ * snapshots no image references), and a GC a failed pull had to defer.
+ * Deferred in turn while `husk image pull` works on the same root. */
+static void
+collect_image_garbage (struct store *store)
+{
+  struct husk_error *gc_err = NULL;
+  struct images_gc_stats stats;
+
+  if (images_gc (store, &stats, &gc_err) < 0)
+    {
+      husk_warn ("%s", gc_err->msg);
+      husk_error_free (&gc_err);
+    }
+  else if (stats.blobs_removed || stats.snapshots_removed)
+    husk_warn ("image GC at start: removed %u blobs and %u snapshots no image references",
+               stats.blobs_removed, stats.snapshots_removed);
+}
+
+/* The writable layers of the containers found at the start are walked by
+ * the usage thread now, not by the first stats RPC to ask. */
+static void
+prime_layer_usage (struct cri_service *svc)
+{
+  struct cri_container **list = NULL;
+  struct husk_error *err = NULL;
+  char **dirs = NULL;
+  size_t n = 0;
+
+  if (container_list (svc->containers, &list, &n, &err) < 0)
+    {
+      husk_warn ("writable layers' usage: %s", err->msg);
+      husk_error_free (&err);
+      return;
+    }
+  dirs = xcalloc (n + 1, sizeof *dirs);
+  for (size_t i = 0; i < n; i++)
+    {
+      cleanup_free char *dir = container_store_dir (svc->containers, list[i]->id);
+      dirs[i] = xasprintf ("%s/upper", dir);
+    }
+  layer_usage_prime (svc->layers, dirs, n);
+  husk_strvfreep (&dirs);
+  cri_containers_free (list, n);
+}
+
+static int
+service_start (struct cri_service *svc, const struct huskd_config *cfg, struct husk_error **err)
+{
+  svc->cdi = cdi_registry_new ((const char *const *) cfg->cdi_spec_dirs);
+  if (store_open (cfg->root, &svc->store, err) < 0)
+    return husk_error_wrap (err, "image store");
+  collect_image_garbage (svc->store);
+  if ((cfg->registries_file ? hosts_config_load (cfg->registries_file, &svc->hosts, err)
+                            : hosts_config_load_default (&svc->hosts, err))
+      < 0)
+    return -1;
+  if (sandbox_store_open (cfg->root, cfg->state, &svc->sandboxes, err) < 0)
+    return -1;
+  sandbox_store_set_network (svc->sandboxes, cfg->cni_conf_dir, cfg->cni_bin_dirs);
+  sandbox_store_set_cgroup_driver (svc->sandboxes, huskd_config_systemd_cgroup (cfg));
+  sandbox_store_recover (svc->sandboxes);
+  /* Now, not on the first container RPC: after a restart StopPodSandbox
+   * must already find the pod's containers. */
+  if (cri_containers_init (svc, err) < 0)
+    return -1;
+  if (layer_usage_new ((unsigned) cfg->stats_collect_period_s, &svc->layers, err) < 0)
+    return -1;
+  prime_layer_usage (svc);
+  if (cri_streaming_start (svc, err) < 0)
+    return -1;
+  if (cri_metrics_start (svc, method_table, N_METHODS, err) < 0)
+    return -1;
+  return cri_container_events_start (svc, err);
+}
+
+/* On failure whatever was started is stopped and freed again (a bad
+ * metrics_address, say, found after the stores were opened). */
+int
+cri_service_init (struct cri_service *svc, const struct huskd_config *cfg, struct husk_error **err)
+{
+  memset (svc, 0, sizeof *svc);
+  svc->cfg = cfg;
+  pthread_mutex_init (&svc->lock, NULL);
+  pthread_mutex_init (&svc->cdi_lock, NULL);
+  if (service_start (svc, cfg, err) < 0)
+    {
+      cri_service_clear (svc);
+      return -1;
+    }
+  return 0;
+}
+
+void
+cri_service_clear (struct cri_service *svc)
+{
+  /* First: their threads use the container store. */
+  cri_metrics_stop (svc);
+  cri_streaming_stop (svc);
+  cri_container_events_stop (svc);
+  layer_usage_free (svc->layers);
+  store_free (svc->store);
+  hosts_config_free (svc->hosts);
+  cri_containers_clear (svc);
+  sandbox_store_free (svc->sandboxes);
+  free (svc->pod_cidr);
+  cdi_registry_free (svc->cdi);
+  pthread_mutex_destroy (&svc->cdi_lock);
+  pthread_mutex_destroy (&svc->lock);
+}
+
+/* A singular string field of MSG by name, or NULL when absent or "". */
+static const char *
+string_field (const ProtobufCMessage *msg, const char *name)
+{
+  const ProtobufCFieldDescriptor *field
+      = protobuf_c_message_descriptor_get_field_by_name (msg->descriptor, name);
+  const char *value;
+
+  if (field == NULL || field->type != PROTOBUF_C_TYPE_STRING || field->label == PROTOBUF_C_LABEL_REPEATED)
+    return NULL;
+  value = *(const char *const *) ((const char *) msg + field->offset);
+  return value && *value ? value : NULL;
+}
+
+static const ProtobufCMessage *
+message_field (const ProtobufCMessage *msg, const char *name)
+{
+  const ProtobufCFieldDescriptor *field
+      = protobuf_c_message_descriptor_get_field_by_name (msg->descriptor, name);
+
+  if (field == NULL || field->type != PROTOBUF_C_TYPE_MESSAGE || field->label == PROTOBUF_C_LABEL_REPEATED)
+    return NULL;
+  return *(const ProtobufCMessage *const *) ((const char *) msg + field->offset);
+}
+
+/* What a request or reply names, for the call's log line: the ids, the
+ * image, and the pod or container name a Run/Create asks for. */
+static void
+log_names (struct rpc_call *call, const ProtobufCMessage *msg)
+{
+  static const char *const id_fields[] = { "pod_sandbox_id", "container_id", "image_ref" };
+  const ProtobufCMessage *image = message_field (msg, "image");
+  const ProtobufCMessage *config = message_field (msg, "config");
+  const ProtobufCMessage *metadata = config ? message_field (config, "metadata") : NULL;
+  const char *value;
+
+  for (size_t i = 0; i < sizeof id_fields / sizeof id_fields[0]; i++)
+    if ((value = string_field (msg, id_fields[i])) != NULL)
+      rpc_call_log_field (call, id_fields[i], value);
+  if (image && (value = string_field (image, "image")) != NULL)
+    rpc_call_log_field (call, "image", value);
+  if (metadata && (value = string_field (metadata, "name")) != NULL)
+    rpc_call_log_field (call, "name", value);
+  if (metadata && (value = string_field (metadata, "namespace")) != NULL)
+    rpc_call_log_field (call, "namespace", value);
+}
+
+void
+cri_reply (struct rpc_call *call, const ProtobufCMessage *msg)
+{
+  size_t size = protobuf_c_message_get_packed_size (msg);
+  cleanup_free uint8_t *buf = xmalloc (size ? size : 1);
+
+  protobuf_c_message_pack (msg, buf);
+  if (husk_log_enabled (HUSK_LOG_DEBUG))
+    log_names (call, msg); /* the id a Run or Create made */
+  rpc_reply (call, buf, size);
+}
+
+void *
+cri_unpack (struct rpc_call *call, const ProtobufCMessageDescriptor *desc, const void *req, size_t len)
+{
+  ProtobufCMessage *msg = protobuf_c_message_unpack (desc, NULL, len, req);
+
+  if (msg == NULL)
+    rpc_fail (call, GRPC_STATUS_INVALID_ARGUMENT, "malformed %s", desc->name);
+  else
+    log_names (call, msg);
+  return msg;
+}
+
+static const char *
+label_value (struct cri_string_entry *const *labels, size_t n, const char *key)
+{
+  for (size_t i = n; i > 0; i--)
+    if (strcmp (labels[i - 1]->key, key) == 0)
+      return labels[i - 1]->value;
+  return NULL;
+}
+
+bool
+cri_labels_match (struct cri_string_entry *const *labels, size_t n_labels,
+                  struct cri_string_entry *const *selector, size_t n_selector)
+{
+  for (size_t i = 0; i < n_selector; i++)
+    {
+      const char *value = label_value (labels, n_labels, selector[i]->key);
+      if (value == NULL || strcmp (value, selector[i]->value) != 0)
+        return false;
+    }
+  return true;
+}
+
+void
+cri_fail (struct rpc_call *call, struct husk_error **err)
+{
+  rpc_fail (call, cri_status_of (*err), "%s", (*err)->msg);
+  husk_error_free (err);
+}
+
+grpc_status_code
+cri_status_of (const struct husk_error *err)
+{
+  switch (err ? err->errnum : 0)
+    {
+    case ENOENT:
+      return GRPC_STATUS_NOT_FOUND;
+    case EEXIST:
+      return GRPC_STATUS_ALREADY_EXISTS;
+    case EINVAL:
+    case E2BIG: /* a command longer than exec takes */
+      return GRPC_STATUS_INVALID_ARGUMENT;
+    case EAGAIN:
+    case ENONET:
+      return GRPC_STATUS_FAILED_PRECONDITION;
+    case ENOSYS:
+      return GRPC_STATUS_UNIMPLEMENTED;
+    default:
+      return GRPC_STATUS_UNKNOWN;
+    }
+}
