@@ -41,7 +41,7 @@ override LDFLAGS += $(SAN_FLAGS)
 LIBS := $(RUNTIME_PKG_LIBS) $(IMAGE_PKG_LIBS) $(CRI_PKG_LIBS) -lpthread
 
 COMMON_SRCS := $(wildcard common/*.c)
-RUNTIME_SRCS := $(wildcard runtime/*.c)
+RUNTIME_SRCS := $(wildcard runtime/*.c runtime/cgroup/*.c runtime/spec/*.c)
 IMAGE_SRCS := $(wildcard image/*.c)
 # The CRI messages: protoc-c output generated into build/gen at build time
 # from husk's own cri/proto/api.proto, never edited by hand.

@@ -21,7 +21,7 @@ rules=(
 	"image:image/"
 	"cri/rpc:cri/rpc/"
 	"cri/cni:cri/cni/"
-	"cri/cdi:cri/cdi/ runtime/spec.h"
+	"cri/cdi:cri/cdi/ runtime/spec/spec.h"
 	"cri/streaming:cri/streaming/"
 )
 

@@ -23,7 +23,7 @@
 #include "husk/idmap.h"
 #include "husk/unix_socket.h"
 #include "husk/util.h"
-#include "runtime/cgroup.h"
+#include "runtime/cgroup/cgroup.h"
 #include "runtime/container.h"
 #include "runtime/create.h"
 #include "runtime/hooks.h"

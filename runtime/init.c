@@ -21,7 +21,7 @@
 
 #include "husk/cleanup.h"
 #include "husk/util.h"
-#include "runtime/cgroup.h"
+#include "runtime/cgroup/cgroup.h"
 #include "runtime/criu.h"
 #include "runtime/hooks.h"
 #include "runtime/init.h"

@@ -18,7 +18,7 @@
 
 #include "husk/cleanup.h"
 #include "husk/util.h"
-#include "runtime/cgroup.h"
+#include "runtime/cgroup/cgroup.h"
 #include "runtime/rootfs.h"
 #include "runtime/rootfs_internal.h"
 

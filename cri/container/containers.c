@@ -23,7 +23,7 @@
 #include "image/images.h"
 #include "image/snapshot.h"
 #include "runtime/container.h"
-#include "runtime/spec.h"
+#include "runtime/spec/spec.h"
 #include "runtime/state.h"
 
 #define RECORD_FILE "husk-container.json"

@@ -20,7 +20,7 @@
 #include "cri/pod/sandbox_store.h"
 #include "husk/cleanup.h"
 #include "husk/util.h"
-#include "runtime/cgroup.h"
+#include "runtime/cgroup/cgroup.h"
 
 static bool
 is_slice (const char *parent)

@@ -37,7 +37,7 @@
 #include "image/images.h"
 #include "image/snapshot.h"
 #include "image/snapshot.h"
-#include "runtime/cgroup.h"
+#include "runtime/cgroup/cgroup.h"
 #include "runtime/container.h"
 
 #define EXEC_OUTPUT_MAX (16 * 1024 * 1024)

@@ -25,7 +25,7 @@
 #include "cri/server/service.h"
 #include "husk/cleanup.h"
 #include "husk/util.h"
-#include "runtime/cgroup.h"
+#include "runtime/cgroup/cgroup.h"
 #include "runtime/state.h"
 
 /* Far more containers and pods than a node runs; the oldest sample goes

@@ -21,8 +21,8 @@
 #include "cri/proto/api.pb-c.h"
 #include "cri/spec/seccomp_default.h"
 #include "cri/spec/userns.h"
-#include "runtime/cgroup.h"
-#include "runtime/spec.h"
+#include "runtime/cgroup/cgroup.h"
+#include "runtime/spec/spec.h"
 
 #define N_ELEMENTS(a) (sizeof (a) / sizeof ((a)[0]))
 

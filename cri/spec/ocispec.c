@@ -8,7 +8,7 @@
 #include "husk/util.h"
 #include "cri/spec/ocispec.h"
 #include "image/passwd.h"
-#include "runtime/spec.h"
+#include "runtime/spec/spec.h"
 
 /* Docker's (and containerd's) default capability set, which image authors
  * expect; huskd's default_capabilities starts from it. */

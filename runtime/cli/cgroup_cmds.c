@@ -13,7 +13,7 @@
 #include "husk/cgroup_stats.h"
 #include "husk/cleanup.h"
 #include "husk/util.h"
-#include "runtime/cgroup.h"
+#include "runtime/cgroup/cgroup.h"
 #include "runtime/cli/cli.h"
 
 static int

@@ -32,7 +32,7 @@ test_rpc_includes_cri() { forbidden "cri/rpc -> cri" cri/rpc/pool.c cri/service.
 test_cni_includes_cri() { forbidden "cri/cni -> cri" cri/cni/cni.h cri/sandbox.h; }
 test_cni_includes_rpc() { forbidden "cri/cni -> cri/rpc" cri/cni/exec.c cri/rpc/server.h; }
 test_runtime_includes_image() { forbidden "runtime -> image" runtime/init.c image/store.h; }
-test_image_includes_runtime() { forbidden "image -> runtime" image/pull.c runtime/spec.h; }
+test_image_includes_runtime() { forbidden "image -> runtime" image/pull.c runtime/spec/spec.h; }
 test_common_includes_cri() { forbidden "common -> cri" common/util.c cri/config.h; }
 
 test_programs_may_reach_all() {

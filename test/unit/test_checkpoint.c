@@ -21,7 +21,7 @@
 #include "husk/cleanup.h"
 #include "husk/util.h"
 #include "runtime/criu.h"
-#include "runtime/spec.h"
+#include "runtime/spec/spec.h"
 
 static const char *config_json
     = "{\"ociVersion\":\"1.0.2\",\"root\":{\"path\":\"/tmp\"},"

@@ -18,7 +18,7 @@
 #include "cri/pod/sandbox.h"
 #include "husk/cleanup.h"
 #include "husk/util.h"
-#include "runtime/cgroup.h"
+#include "runtime/cgroup/cgroup.h"
 
 #define assert_error_contains(err, needle)                                                                   \
   do                                                                                                         \

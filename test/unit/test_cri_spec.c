@@ -36,7 +36,7 @@
 #include "cri/spec/seccomp_default.h"
 #include "cri/spec/userns.h"
 #include "runtime/security.h"
-#include "runtime/spec.h"
+#include "runtime/spec/spec.h"
 
 #define ID "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 

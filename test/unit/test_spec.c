@@ -25,7 +25,7 @@
 #include "husk/cleanup.h"
 #include "husk/idmap.h"
 #include "husk/util.h"
-#include "runtime/spec.h"
+#include "runtime/spec/spec.h"
 
 static char bundle_dir[PATH_MAX];
 static char rootfs_dir[PATH_MAX];

@@ -6,7 +6,7 @@
 #include <jansson.h>
 
 #include "husk/util.h"
-#include "runtime/spec_internal.h"
+#include "runtime/spec/spec_internal.h"
 
 static bool
 path_has_dotdot (const char *path)

@@ -12,7 +12,7 @@
 
 #include "husk/cleanup.h"
 #include "husk/util.h"
-#include "runtime/cgroup.h"
+#include "runtime/cgroup/cgroup.h"
 
 #define ANY (-1)
 

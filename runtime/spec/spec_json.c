@@ -10,7 +10,7 @@
 
 #include "husk/cleanup.h"
 #include "husk/util.h"
-#include "runtime/spec_internal.h"
+#include "runtime/spec/spec_internal.h"
 
 /* The generic member parsers below write through these types. */
 _Static_assert(sizeof (uid_t) == sizeof (uint32_t), "uid_t is 32 bits");

@@ -14,7 +14,7 @@
 
 #include "husk/cleanup.h"
 #include "husk/util.h"
-#include "runtime/spec_internal.h"
+#include "runtime/spec/spec_internal.h"
 
 /* The sections live in spec_process.c, spec_mounts.c, spec_hooks.c,
  * spec_linux.c, spec_resources.c and spec_seccomp.c; the parser's machinery

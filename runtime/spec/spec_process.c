@@ -11,7 +11,7 @@
 
 #include "husk/cleanup.h"
 #include "husk/util.h"
-#include "runtime/spec_internal.h"
+#include "runtime/spec/spec_internal.h"
 
 #define CAP_ENTRY(c) [c] = #c
 static const char *const capability_names[] = {

@@ -5,7 +5,7 @@
 #include <jansson.h>
 
 #include "husk/util.h"
-#include "runtime/spec_internal.h"
+#include "runtime/spec/spec_internal.h"
 
 static const char *const hook_names[SPEC_HOOK_KIND_COUNT] = {
   [SPEC_HOOK_PRESTART] = "prestart",

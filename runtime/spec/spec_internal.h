@@ -11,7 +11,7 @@
 #include <jansson.h>
 
 #include "husk/error.h"
-#include "runtime/spec.h"
+#include "runtime/spec/spec.h"
 
 #define N_ELEMENTS(a) (sizeof (a) / sizeof ((a)[0]))
 

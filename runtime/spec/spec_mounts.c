@@ -8,7 +8,7 @@
 
 #include "husk/cleanup.h"
 #include "husk/util.h"
-#include "runtime/spec_internal.h"
+#include "runtime/spec/spec_internal.h"
 
 static const struct mount_option mount_options[] = {
   { "defaults", MOUNT_OPT_FLAGS, 0, 0 },

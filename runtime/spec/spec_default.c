@@ -13,7 +13,7 @@
 
 #include "husk/idmap.h"
 #include "husk/util.h"
-#include "runtime/spec.h"
+#include "runtime/spec/spec.h"
 
 #define N_ELEMENTS(a) (sizeof (a) / sizeof ((a)[0]))
 

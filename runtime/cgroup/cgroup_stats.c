@@ -16,7 +16,7 @@
 #include "husk/cgroup_stats.h"
 #include "husk/cleanup.h"
 #include "husk/util.h"
-#include "runtime/cgroup.h"
+#include "runtime/cgroup/cgroup.h"
 #include "runtime/state.h"
 
 /* "max", and v1's page-rounded LONG_MAX or -1 -> HUSK_CGROUP_UNLIMITED. */

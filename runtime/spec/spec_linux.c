@@ -7,7 +7,7 @@
 #include <jansson.h>
 
 #include "husk/util.h"
-#include "runtime/spec_internal.h"
+#include "runtime/spec/spec_internal.h"
 
 static const char *const ns_names[SPEC_NS_COUNT] = {
   [SPEC_NS_PID] = "pid", [SPEC_NS_NETWORK] = "network", [SPEC_NS_MOUNT] = "mount",   [SPEC_NS_IPC] = "ipc",

@@ -8,7 +8,7 @@
 #include <jansson.h>
 
 #include "husk/util.h"
-#include "runtime/spec_internal.h"
+#include "runtime/spec/spec_internal.h"
 
 static const struct named_value seccomp_op_names[] = {
   NAMED (SCMP_CMP_NE), NAMED (SCMP_CMP_LT), NAMED (SCMP_CMP_LE),        NAMED (SCMP_CMP_EQ),

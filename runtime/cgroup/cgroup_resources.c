@@ -15,8 +15,8 @@
 
 #include "husk/cleanup.h"
 #include "husk/util.h"
-#include "runtime/cgroup.h"
-#include "runtime/cgroup_plan.h"
+#include "runtime/cgroup/cgroup.h"
+#include "runtime/cgroup/cgroup_plan.h"
 #include "runtime/state.h"
 
 /* ------------------------------------------------------------ parsing */

@@ -9,7 +9,7 @@
 #include <stddef.h>
 
 #include "husk/error.h"
-#include "runtime/cgroup.h"
+#include "runtime/cgroup/cgroup.h"
 
 /* One write.  KEYED files (io.max, blkio.throttle.*...) hold a line per
  * device; VALUE starts with the device. */

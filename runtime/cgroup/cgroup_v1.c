@@ -16,7 +16,7 @@
 
 #include "husk/cleanup.h"
 #include "husk/util.h"
-#include "runtime/cgroup.h"
+#include "runtime/cgroup/cgroup.h"
 
 /* The v1 controllers husk puts a container in, each at most once. */
 static const char *const v1_controllers[] = {

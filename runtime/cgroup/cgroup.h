@@ -20,7 +20,7 @@
 
 #include "husk/error.h"
 #include "runtime/container.h"
-#include "runtime/spec.h"
+#include "runtime/spec/spec.h"
 
 /* ------------------------------------------------------- cgroup_v1.c */
 
