@@ -42,7 +42,7 @@ LIBS := $(RUNTIME_PKG_LIBS) $(IMAGE_PKG_LIBS) $(CRI_PKG_LIBS) -lpthread
 
 COMMON_SRCS := $(wildcard common/*.c)
 RUNTIME_SRCS := $(wildcard runtime/*.c runtime/cgroup/*.c runtime/spec/*.c)
-IMAGE_SRCS := $(wildcard image/*.c)
+IMAGE_SRCS := $(wildcard image/*.c image/registry/*.c)
 # The CRI messages: protoc-c output generated into build/gen at build time
 # from husk's own cri/proto/api.proto, never edited by hand.
 PROTO := $(wildcard cri/proto/api.proto)

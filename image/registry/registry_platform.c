@@ -8,7 +8,7 @@
 
 #include "husk/cleanup.h"
 #include "husk/util.h"
-#include "image/registry.h"
+#include "image/registry/registry.h"
 
 struct platform
 {

@@ -6,7 +6,7 @@
 #include <curl/curl.h>
 #include <pthread.h>
 
-#include "image/registry.h"
+#include "image/registry/registry.h"
 
 struct registry_credential
 {

@@ -11,8 +11,8 @@
 
 #include "husk/cleanup.h"
 #include "husk/util.h"
-#include "image/registry.h"
-#include "image/registry_internal.h"
+#include "image/registry/registry.h"
+#include "image/registry/registry_internal.h"
 
 #define TOKEN_RESPONSE_MAX (1u << 20)
 #define TOKEN_DEFAULT_LIFETIME_S 60

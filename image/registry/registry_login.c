@@ -6,7 +6,7 @@
 
 #include "husk/cleanup.h"
 #include "husk/util.h"
-#include "image/registry_internal.h"
+#include "image/registry/registry_internal.h"
 
 struct login_response
 {

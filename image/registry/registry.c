@@ -15,8 +15,8 @@
 
 #include "husk/cleanup.h"
 #include "husk/util.h"
-#include "image/registry.h"
-#include "image/registry_internal.h"
+#include "image/registry/registry.h"
+#include "image/registry/registry_internal.h"
 
 #define ERROR_BODY_MAX (64u << 10)
 #define RETRY_AFTER_MAX_S 10
