@@ -13,6 +13,7 @@
 #include "cri/config/config.h"
 #include "cri/proto/api.pb-c.h"
 #include "cri/rpc/server.h"
+#include "cri/server/reply.h"
 #include "image/hosts.h"
 #include "image/store.h"
 
@@ -48,45 +49,6 @@ void cri_service_clear (struct cri_service *svc);
 
 /* Every RPC of runtime.v1; *N gets the count. */
 const struct rpc_method *cri_service_methods (struct cri_service *svc, size_t *n);
-
-/* Packs MSG and replies OK (frees nothing). */
-void cri_reply (struct rpc_call *call, const ProtobufCMessage *msg);
-
-/* Unpacks the request of a handler, or fails the call with
- * INVALID_ARGUMENT and returns NULL. */
-void *cri_unpack (struct rpc_call *call, const ProtobufCMessageDescriptor *desc, const void *req, size_t len);
-
-/* Every string-to-string map entry protobuf-c generates (labels,
- * annotations, label selectors) has this layout. */
-struct cri_string_entry
-{
-  ProtobufCMessage base;
-  char *key;
-  char *value;
-};
-
-/* True when every SELECTOR entry is in LABELS (for a key given twice in
- * LABELS, the last one counts, as in a map).  Pass the generated entry
- * arrays cast to struct cri_string_entry *const *. */
-bool cri_labels_match (struct cri_string_entry *const *labels, size_t n_labels,
-                       struct cri_string_entry *const *selector, size_t n_selector);
-
-/* Fails the call with cri_status_of (*ERR) and its message; frees *ERR. */
-void cri_fail (struct rpc_call *call, struct husk_error **err);
-
-/* Set and not empty: how kubelet leaves an optional string out. */
-static inline bool
-cri_nonempty (const char *s)
-{
-  return s && s[0];
-}
-
-/* grpc status for a husk error: ENOENT -> NOT_FOUND, EEXIST ->
- * ALREADY_EXISTS, EINVAL -> INVALID_ARGUMENT, EAGAIN (the object is not
- * in the state the call needs: a pod not ready, a container not running)
- * and ENONET (no CNI network config) -> FAILED_PRECONDITION, otherwise
- * UNKNOWN. */
-grpc_status_code cri_status_of (const struct husk_error *err);
 
 /* Prometheus metrics (service_metrics.c): the registry of METHODS and,
  * with cfg->metrics_address, its endpoint; stop ends the endpoint and
