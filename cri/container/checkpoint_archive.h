@@ -71,4 +71,8 @@ int checkpoint_extract (const char *path, const char *dest, struct husk_error **
  * one with ".." is refused). */
 int checkpoint_apply_deleted (const char *rootfs, const char *deleted_json, struct husk_error **err);
 
+/* CreateContainer's image ARCHIVE is such an archive: *IMAGE_NAME
+ * (malloc'd) gets the image it was made from (config.dump's rootfsImageName). */
+int cri_checkpoint_archive_image (const char *archive, char **image_name, struct husk_error **err);
+
 #endif

@@ -8,6 +8,7 @@
 #include "cri/server/container_info.h"
 #include "cri/container/containers.h"
 #include "cri/server/cri_json.h"
+#include "runtime/cgroup/cgroup.h"
 #include "cri/config/runtime_exec.h"
 #include "husk/cleanup.h"
 #include "husk/util.h"
@@ -134,4 +135,23 @@ cri_container_spec_resources (struct cri_service *svc, const char *id)
   take_unified (res, json_object_get (res_json, "unified"));
   json_decref (spec);
   return res;
+}
+
+/* runc and crun keep no state husk can read: the bundle's cgroupsPath,
+ * resolved the way husk resolves it on this host. */
+char *
+cri_bundle_cgroup (struct cri_service *svc, const char *id)
+{
+  cleanup_free char *bundle = containers_bundle_dir (svc->cfg->root, id);
+  cleanup_free char *config_path = xasprintf ("%s/config.json", bundle);
+  json_t *config = json_load_file (config_path, 0, NULL);
+  const char *cgroups_path
+      = json_string_value (json_object_get (json_object_get (config, "linux"), "cgroupsPath"));
+  struct husk_error *ignored = NULL;
+  char *path = NULL;
+
+  if (cri_nonempty (cgroups_path) && cgroup_resolve (cgroups_path, id, false, &path, &ignored) < 0)
+    husk_error_free (&ignored);
+  json_decref (config);
+  return path;
 }

@@ -16,4 +16,8 @@ char *cri_container_info_json (struct cri_service *svc, const struct cri_contain
  * runtime__v1__linux_container_resources__free_unpacked. */
 Runtime__V1__LinuxContainerResources *cri_container_spec_resources (struct cri_service *svc, const char *id);
 
+/* The cgroup directory the container's bundle names (cgroupsPath resolved
+ * as the runtime resolves it), or NULL. */
+char *cri_bundle_cgroup (struct cri_service *svc, const char *id);
+
 #endif

@@ -123,7 +123,6 @@ void cri_checkpoint_container (struct rpc_call *call, const void *req, size_t le
 /* CreateContainer's image is a checkpoint archive (an existing file):
  * its image's name, the restore dir, and the images the monitor restores. */
 bool cri_is_checkpoint_archive (const char *image);
-int cri_checkpoint_archive_image (const char *archive, char **image_name, struct husk_error **err);
 char *cri_restore_dir (struct cri_service *svc, const char *id);
 int cri_restore_prepare (struct cri_service *svc, const char *id, const char *archive,
                          struct husk_error **err);
@@ -132,9 +131,6 @@ char *cri_restore_images (struct cri_service *svc, const char *id);
 /* Stats RPCs (service_stats.c): cgroup, writable layer and pod network
  * usage of containers and pods. */
 void cri_container_stats (struct rpc_call *call, const void *req, size_t len, void *user);
-/* The cgroup directory the container's bundle names (cgroupsPath resolved
- * as the runtime resolves it), or NULL. */
-char *cri_bundle_cgroup (struct cri_service *svc, const char *id);
 /* The container's cgroup as the stats RPCs found it, and the files they
  * keep open in it, forgotten (it is being deleted). */
 void cri_stats_forget_container (const char *id);

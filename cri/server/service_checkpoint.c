@@ -221,22 +221,6 @@ cri_is_checkpoint_archive (const char *image)
   return image && image[0] == '/' && stat (image, &st) == 0 && S_ISREG (st.st_mode);
 }
 
-/* CRI-O restores a container when CreateContainer's image is such an
- * archive: the archive is checked and its image (config.dump's
- * rootfsImageName, which must be here) is what the container is made
- * from; *IMAGE_NAME (malloc'd) names it. */
-int
-cri_checkpoint_archive_image (const char *archive, char **image_name, struct husk_error **err)
-{
-  struct checkpoint_archive_info info;
-
-  if (checkpoint_archive_read (archive, &info, err) < 0)
-    return husk_error_wrap (err, "config.image.image");
-  *image_name = steal_pointer (&info.image_name);
-  checkpoint_archive_info_clear (&info);
-  return 0;
-}
-
 char *
 cri_restore_dir (struct cri_service *svc, const char *id)
 {

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "cri/container/attach.h"
+#include "cri/container/checkpoint_archive.h"
 #include "cri/cdi/cdi.h"
 #include "cri/container/container_lost.h"
 #include "cri/server/container_info.h"

@@ -22,6 +22,7 @@
 #include "cri/stats/layer_usage.h"
 #include "cri/config/runtime_exec.h"
 #include "cri/pod/sandbox.h"
+#include "cri/server/container_info.h"
 #include "cri/server/service.h"
 #include "husk/cleanup.h"
 #include "husk/util.h"
@@ -36,25 +37,6 @@ static struct cri_cpu_cache cpu_samples = CRI_CPU_CACHE_INIT (CPU_SAMPLES_MAX);
 
 /* ------------------------------------------------------------------ */
 /* a container's cgroup                                                 */
-
-/* runc and crun keep no state husk can read: the bundle's cgroupsPath,
- * resolved the way husk resolves it on this host. */
-char *
-cri_bundle_cgroup (struct cri_service *svc, const char *id)
-{
-  cleanup_free char *bundle = containers_bundle_dir (svc->cfg->root, id);
-  cleanup_free char *config_path = xasprintf ("%s/config.json", bundle);
-  json_t *config = json_load_file (config_path, 0, NULL);
-  const char *cgroups_path
-      = json_string_value (json_object_get (json_object_get (config, "linux"), "cgroupsPath"));
-  struct husk_error *ignored = NULL;
-  char *path = NULL;
-
-  if (cri_nonempty (cgroups_path) && cgroup_resolve (cgroups_path, id, false, &path, &ignored) < 0)
-    husk_error_free (&ignored);
-  json_decref (config);
-  return path;
-}
 
 /* The cgroup directories of running containers, found once each (a
  * container keeps its cgroup while it runs, and the stats RPCs of many
