@@ -24,7 +24,7 @@
 #include "cri/container/attach.h"
 #include "cri/container/checkpoint_archive.h"
 #include "cri/cdi/cdi.h"
-#include "cri/container/container_lost.h"
+#include "cri/server/container_lost.h"
 #include "cri/server/container_info.h"
 #include "cri/container/container_store.h"
 #include "cri/container/containers.h"

@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cri/container/container_lost.h"
+#include "cri/server/container_lost.h"
 #include "cri/container/container_store.h"
 #include "cri/container/events.h"
 #include "cri/config/runtime_exec.h"
