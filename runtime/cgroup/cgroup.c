@@ -1,7 +1,8 @@
 /* Finding, creating, joining, freezing and removing the container's
- * cgroup in every hierarchy (v2, and v1 through cgroup_v1.c), and the
- * container operations (pause, resume) that only touch it.  What is
- * written into it lives in cgroup_resources.c. */
+ * cgroup in every hierarchy (v2, and v1 through cgroup_v1.c); the
+ * container operations (pause, resume) that only touch it are in
+ * runtime/container_cgroup.c.  What is written into it lives in
+ * cgroup_resources.c. */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/magic.h>
@@ -18,19 +19,6 @@
 #include "husk/cleanup.h"
 #include "husk/util.h"
 #include "runtime/cgroup/cgroup.h"
-#include "runtime/state.h"
-
-const char *
-cgroup_unified_mount (void)
-{
-  static const char *const candidates[] = { "/sys/fs/cgroup", "/sys/fs/cgroup/unified" };
-  struct statfs fs;
-
-  for (size_t i = 0; i < sizeof candidates / sizeof candidates[0]; i++)
-    if (statfs (candidates[i], &fs) == 0 && fs.f_type == CGROUP2_SUPER_MAGIC)
-      return candidates[i];
-  return NULL;
-}
 
 /* The runtime's own cgroup ("0::/path" in /proc/self/cgroup). */
 static char *
@@ -153,20 +141,6 @@ word_in_list (const char *list, const char *word)
     if ((p == list || p[-1] == ' ' || p[-1] == '\n') && (p[len] == '\0' || p[len] == ' ' || p[len] == '\n'))
       return true;
   return false;
-}
-
-char *
-cgroup_read_file (const char *dir, const char *name)
-{
-  cleanup_free char *path = NULL;
-  char *content = NULL;
-
-  if (dir == NULL)
-    return NULL;
-  path = xasprintf ("%s/%s", dir, name);
-  if (husk_read_file (path, &content, NULL, NULL) < 0)
-    return NULL;
-  return content;
 }
 
 bool
@@ -628,76 +602,4 @@ cgroup_destroy (const char *path, struct husk_error **err)
     if (remove_dir (dirs[i], ret < 0 ? NULL : err) < 0)
       ret = -1;
   return ret;
-}
-
-/* The state of a container that must be live and have a cgroup. */
-static int
-load_live (const struct runtime_ctx *ctx, const char *id, const char *what, struct container_state **out,
-           enum container_status *status, struct husk_error **err)
-{
-  struct container_state *state = NULL;
-
-  if (state_load (ctx->root, id, &state, err) < 0)
-    return -1;
-  *status = state_status (state);
-  if (*status == STATUS_STOPPED)
-    {
-      state_free (state);
-      return husk_error_make (err, 0, "cannot %s: container `%s` is not running", what, id);
-    }
-  if (!cgroup_exists (state->cgroup_path))
-    {
-      state_free (state);
-      return husk_error_make (err, 0, "cannot %s container `%s`: it has no cgroup", what, id);
-    }
-  *out = state;
-  return 0;
-}
-
-static int
-change_freeze (const struct runtime_ctx *ctx, const char *id, bool frozen, struct husk_error **err)
-{
-  const char *what = frozen ? "pause" : "resume";
-  struct container_state *state = NULL;
-  enum container_status status;
-  int ret;
-
-  if (load_live (ctx, id, what, &state, &status, err) < 0)
-    return -1;
-  if (frozen && status != STATUS_RUNNING && status != STATUS_CREATED)
-    ret = husk_error_make (err, 0, "cannot pause container `%s`: it is %s", id,
-                           container_status_name (status));
-  else if (!frozen && status != STATUS_PAUSED)
-    ret = husk_error_make (err, 0, "cannot resume container `%s`: it is %s, not paused", id,
-                           container_status_name (status));
-  else if ((ret = cgroup_freeze (state->cgroup_path, frozen, err)) < 0)
-    husk_error_wrap (err, "%s container `%s`", what, id);
-  state_free (state);
-  return ret;
-}
-
-int
-cgroup_container_pause (const struct runtime_ctx *ctx, const char *id, struct husk_error **err)
-{
-  return change_freeze (ctx, id, true, err);
-}
-
-int
-cgroup_container_resume (const struct runtime_ctx *ctx, const char *id, struct husk_error **err)
-{
-  return change_freeze (ctx, id, false, err);
-}
-
-int
-cgroup_container_path (const struct runtime_ctx *ctx, const char *id, const char *what, char **path,
-                       struct husk_error **err)
-{
-  struct container_state *state = NULL;
-  enum container_status status;
-
-  if (load_live (ctx, id, what, &state, &status, err) < 0)
-    return -1;
-  *path = steal_pointer (&state->cgroup_path);
-  state_free (state);
-  return 0;
 }

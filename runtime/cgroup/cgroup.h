@@ -19,7 +19,6 @@
 #include <sys/types.h>
 
 #include "husk/error.h"
-#include "runtime/container.h"
 #include "runtime/spec/spec.h"
 
 /* ------------------------------------------------------- cgroup_v1.c */
@@ -119,16 +118,6 @@ bool cgroup_is_frozen (const char *path);
 /* rmdir in every hierarchy, waiting briefly for exiting processes; a
  * missing dir is fine. */
 int cgroup_destroy (const char *path, struct husk_error **err);
-
-/* Container operations on a container's cgroup (state looked up in
- * CTX->root): pause needs a running or created container, resume a paused
- * one.  A missing container is `container "ID" does not exist`. */
-int cgroup_container_pause (const struct runtime_ctx *ctx, const char *id, struct husk_error **err);
-int cgroup_container_resume (const struct runtime_ctx *ctx, const char *id, struct husk_error **err);
-/* The cgroup path of an existing, not stopped container (newly allocated);
- * WHAT names the operation in errors ("update"). */
-int cgroup_container_path (const struct runtime_ctx *ctx, const char *id, const char *what, char **path,
-                           struct husk_error **err);
 
 /* ------------------------------------------------- cgroup_resources.c */
 
@@ -270,10 +259,6 @@ int cgroup_apply_resources (const struct spec *spec, const char *path, struct hu
  * caller removes it). */
 int cgroup_setup_container (const struct spec *spec, const char *id, bool systemd, char **path, int *fd,
                             struct husk_error **err);
-
-/* `husk update`: writes RES into an existing container's cgroup. */
-int cgroup_container_update (const struct runtime_ctx *ctx, const char *id,
-                             const struct cgroup_resources *res, struct husk_error **err);
 
 /* ------------------------------------------------------ cgroup_bpf.c */
 

@@ -1,7 +1,8 @@
 /* The plan linux.resources becomes before anything is written: one entry
  * per file write, each in the directory of the hierarchy that holds its
  * controller.  Built by the v2 steps (cgroup_resources.c) and the v1 steps
- * (cgroup_resources_v1.c); checked, written and undone in one place. */
+ * (cgroup_resources_v1.c); checked, written and undone in one place (cgroup_resources.c); the plan's
+ * own helpers in cgroup_plan.c. */
 #ifndef HUSK_RUNTIME_CGROUP_PLAN_H
 #define HUSK_RUNTIME_CGROUP_PLAN_H
 
@@ -37,6 +38,10 @@ typedef int (*cgroup_plan_step) (struct cgroup_plan *plan, const struct cgroup_r
 
 void cgroup_plan_add (struct cgroup_plan *plan, const char *field, const char *file, bool keyed,
                       const char *fmt, ...) __attribute__ ((format (printf, 5, 6)));
+/* The first line of a one-value cgroup file, NULL when it is missing; and
+ * whether DIR (NULL: none) holds FILE. */
+char *cgroup_read_value (const char *dir, const char *file);
+bool cgroup_exists_in (const char *dir, const char *file);
 /* The first line of FILE in the step's directory, NULL when missing. */
 char *cgroup_plan_read (const struct cgroup_plan *plan, const char *file);
 bool cgroup_plan_has (const struct cgroup_plan *plan, const char *file);

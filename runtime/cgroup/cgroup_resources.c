@@ -17,22 +17,8 @@
 #include "husk/util.h"
 #include "runtime/cgroup/cgroup.h"
 #include "runtime/cgroup/cgroup_plan.h"
-#include "runtime/state.h"
 
 /* ------------------------------------------------------------ parsing */
-
-int
-cgroup_field_error (struct husk_error **err, const char *where, const char *field, const char *fmt, ...)
-{
-  cleanup_free char *msg = NULL;
-  va_list ap;
-
-  va_start (ap, fmt);
-  if (vasprintf (&msg, fmt, ap) < 0)
-    msg = NULL;
-  va_end (ap);
-  return husk_error_make (err, 0, "%s.%s: %s", where, field, msg ? msg : "invalid");
-}
 
 static json_t *
 member (json_t *object, const char *key)
@@ -600,70 +586,11 @@ plan_clear (struct cgroup_plan *plan)
 
 #define cleanup_plan __attribute__ ((cleanup (plan_clear)))
 
-void
-cgroup_plan_add (struct cgroup_plan *plan, const char *field, const char *file, bool keyed, const char *fmt,
-                 ...)
-{
-  struct cgroup_write *w;
-  va_list ap;
-  const char *dot = strchr (file, '.');
-
-  if (plan->n == plan->cap)
-    plan->writes
-        = xrealloc (plan->writes, (plan->cap = plan->cap ? plan->cap * 2 : 16) * sizeof *plan->writes);
-  w = &plan->writes[plan->n++];
-  memset (w, 0, sizeof *w);
-  w->dir = plan->dir ? xstrdup (plan->dir) : NULL;
-  w->file = xstrdup (file);
-  w->field = xasprintf ("%s.%s", plan->where, field);
-  w->keyed = keyed;
-  if (dot && strncmp (file, "cgroup.", 7) != 0)
-    w->controller = xasprintf ("%.*s", (int) (dot - file), file);
-  va_start (ap, fmt);
-  if (vasprintf (&w->value, fmt, ap) < 0)
-    abort ();
-  va_end (ap);
-}
-
-/* The first line of a one-value cgroup file, NULL when it is missing. */
-static char *
-read_value (const char *dir, const char *file)
-{
-  char *content = cgroup_read_file (dir, file);
-
-  if (content)
-    content[strcspn (content, "\n")] = '\0';
-  return content;
-}
-
-static bool
-exists_in (const char *dir, const char *file)
-{
-  cleanup_free char *full = NULL;
-
-  if (dir == NULL)
-    return false;
-  full = xasprintf ("%s/%s", dir, file);
-  return access (full, F_OK) == 0;
-}
-
-char *
-cgroup_plan_read (const struct cgroup_plan *plan, const char *file)
-{
-  return read_value (plan->dir, file);
-}
-
-bool
-cgroup_plan_has (const struct cgroup_plan *plan, const char *file)
-{
-  return exists_in (plan->dir, file);
-}
-
 /* memory.max as a number; -1 for "max" or unknown. */
 static int64_t
 current_memory_limit (const char *path)
 {
-  cleanup_free char *max = read_value (path, "memory.max");
+  cleanup_free char *max = cgroup_read_value (path, "memory.max");
   long long value;
 
   if (max == NULL || husk_parse_int64 (max, 0, INT64_MAX, &value) < 0)
@@ -1025,7 +952,7 @@ check_write (const struct cgroup_plan *plan, const struct cgroup_write *w, struc
       if (is_controller)
         return cgroup_controller_error (w->dir, w->field, w->controller, err);
     }
-  if (exists_in (w->dir, w->file))
+  if (cgroup_exists_in (w->dir, w->file))
     return 0;
   if (w->unified)
     return husk_error_make (err, 0, "%s.unified: unknown key `%s` (no such file in cgroup `%s`)", plan->where,
@@ -1046,9 +973,9 @@ check_memory_usage (const struct cgroup_plan *plan, const struct cgroup_resource
   if (!res->memory.check_before_update || !res->memory.limit.set || res->memory.limit.value == -1)
     return 0;
   if (cgroup_locate (plan->path, "memory", &dir) == CGROUP_V1)
-    current = read_value (dir, "memory.usage_in_bytes");
+    current = cgroup_read_value (dir, "memory.usage_in_bytes");
   else
-    current = read_value (dir, "memory.current");
+    current = cgroup_read_value (dir, "memory.current");
   if (current == NULL || husk_parse_int64 (current, 0, INT64_MAX, &usage) < 0)
     return 0;
   if (res->memory.limit.value < usage)
@@ -1253,17 +1180,4 @@ cgroup_setup_container (const struct spec *spec, const char *id, bool systemd, c
   if ((*fd = cgroup_create (*path, err)) < 0)
     return -1;
   return cgroup_apply_resources (spec, *path, err);
-}
-
-int
-cgroup_container_update (const struct runtime_ctx *ctx, const char *id, const struct cgroup_resources *res,
-                         struct husk_error **err)
-{
-  cleanup_free char *path = NULL;
-
-  if (cgroup_container_path (ctx, id, "update", &path, err) < 0)
-    return -1;
-  if (cgroup_resources_write (path, res, err) < 0)
-    return husk_error_wrap (err, "update container `%s`", id);
-  return 0;
 }

@@ -17,7 +17,6 @@
 #include "husk/cleanup.h"
 #include "husk/util.h"
 #include "runtime/cgroup/cgroup.h"
-#include "runtime/state.h"
 
 /* "max", and v1's page-rounded LONG_MAX or -1 -> HUSK_CGROUP_UNLIMITED. */
 static uint64_t
@@ -612,26 +611,6 @@ int
 husk_cgroup_stats_read (const char *path, struct husk_cgroup_stats *out, struct husk_error **err)
 {
   return husk_cgroup_stats_read_fields (path, HUSK_CGROUP_STATS_ALL, out, err);
-}
-
-int
-husk_container_stats (const char *state_root, const char *id, struct husk_cgroup_stats *out,
-                      struct husk_error **err)
-{
-  struct container_state *state = NULL;
-  int ret;
-
-  memset (out, 0, sizeof *out);
-  if (state_load (state_root, id, &state, err) < 0)
-    return -1;
-  if (state_status (state) == STATUS_STOPPED)
-    ret = husk_error_make (err, 0, "stats: container `%s` is not running", id);
-  else if (state->cgroup_path == NULL)
-    ret = husk_error_make (err, 0, "stats of container `%s`: it has no cgroup", id);
-  else if ((ret = husk_cgroup_stats_read (state->cgroup_path, out, err)) < 0)
-    husk_error_wrap (err, "stats of container `%s`", id);
-  state_free (state);
-  return ret;
 }
 
 void

@@ -14,6 +14,7 @@
 #include "husk/cleanup.h"
 #include "husk/util.h"
 #include "runtime/cgroup/cgroup.h"
+#include "runtime/container_cgroup.h"
 #include "runtime/cli/cli.h"
 
 static int
