@@ -393,3 +393,17 @@ path_clean (const char *path)
   out[len] = '\0';
   return out;
 }
+
+/* A uidMappings or gidMappings item, read by linux (spec_linux.c) and
+ * by mounts (spec_mounts.c). */
+static const struct field id_mapping_fields[] = {
+  REQUIRED_MEMBER ("containerID", parse_uint32_member, struct spec_id_mapping, container_id),
+  REQUIRED_MEMBER ("hostID", parse_uint32_member, struct spec_id_mapping, host_id),
+  REQUIRED_MEMBER ("size", parse_uint32_member, struct spec_id_mapping, size),
+};
+
+int
+parse_id_mapping_item (struct parse_ctx *ctx, json_t *item, void *elem)
+{
+  return parse_fields (ctx, item, id_mapping_fields, N_ELEMENTS (id_mapping_fields), elem);
+}

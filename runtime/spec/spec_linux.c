@@ -90,18 +90,6 @@ parse_namespaces (struct parse_ctx *ctx, json_t *value, void *target, const stru
   return 0;
 }
 
-static const struct field id_mapping_fields[] = {
-  REQUIRED_MEMBER ("containerID", parse_uint32_member, struct spec_id_mapping, container_id),
-  REQUIRED_MEMBER ("hostID", parse_uint32_member, struct spec_id_mapping, host_id),
-  REQUIRED_MEMBER ("size", parse_uint32_member, struct spec_id_mapping, size),
-};
-
-int
-parse_id_mapping_item (struct parse_ctx *ctx, json_t *item, void *elem)
-{
-  return parse_fields (ctx, item, id_mapping_fields, N_ELEMENTS (id_mapping_fields), elem);
-}
-
 static int
 parse_uid_mappings (struct parse_ctx *ctx, json_t *value, void *target, const struct field *field)
 {
