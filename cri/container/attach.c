@@ -1,4 +1,4 @@
-/* huskd's end of the monitor's attach socket (cri/attach.h): the socket's
+/* huskd's end of the monitor's attach socket (cri/container/attach.h): the socket's
  * path and the client messages. */
 #include <errno.h>
 #include <stdint.h>

@@ -1,4 +1,4 @@
-/* The event hub of cri/events.h.  A subscriber belongs to its call (freed
+/* The event hub of cri/container/events.h.  A subscriber belongs to its call (freed
  * when the call is released); the hub's list only points at it, and
  * whoever takes it off the list ends its stream, so each stream is ended
  * exactly once whether its client went, a send failed or huskd stops. */

@@ -1,4 +1,4 @@
-/* The attach socket of husk-monitor (cri/attach.h draws the protocol):
+/* The attach socket of husk-monitor (cri/container/attach.h draws the protocol):
  * clients come and go for the container's whole life; each gets a copy of
  * the output, and none can hold the monitor up — a send that would wait
  * drops the client instead. */

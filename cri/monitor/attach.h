@@ -1,4 +1,4 @@
-/* The monitor's end of the attach socket (protocol in cri/attach.h): the
+/* The monitor's end of the attach socket (protocol in cri/container/attach.h): the
  * listening socket, its clients, copies of the output to them, and the
  * decoding of what they send. */
 #ifndef HUSK_MONITOR_ATTACH_H

@@ -34,14 +34,14 @@ struct cri_service
   cri_pod_hook stop_pod_containers;   /* NULL: none */
   cri_pod_hook remove_pod_containers; /* NULL: none */
   struct container_store *containers; /* opened by cri_containers_init */
-  struct cri_events *events;          /* GetContainerEvents (cri/events.h) */
+  struct cri_events *events;          /* GetContainerEvents (cri/container/events.h) */
   struct streaming_server *streaming; /* Exec, Attach, PortForward URLs (cri/streaming/server.h) */
   struct cdi_registry *cdi;           /* CDI specs of cfg->cdi_spec_dirs (cri/cdi/cdi.h) */
   pthread_mutex_t cdi_lock;           /* the registry reloads on lookups: one at a time */
-  struct metrics *metrics;            /* counters and the /metrics endpoint (cri/service_metrics.c) */
+  struct metrics *metrics;            /* counters and the /metrics endpoint (cri/server/call_metrics.c) */
   struct metrics_http *metrics_http;  /* NULL unless cfg->metrics_address */
   struct cri_meter *meters;           /* one per method: what the metered handler calls */
-  struct layer_usage *layers;         /* writable layers' usage (cri/layer_usage.h) */
+  struct layer_usage *layers;         /* writable layers' usage (cri/stats/layer_usage.h) */
 };
 
 int cri_service_init (struct cri_service *svc, const struct huskd_config *cfg, struct husk_error **err);
@@ -50,7 +50,7 @@ void cri_service_clear (struct cri_service *svc);
 /* Every RPC of runtime.v1; *N gets the count. */
 const struct rpc_method *cri_service_methods (struct cri_service *svc, size_t *n);
 
-/* Prometheus metrics (service_metrics.c): the registry of METHODS and,
+/* Prometheus metrics (call_metrics.c): the registry of METHODS and,
  * with cfg->metrics_address, its endpoint; stop ends the endpoint and
  * frees the registry. */
 int cri_metrics_start (struct cri_service *svc, const struct rpc_method *methods, size_t n,
@@ -99,7 +99,7 @@ void cri_attach (struct rpc_call *call, const void *req, size_t len, void *user)
 void cri_port_forward (struct rpc_call *call, const void *req, size_t len, void *user);
 void cri_reopen_container_log (struct rpc_call *call, const void *req, size_t len, void *user);
 
-/* Container events (service_container.c, over cri/events.h): start
+/* Container events (service_container.c, over cri/container/events.h): start
  * creates svc->events and its watcher of the container store's exit
  * directory (after cri_containers_init); stop ends the streams, the watcher
  * and frees the hub; and the GetContainerEvents handler. */

@@ -1,7 +1,7 @@
 /* CheckpointContainer (KEP-2008): the runtime's `checkpoint
  * --leave-running` of a running container, with its OCI config, the
  * changes of its writable layer and its log, packed into the archive
- * kubelet asked for in CRI-O's layout (cri/checkpoint_archive.h).  The
+ * kubelet asked for in CRI-O's layout (cri/container/checkpoint_archive.h).  The
  * container keeps running; a failure leaves no archive and no work dir. */
 #include <errno.h>
 #include <stdio.h>

@@ -2,7 +2,7 @@
  * from cri_spec), start (husk-monitor runs `RUNTIME create`, then huskd
  * runs `RUNTIME start`), stop, remove, status, list, ExecSync and log
  * reopening; the hooks that stop or remove a pod's containers; and the
- * container events of GetContainerEvents (cri/events.h). */
+ * container events of GetContainerEvents (cri/container/events.h). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -640,7 +640,7 @@ start_monitor (struct cri_service *svc, struct cri_container *c, const struct hu
   cleanup_free char *monitor_log = xasprintf ("%s/monitor.log", dir);
   const char *log_path = cri_nonempty (c->log_path) ? c->log_path : internal_log;
   cleanup_free char *log_dir = xstrdup (log_path);
-  /* STATE/exits/<id>.attach: CRI Attach connects there (cri/attach.h). */
+  /* STATE/exits/<id>.attach: CRI Attach connects there (cri/container/attach.h). */
   cleanup_free char *attach_socket = cri_attach_socket_path (svc->cfg->state, c->id);
   const char *argv[] = { monitor,
                          "--id",
@@ -1018,7 +1018,7 @@ rebuild_hook (struct container_store *store, struct cri_container *c, void *user
 /* ------------------------------------------------------------------ */
 /* StopContainer, RemoveContainer and the pod hooks                     */
 
-/* Woken by the exit watcher (cri/events.h) the moment the monitor renames
+/* Woken by the exit watcher (cri/container/events.h) the moment the monitor renames
  * the exit file into place. */
 static bool
 wait_exit_file (struct cri_service *svc, const char *id, int64_t timeout_ms)

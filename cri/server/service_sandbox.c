@@ -1,4 +1,4 @@
-/* The pod sandbox RPCs of runtime.v1.RuntimeService over cri/sandbox.h:
+/* The pod sandbox RPCs of runtime.v1.RuntimeService over cri/pod/sandbox.h:
  * RunPodSandbox, StopPodSandbox, RemovePodSandbox, PodSandboxStatus and
  * ListPodSandbox.  Stop and Remove of an unknown pod succeed (CRI). */
 #include <errno.h>

@@ -373,7 +373,7 @@ container_attributes (struct cri_arena *arena, const struct cri_container *c)
 }
 
 /* The snapshot's upper dir (image/snapshot.h); none for a read-only rootfs.
- * Its usage as last measured (cri/layer_usage.h), timestamped then. */
+ * Its usage as last measured (cri/stats/layer_usage.h), timestamped then. */
 static Runtime__V1__FilesystemUsage *
 writable_layer (struct cri_arena *arena, struct cri_service *svc, const struct cri_container *c)
 {

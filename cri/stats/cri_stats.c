@@ -1,4 +1,4 @@
-/* The store-free half of huskd's stats RPCs (cri/cri_stats.h): CRI
+/* The store-free half of huskd's stats RPCs (cri/stats/cri_stats.h): CRI
  * messages from cgroup samples, CPU rates, /proc/net/dev and the disk
  * usage walk of a container's writable layer. */
 #include <errno.h>

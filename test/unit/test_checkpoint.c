@@ -1,7 +1,7 @@
 /* Unit tests for checkpoint/restore's pure parts: the criu command lines
  * (runtime/criu.c), criu's log and descriptors.json, and the checkpoint
  * archive in CRI-O's layout built from a fake checkpoint and upper dir
- * (cri/checkpoint_archive.c), read back with libarchive. */
+ * (cri/container/checkpoint_archive.c), read back with libarchive. */
 #include <archive.h>
 #include <archive_entry.h>
 #include <fcntl.h>

@@ -1,5 +1,5 @@
 /* Unit tests for the attach socket's messages: what huskd's client sends
- * (cri/attach.c) decoded by the monitor (cri/monitor/attach.c) over a
+ * (cri/container/attach.c) decoded by the monitor (cri/monitor/attach.c) over a
  * SOCK_SEQPACKET pair, messages that break the protocol, the output copies
  * and exit message, a client that cannot take more being dropped, and
  * sockets at paths longer than sun_path and fds passed over a socket
