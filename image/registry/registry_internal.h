@@ -1,5 +1,6 @@
 /* What registry.c (transfers) and registry_auth.c (challenges, tokens)
- * share: the client's state and a few helpers.  Private to image/. */
+ * share: the client's state and a few helpers (registry_http.c).  Private
+ * to image/. */
 #ifndef HUSK_IMAGE_REGISTRY_INTERNAL_H
 #define HUSK_IMAGE_REGISTRY_INTERNAL_H
 
