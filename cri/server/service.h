@@ -14,6 +14,7 @@
 #include "cri/proto/api.pb-c.h"
 #include "cri/rpc/server.h"
 #include "cri/server/reply.h"
+#include "cri/stats/cgroup_cache.h" /* cri_stats_forget_*: the container and pod RPCs call them */
 #include "image/hosts.h"
 #include "image/store.h"
 
@@ -131,12 +132,6 @@ char *cri_restore_images (struct cri_service *svc, const char *id);
 /* Stats RPCs (service_stats.c): cgroup, writable layer and pod network
  * usage of containers and pods. */
 void cri_container_stats (struct rpc_call *call, const void *req, size_t len, void *user);
-/* The container's cgroup as the stats RPCs found it, and the files they
- * keep open in it, forgotten (it is being deleted). */
-void cri_stats_forget_container (const char *id);
-/* The same for a pod that stops: its cgroup and its network namespace's
- * counters, kept open by the stats RPCs. */
-void cri_stats_forget_pod (const char *id);
 void cri_list_container_stats (struct rpc_call *call, const void *req, size_t len, void *user);
 void cri_pod_sandbox_stats (struct rpc_call *call, const void *req, size_t len, void *user);
 void cri_list_pod_sandbox_stats (struct rpc_call *call, const void *req, size_t len, void *user);
