@@ -122,7 +122,8 @@ void cri_update_container_resources (struct rpc_call *call, const void *req, siz
 /* service_checkpoint.c */
 void cri_checkpoint_container (struct rpc_call *call, const void *req, size_t len, void *user);
 /* CreateContainer's image is a checkpoint archive (an existing file):
- * its image's name, the restore dir, and the images the monitor restores. */
+ * its image's name, the restore dir, and the images the monitor restores
+ * (checkpoint_restore.c). */
 bool cri_is_checkpoint_archive (const char *image);
 char *cri_restore_dir (struct cri_service *svc, const char *id);
 int cri_restore_prepare (struct cri_service *svc, const char *id, const char *archive,
