@@ -112,7 +112,7 @@ void cri_get_container_events (struct rpc_call *call, const void *req, size_t le
 void cri_pod_event (struct cri_service *svc, Runtime__V1__ContainerEventType type, const char *sandbox_id);
 
 /* PodSandboxStatus of SB as the PodSandboxStatus RPC builds it, pointing
- * into SB (service_sandbox.c); free it before SB. */
+ * into SB (pod_status.c); free it before SB. */
 struct sandbox;
 Runtime__V1__PodSandboxStatus *cri_pod_status_new (const struct sandbox *sb);
 void cri_pod_status_free (Runtime__V1__PodSandboxStatus *status);

@@ -10,6 +10,7 @@
 
 #include "cri/config/runtime_exec.h"
 #include "cri/pod/sandbox.h"
+#include "cri/server/pod_status.h"
 #include "cri/server/service.h"
 #include "husk/cleanup.h"
 #include "husk/util.h"
@@ -195,130 +196,6 @@ cri_remove_pod_sandbox (struct rpc_call *call, const void *req, size_t len, void
 
 /* ---------------------------------------------------------------- views */
 
-/* CRI's map entries share one layout {key, value}: copies of the config's
- * labels or annotations as another message's entry type. */
-#define COPY_MAP(entry_type, entry_init, src, n, dst)                                                        \
-  do                                                                                                         \
-    {                                                                                                        \
-      entry_type *copies = xcalloc ((n) + 1, sizeof *copies);                                                \
-      (dst) = xcalloc ((n) + 1, sizeof *(dst));                                                              \
-      for (size_t i_ = 0; i_ < (n); i_++)                                                                    \
-        {                                                                                                    \
-          entry_type init_ = entry_init;                                                                     \
-          copies[i_] = init_;                                                                                \
-          copies[i_].key = (src)[i_]->key;                                                                   \
-          copies[i_].value = (src)[i_]->value;                                                               \
-          (dst)[i_] = &copies[i_];                                                                           \
-        }                                                                                                    \
-      /* Where free_map finds the copies, also when there are none. */                                       \
-      (dst)[0] = copies;                                                                                     \
-    }                                                                                                        \
-  while (0)
-
-static void
-free_map (void *entries)
-{
-  void **list = entries;
-
-  if (list)
-    free (list[0]);
-  free (list);
-}
-
-/* PodSandboxStatus: the reply and what it points into. */
-struct status_view
-{
-  Runtime__V1__PodSandboxStatus status;
-  Runtime__V1__PodSandboxNetworkStatus network;
-  Runtime__V1__LinuxPodSandboxStatus linux_status;
-  Runtime__V1__Namespace namespaces;
-  Runtime__V1__NamespaceOption options;
-  Runtime__V1__PodIP *ip_storage;
-  Runtime__V1__PodIP **additional_ips;
-};
-
-static void
-status_view_init (struct status_view *view, const struct sandbox *sb)
-{
-  const Runtime__V1__PodSandboxConfig *config = sb->config;
-  const Runtime__V1__LinuxSandboxSecurityContext *sec
-      = config->linux ? config->linux->security_context : NULL;
-  size_t n_ips = husk_strv_len (sb->ips);
-
-  memset (view, 0, sizeof *view);
-  runtime__v1__pod_sandbox_status__init (&view->status);
-  runtime__v1__pod_sandbox_network_status__init (&view->network);
-  runtime__v1__linux_pod_sandbox_status__init (&view->linux_status);
-  runtime__v1__namespace__init (&view->namespaces);
-  runtime__v1__namespace_option__init (&view->options);
-  if (sec && sec->namespace_options)
-    {
-      view->options.network = sec->namespace_options->network;
-      view->options.pid = sec->namespace_options->pid;
-      view->options.ipc = sec->namespace_options->ipc;
-      view->options.target_id = sec->namespace_options->target_id;
-    }
-  view->status.id = sb->id;
-  view->status.metadata = config->metadata;
-  view->status.state = sb->state == SANDBOX_READY ? RUNTIME__V1__POD_SANDBOX_STATE__SANDBOX_READY
-                                                  : RUNTIME__V1__POD_SANDBOX_STATE__SANDBOX_NOTREADY;
-  view->status.created_at = sb->created_at;
-  view->ip_storage = xcalloc (n_ips + 1, sizeof *view->ip_storage);
-  view->additional_ips = xcalloc (n_ips + 1, sizeof *view->additional_ips);
-  for (size_t i = 1; i < n_ips; i++)
-    {
-      runtime__v1__pod_ip__init (&view->ip_storage[i]);
-      view->ip_storage[i].ip = sb->ips[i];
-      view->additional_ips[i - 1] = &view->ip_storage[i];
-    }
-  view->network.ip = n_ips ? sb->ips[0] : "";
-  view->network.n_additional_ips = n_ips ? n_ips - 1 : 0;
-  view->network.additional_ips = view->additional_ips;
-  view->status.network = &view->network;
-  view->namespaces.options = &view->options;
-  view->linux_status.namespaces = &view->namespaces;
-  view->status.linux = &view->linux_status;
-  view->status.runtime_handler = sb->runtime_handler;
-  COPY_MAP (Runtime__V1__PodSandboxStatus__LabelsEntry, RUNTIME__V1__POD_SANDBOX_STATUS__LABELS_ENTRY__INIT,
-            config->labels, config->n_labels, view->status.labels);
-  view->status.n_labels = config->n_labels;
-  COPY_MAP (Runtime__V1__PodSandboxStatus__AnnotationsEntry,
-            RUNTIME__V1__POD_SANDBOX_STATUS__ANNOTATIONS_ENTRY__INIT, config->annotations,
-            config->n_annotations, view->status.annotations);
-  view->status.n_annotations = config->n_annotations;
-}
-
-static void
-status_view_clear (struct status_view *view)
-{
-  free (view->ip_storage);
-  free (view->additional_ips);
-  free_map (view->status.labels);
-  free_map (view->status.annotations);
-}
-
-/* For the events of the pod's containers (service_container.c): the same
- * view, on the heap.  STATUS is the view's first member. */
-Runtime__V1__PodSandboxStatus *
-cri_pod_status_new (const struct sandbox *sb)
-{
-  struct status_view *view = xmalloc (sizeof *view);
-
-  status_view_init (view, sb);
-  return &view->status;
-}
-
-void
-cri_pod_status_free (Runtime__V1__PodSandboxStatus *status)
-{
-  struct status_view *view = (struct status_view *) status;
-
-  if (view == NULL)
-    return;
-  status_view_clear (view);
-  free (view);
-}
-
 /* verbose: where the pod's namespaces and files are, as JSON "info"
  * (and why its record could not be read, when it could not). */
 static char *
@@ -358,7 +235,7 @@ cri_pod_sandbox_status (struct rpc_call *call, const void *req, size_t len, void
       FREE_REQUEST (request);
       return;
     }
-  status_view_init (&view, sb);
+  cri_pod_status_view_init (&view, sb);
   reply.status = &view.status;
   reply.timestamp = cri_now_ns ();
   if (request->verbose)
@@ -370,7 +247,7 @@ cri_pod_sandbox_status (struct rpc_call *call, const void *req, size_t len, void
       reply.info = entries;
     }
   cri_reply (call, &reply.base);
-  status_view_clear (&view);
+  cri_pod_status_view_clear (&view);
   sandbox_free (sb);
   FREE_REQUEST (request);
 }
@@ -446,8 +323,8 @@ cri_list_pod_sandbox (struct rpc_call *call, const void *req, size_t len, void *
     cri_reply (call, &reply.base);
     for (size_t i = 0; i < kept; i++)
       {
-        free_map (items[i].labels);
-        free_map (items[i].annotations);
+        cri_map_free (items[i].labels);
+        cri_map_free (items[i].annotations);
       }
   }
   sandboxes_free (list, n);
