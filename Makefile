@@ -1,15 +1,17 @@
 # husk — one non-recursive Makefile.  Sources are picked up by directory:
 #   common/*.c        -> build/libhusk-common.a  (error type, utils)
-#   runtime/*.c       -> build/libhusk-runtime.a (OCI runtime library)
+#   runtime/*.c, runtime/cgroup/*.c, runtime/spec/*.c
+#                     -> build/libhusk-runtime.a (OCI runtime library)
 #   runtime/cli/*.c   -> the husk binary (command table and commands)
-#   image/*.c         -> build/libhusk-image.a   (OCI image library)
+#   image/*.c, image/registry/*.c -> build/libhusk-image.a (OCI image library)
 #   image/cli/*.c, cri/cli/*.c -> build/husk-image.so, the plugin husk loads
 #                        for its `image`, `container` and `cdi` verbs, so that
 #                        the runtime's hot path never loads libcurl/libarchive
 #   cri/cli/cdi_hook_cli.c, cri/cli/hook_plugin_main.c, cri/cdi/hook.c
 #                     -> build/husk-hook.so, the small plugin of the CDI
 #                        hooks (`husk cdi-hook`, run at container creates)
-#   cri/*.c           -> build/libhusk-cri.a     (CRI translation, shared with huskd),
+#   cri/{spec,config,pod,container,stats,server}/*.c
+#                     -> build/libhusk-cri.a     (CRI translation, shared with huskd),
 #                        with the libraries in its rooms: cri/rpc/ (gRPC server),
 #                        cri/cni/ (CNI client), cri/cdi/ and cri/streaming/
 #   test/unit/test_*.c -> one cmocka binary each
