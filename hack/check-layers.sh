@@ -9,7 +9,8 @@
 #
 #   hack/check-layers.sh [ROOT]     # ROOT: the tree to check (default: this repo)
 set -u
-root=${1:-$(cd "$(dirname "$0")/.." && pwd)}
+here=$(cd "$(dirname "$0")" && pwd)
+root=${1:-$here/..}
 cd "$root" || {
 	echo "check-layers: no such tree: $root" >&2
 	exit 2
@@ -67,4 +68,4 @@ done
 for circle in "${known[@]}"; do
 	args+=(--known "$circle")
 done
-exec python3 "$(dirname "$0")/file-graph.py" --root "$root" check "${args[@]}"
+exec python3 "$here/file-graph.py" --root . check "${args[@]}"

@@ -203,8 +203,9 @@ def check(nodes, edges, args, root="."):
         (known if args[0] == "--known" else rules).append(args[1].split() if args[0] == "--known" else args[1])
         args = args[2:]
     bad = check_includes(root, rules)
-    known_circles = {frozenset(k) for k in known}
-    known_pairs = {(k[0], k[1]) for k in known if len(k) == 2}
+    # two handlers: handler A may call handler B (that alone, never a circle)
+    known_pairs = {(k[0], k[1]) for k in known if len(k) == 2 and all(HANDLER.match(m) for m in k)}
+    known_circles = {frozenset(k) for k in known if (k[0], k[-1]) not in known_pairs}
     graph_calls = calls(edges)
     for comp in cycles(nodes, graph_calls):
         if frozenset(comp) in known_circles:

@@ -78,6 +78,14 @@ test_handler_calls_handler() {
 		cri/server/service_update.c "void layers_sibling (void) { cri_image_fs_info (NULL, NULL, 0, NULL); }"
 }
 
+# The one handler call still allowed (service_sandbox -> service_container)
+# lets no call run back.
+test_known_pair_one_way() {
+	refused_graph "service_container -> service_sandbox" \
+		"^check-layers: a circle of files: cri/server/service_container cri/server/service_sandbox: " \
+		cri/server/service_container.c "void layers_back (void) { cri_run_pod_sandbox (NULL, NULL, 0, NULL); }"
+}
+
 test_handler_calls_table() {
 	refused_graph "service_runtime -> service" \
 		"^check-layers: cri/server/service_runtime.c calls cri_service_methods\(\) of the method table" \
@@ -117,6 +125,7 @@ run_test test_registry_includes_image
 run_test test_call_circle
 run_test test_known_circle_grows
 run_test test_handler_calls_handler
+run_test test_known_pair_one_way
 run_test test_handler_calls_table
 run_test test_reply_calls_handler
 run_test test_programs_may_reach_all
