@@ -1,15 +1,17 @@
 # husk — one non-recursive Makefile.  Sources are picked up by directory:
 #   common/*.c        -> build/libhusk-common.a  (error type, utils)
-#   runtime/*.c       -> build/libhusk-runtime.a (OCI runtime library)
+#   runtime/*.c, runtime/cgroup/*.c, runtime/spec/*.c
+#                     -> build/libhusk-runtime.a (OCI runtime library)
 #   runtime/cli/*.c   -> the husk binary (command table and commands)
-#   image/*.c         -> build/libhusk-image.a   (OCI image library)
+#   image/*.c, image/registry/*.c -> build/libhusk-image.a (OCI image library)
 #   image/cli/*.c, cri/cli/*.c -> build/husk-image.so, the plugin husk loads
 #                        for its `image`, `container` and `cdi` verbs, so that
 #                        the runtime's hot path never loads libcurl/libarchive
 #   cri/cli/cdi_hook_cli.c, cri/cli/hook_plugin_main.c, cri/cdi/hook.c
 #                     -> build/husk-hook.so, the small plugin of the CDI
 #                        hooks (`husk cdi-hook`, run at container creates)
-#   cri/*.c           -> build/libhusk-cri.a     (CRI translation, shared with huskd),
+#   cri/{spec,config,pod,container,stats,server}/*.c
+#                     -> build/libhusk-cri.a     (CRI translation, shared with huskd),
 #                        with the libraries in its rooms: cri/rpc/ (gRPC server),
 #                        cri/cni/ (CNI client), cri/cdi/ and cri/streaming/
 #   test/unit/test_*.c -> one cmocka binary each
@@ -41,8 +43,8 @@ override LDFLAGS += $(SAN_FLAGS)
 LIBS := $(RUNTIME_PKG_LIBS) $(IMAGE_PKG_LIBS) $(CRI_PKG_LIBS) -lpthread
 
 COMMON_SRCS := $(wildcard common/*.c)
-RUNTIME_SRCS := $(wildcard runtime/*.c)
-IMAGE_SRCS := $(wildcard image/*.c)
+RUNTIME_SRCS := $(wildcard runtime/*.c runtime/cgroup/*.c runtime/spec/*.c runtime/lsm/*.c)
+IMAGE_SRCS := $(wildcard image/*.c image/registry/*.c)
 # The CRI messages: protoc-c output generated into build/gen at build time
 # from husk's own cri/proto/api.proto, never edited by hand.
 PROTO := $(wildcard cri/proto/api.proto)
@@ -51,7 +53,7 @@ PROTO_O := $(if $(PROTO),$(BUILD)/gen/cri/proto/api.pb-c.o)
 # cri/rpc/ and cri/cni/ know nothing of CRI (hack/check-layers.sh keeps it
 # so): they are built without the generated messages.
 CRI_LIB_SRCS := $(wildcard cri/rpc/*.c cri/cni/*.c)
-CRI_SRCS := $(wildcard cri/*.c cri/cdi/*.c cri/streaming/*.c)
+CRI_SRCS := $(wildcard $(addsuffix /*.c,cri/config cri/spec cri/pod cri/container cri/stats cri/server cri/cdi cri/streaming))
 HUSKD_SRCS := $(wildcard cri/huskd/*.c)
 HUSK_SRCS := $(wildcard runtime/cli/*.c)
 HOOK_PLUGIN_SRCS := $(wildcard cri/cli/cdi_hook_cli.c cri/cli/hook_plugin_main.c)
@@ -182,7 +184,7 @@ $(BUILD)/test/unit/test_monitor_log: $(BUILD)/test/unit/test_monitor_log.o \
 
 # The attach socket's both ends: the monitor's objects and huskd's client.
 $(BUILD)/test/unit/test_monitor_attach: $(BUILD)/test/unit/test_monitor_attach.o \
-		$(call objs,cri/monitor/attach.c cri/attach.c) $(COMMON_LIB)
+		$(call objs,cri/monitor/attach.c cri/container/attach.c) $(COMMON_LIB)
 	@echo "  LD      $@"
 	@$(CC) $(LDFLAGS) -o $@ $^ -lcmocka
 

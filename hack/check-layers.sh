@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # The layers of DESIGN.md, checked over the #include "..." lines of the tree:
 # each folder below may include only headers under the prefixes listed for
-# it.  Prints one line per include that breaks a rule and exits 1 when one
-# does; `make test` runs it (make check-layers).
+# it.  Then the file graph (hack/file-graph.py, includes and calls read from
+# the sources, about a second): no circle of files that call each other, and
+# cri/server/'s handlers call neither the method table nor each other.
+# Prints one line per break and exits 1 when there is one; `make test` runs
+# it (make check-layers).
 #
 #   hack/check-layers.sh [ROOT]     # ROOT: the tree to check (default: this repo)
 set -u
-root=${1:-$(cd "$(dirname "$0")/.." && pwd)}
+here=$(cd "$(dirname "$0")" && pwd)
+root=${1:-$here/..}
 cd "$root" || {
 	echo "check-layers: no such tree: $root" >&2
 	exit 2
@@ -21,41 +25,49 @@ rules=(
 	"image:image/"
 	"cri/rpc:cri/rpc/"
 	"cri/cni:cri/cni/"
-	"cri/cdi:cri/cdi/ runtime/spec.h"
+	"cri/cdi:cri/cdi/ runtime/spec/spec.h"
 	"cri/streaming:cri/streaming/"
+	# cri/'s own rooms, bottom to top: spec < config < pod < container,
+	# stats beside them, server (method table, handlers, reply) on top; the
+	# debug CLI stands on container, pod and spec, never on the handlers.
+	"cri/spec:cri/spec/ cri/proto/ runtime/spec/ runtime/cgroup/ runtime/lsm/ image/"
+	"cri/config:cri/config/ cri/spec/ cri/cdi/"
+	"cri/pod:cri/pod/ cri/config/ cri/spec/ cri/cni/ cri/proto/ runtime/cgroup/ runtime/lsm/"
+	"cri/container:cri/container/ cri/pod/ cri/config/ cri/spec/ cri/cdi/ cri/cni/ cri/rpc/ cri/proto/ runtime/ image/"
+	"cri/stats:cri/stats/ cri/streaming/ cri/proto/ runtime/cgroup/"
+	"cri/server:cri/server/ cri/container/ cri/pod/ cri/config/ cri/spec/ cri/stats/ cri/cdi/ cri/cni/ cri/rpc/ cri/streaming/ cri/proto/ runtime/ image/"
+	"cri/cli:cri/cli/ cri/container/ cri/pod/ cri/spec/ cri/config/ cri/cdi/ image/ runtime/"
+	# runtime/: the Linux security modules' switches (AppArmor) and the spec
+	# readers at the bottom, cgroup above them (no container state: that is
+	# runtime/container_cgroup.c), the rest on top.
+	"runtime/lsm:runtime/lsm/"
+	"runtime/spec:runtime/spec/ runtime/lsm/"
+	"runtime/cgroup:runtime/cgroup/ runtime/spec/"
+	"image/registry:image/registry/ image/digest.h image/hosts.h image/reference.h"
 )
 
-rule_of() { # FILE -> the allowed prefixes of the most specific folder, or "*"
-	local file=$1 best="" allowed="*" rule dir
-	for rule in "${rules[@]}"; do
-		dir=${rule%%:*}
-		case $file in
-		"$dir"/*)
-			if [ ${#dir} -gt ${#best} ]; then
-				best=$dir
-				allowed=${rule#*:}
-			fi
-			;;
-		esac
-	done
-	echo "$allowed"
-}
+# Circles of files not broken yet (issue 27's second pass: what is left),
+# each as its member list; a pair "A B" under cri/server/ lets handler A
+# still call handler B.  The check fails when one of them grows or a new one
+# appears; remove a line when its circle is gone.
+known=(
+	# the gRPC layer: a call tells its server when it closes, its log line
+	# reads the call's method
+	"cri/rpc/call cri/rpc/log cri/rpc/server"
+	# StopPodSandbox & co. publish the pod's own container events through
+	# the container handlers' publisher (cri_pod_event -> publish_for, which
+	# needs the container status view): left so as not to move ~160 lines
+	# of service_container.c while other branches edit it
+	"cri/server/service_sandbox cri/server/service_container"
+	# a program: the commands' usage errors read the usage lines of the table
+	"runtime/cli/cgroup_cmds runtime/cli/checkpoint runtime/cli/completion runtime/cli/create runtime/cli/exec runtime/cli/lifecycle runtime/cli/list runtime/cli/main runtime/cli/spec"
+)
 
-bad=0
-while IFS= read -r file; do
-	allowed=$(rule_of "$file")
-	[ "$allowed" = "*" ] && continue
-	while IFS=: read -r line header; do
-		ok=no
-		case $header in husk/*) ok=yes ;; esac
-		for prefix in $allowed; do
-			case $header in "$prefix"*) ok=yes ;; esac
-		done
-		if [ $ok = no ]; then
-			echo "check-layers: $file:$line includes \"$header\"; ${file%/*}/ may include only husk/ ${allowed:-}" >&2
-			bad=1
-		fi
-	done < <(grep -n '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' "$file" |
-		sed 's/^\([0-9]*\):[^"]*"\([^"]*\)".*/\1:\2/')
-done < <(find common include runtime image cri -name '*.[ch]' 2>/dev/null | sort)
-exit $bad
+args=()
+for rule in "${rules[@]}"; do
+	args+=(--rule "$rule")
+done
+for circle in "${known[@]}"; do
+	args+=(--known "$circle")
+done
+exec python3 "$here/file-graph.py" --root . check "${args[@]}"

@@ -18,7 +18,7 @@
 #include "husk/util.h"
 #include "image/layout.h"
 #include "image/reference.h"
-#include "image/registry.h"
+#include "image/registry/registry.h"
 #include "image/unpack.h"
 
 #define OCI_LAYOUT_FILE "oci-layout"

@@ -10,7 +10,7 @@
 
 #include "husk/error.h"
 #include "image/images.h"
-#include "image/registry.h"
+#include "image/registry/registry.h"
 #include "image/store.h"
 
 enum pull_phase

@@ -20,7 +20,7 @@
 
 #include "husk/cleanup.h"
 #include "husk/util.h"
-#include "runtime/cgroup.h"
+#include "runtime/cgroup/cgroup.h"
 #include "runtime/container.h"
 #include "runtime/criu.h"
 #include "runtime/init.h"

@@ -7,7 +7,7 @@
 #include <sys/types.h>
 
 #include "husk/error.h"
-#include "runtime/spec.h"
+#include "runtime/spec/spec.h"
 #include "runtime/state.h"
 
 #define HUSK_DEFAULT_ROOT "/run/husk/runtime"

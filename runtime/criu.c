@@ -17,7 +17,7 @@
 
 #include "husk/cleanup.h"
 #include "husk/util.h"
-#include "runtime/cgroup.h"
+#include "runtime/cgroup/cgroup.h"
 #include "runtime/criu.h"
 
 static const char *const cgroups_modes[] = { "soft", "full", "strict", "ignore", NULL };

@@ -9,7 +9,7 @@
 #include <sys/types.h>
 
 #include "husk/error.h"
-#include "runtime/spec.h"
+#include "runtime/spec/spec.h"
 
 /* The key under which a joined network namespace is external to the image
  * (runc uses the same one). */

@@ -18,8 +18,8 @@
 
 #include "husk/cleanup.h"
 #include "husk/util.h"
-#include "runtime/apparmor.h"
-#include "runtime/cgroup.h"
+#include "runtime/lsm/apparmor.h"
+#include "runtime/cgroup/cgroup.h"
 #include "runtime/container.h"
 #include "runtime/init.h"
 #include "runtime/sync.h"

@@ -5,7 +5,7 @@
 #define HUSK_RUNTIME_HOOKS_H
 
 #include "husk/error.h"
-#include "runtime/spec.h"
+#include "runtime/spec/spec.h"
 
 /* Runs every hook of KIND in order, each waited for.  STATE_JSON is written
  * to the hook's stdin.  Stops at the first failure (non-zero exit, signal,

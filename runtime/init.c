@@ -21,8 +21,8 @@
 
 #include "husk/cleanup.h"
 #include "husk/util.h"
-#include "runtime/apparmor.h"
-#include "runtime/cgroup.h"
+#include "runtime/lsm/apparmor.h"
+#include "runtime/cgroup/cgroup.h"
 #include "runtime/criu.h"
 #include "runtime/hooks.h"
 #include "runtime/init.h"

@@ -8,7 +8,7 @@
 
 #include "runtime/container.h"
 #include "runtime/security.h"
-#include "runtime/spec.h"
+#include "runtime/spec/spec.h"
 
 struct init_config
 {

@@ -13,7 +13,7 @@
 
 #include "husk/cleanup.h"
 #include "husk/util.h"
-#include "runtime/cgroup.h"
+#include "runtime/cgroup/cgroup.h"
 #include "runtime/container.h"
 #include "runtime/create.h"
 #include "runtime/hooks.h"

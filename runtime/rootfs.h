@@ -9,7 +9,7 @@
 #include <stdbool.h>
 
 #include "husk/error.h"
-#include "runtime/spec.h"
+#include "runtime/spec/spec.h"
 
 /* Step 1, in the child after it entered its mount namespace: makes / private
  * (or linux.rootfsPropagation), bind-mounts root.path onto itself, performs

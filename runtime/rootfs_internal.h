@@ -5,7 +5,7 @@
 #include <stdio.h>
 
 #include "husk/error.h"
-#include "runtime/spec.h"
+#include "runtime/spec/spec.h"
 
 /* Creates /dev inside ROOT_FD once the config mounts are done (rootfs_dev.c). */
 int rootfs_dev_setup (const struct spec *spec, int root_fd, struct husk_error **err);

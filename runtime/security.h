@@ -8,7 +8,7 @@
 #include <stddef.h>
 
 #include "husk/error.h"
-#include "runtime/spec.h"
+#include "runtime/spec/spec.h"
 
 /* A compiled seccomp program: classic BPF ready for seccomp(2). */
 struct seccomp_program

@@ -4,7 +4,7 @@
 
 #include <getopt.h>
 
-#include "cri/containers.h"
+#include "cri/container/containers.h"
 #include "husk/error.h"
 #include "image/cli/image_cli.h"
 

@@ -9,7 +9,7 @@
 
 #include "cri/cdi/cdi.h"
 #include "cri/cli/cli.h"
-#include "cri/containers.h"
+#include "cri/container/containers.h"
 #include "husk/cleanup.h"
 #include "husk/util.h"
 #include "image/cli/image_cli.h"

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "cri/cli/cli.h"
-#include "cri/ocispec.h"
+#include "cri/spec/ocispec.h"
 #include "husk/cleanup.h"
 #include "husk/util.h"
 #include "runtime/container.h"

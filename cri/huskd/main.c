@@ -15,9 +15,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cri/config.h"
+#include "cri/config/config.h"
 #include "cri/rpc/server.h"
-#include "cri/service.h"
+#include "cri/server/service.h"
 #include "husk/cleanup.h"
 #include "husk/sd_notify.h"
 #include "husk/util.h"

@@ -1,4 +1,4 @@
-/* The attach socket of husk-monitor (cri/attach.h draws the protocol):
+/* The attach socket of husk-monitor (cri/container/attach.h draws the protocol):
  * clients come and go for the container's whole life; each gets a copy of
  * the output, what its socket cannot take yet waits in a bounded queue of
  * its own, and none can hold the monitor up for more than ATTACH_STALL_MS

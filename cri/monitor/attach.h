@@ -1,4 +1,4 @@
-/* The monitor's end of the attach socket (protocol in cri/attach.h): the
+/* The monitor's end of the attach socket (protocol in cri/container/attach.h): the
  * listening socket, its clients, copies of the output to them, and the
  * decoding of what they send. */
 #ifndef HUSK_MONITOR_ATTACH_H
@@ -9,7 +9,7 @@
 #include <sys/types.h>
 
 #include "husk/error.h"
-#include "cri/attach.h"
+#include "cri/container/attach.h"
 
 /* Room for bursts of output to a client that reads slowly, beyond its
  * socket buffer: past this the client is full, and the monitor stops

@@ -12,7 +12,7 @@
 #include "husk/util.h"
 #include "cri/monitor/exit.h"
 #include "cri/monitor/log.h"
-#include "runtime/cgroup.h"
+#include "runtime/cgroup/cgroup.h"
 
 void
 monitor_exit_from_wait_status (int wait_status, const struct timespec *finished_at, struct monitor_exit *exit)

@@ -6,7 +6,7 @@
 
 #include "husk/error.h"
 #include "image/hosts.h"
-#include "image/registry.h"
+#include "image/registry/registry.h"
 #include "image/store.h"
 
 /* Options every image and container verb shares: where images live and

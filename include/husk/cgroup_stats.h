@@ -1,7 +1,7 @@
 /* One sample of a container cgroup's usage (cgroup v2, or v1 mapped onto
  * the same fields): memory, cpu, pids, io, huge pages and OOM counts, as
  * `husk events --stats` prints it and as huskd reports ContainerStats and
- * PodSandboxStats.  Implemented in libhusk-runtime (runtime/cgroup_stats.c). */
+ * PodSandboxStats.  Implemented in libhusk-runtime (runtime/cgroup/cgroup_stats.c). */
 #ifndef HUSK_CGROUP_STATS_H
 #define HUSK_CGROUP_STATS_H
 

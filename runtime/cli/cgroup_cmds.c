@@ -13,7 +13,8 @@
 #include "husk/cgroup_stats.h"
 #include "husk/cleanup.h"
 #include "husk/util.h"
-#include "runtime/cgroup.h"
+#include "runtime/cgroup/cgroup.h"
+#include "runtime/container_cgroup.h"
 #include "runtime/cli/cli.h"
 
 static int

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """End-to-end tests of the monitor's attach socket for containers huskd
-runs (the piece CRI Attach streams through; protocol in cri/attach.h): a
+runs (the piece CRI Attach streams through; protocol in cri/container/attach.h): a
 busybox pod, containers created with stdin and tty through CRI, clients of
 STATE/exits/<id>.attach: output on streams 1 and 2, a stdin round trip,
 close stdin ending cat with exit 0, a TTY resize seen by stty, two clients

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""A client of husk-monitor's attach socket (protocol in cri/attach.h), for
+"""A client of husk-monitor's attach socket (protocol in cri/container/attach.h), for
 the tests: connects, does STEPS in order, then reads until the exit message
 or the end of the connection, and prints one JSON object: {"stdout",
 "stderr" (the bytes, as latin-1 text), "stdout_bytes", "stderr_bytes",

@@ -16,7 +16,7 @@
 #include <cmocka.h>
 
 #include "cri/cdi/cdi.h"
-#include "cri/seccomp_default.h"
+#include "cri/spec/seccomp_default.h"
 #include "husk/cleanup.h"
 #include "husk/util.h"
 

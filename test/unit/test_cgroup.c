@@ -26,7 +26,7 @@
 #include "husk/cgroup_stats.h"
 #include "husk/cleanup.h"
 #include "husk/util.h"
-#include "runtime/cgroup.h"
+#include "runtime/cgroup/cgroup.h"
 
 struct fixture
 {

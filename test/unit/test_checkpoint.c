@@ -1,7 +1,7 @@
 /* Unit tests for checkpoint/restore's pure parts: the criu command lines
  * (runtime/criu.c), criu's log and descriptors.json, and the checkpoint
  * archive in CRI-O's layout built from a fake checkpoint and upper dir
- * (cri/checkpoint_archive.c), read back with libarchive. */
+ * (cri/container/checkpoint_archive.c), read back with libarchive. */
 #include <archive.h>
 #include <archive_entry.h>
 #include <fcntl.h>
@@ -17,11 +17,11 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "cri/checkpoint_archive.h"
+#include "cri/container/checkpoint_archive.h"
 #include "husk/cleanup.h"
 #include "husk/util.h"
 #include "runtime/criu.h"
-#include "runtime/spec.h"
+#include "runtime/spec/spec.h"
 
 static const char *config_json
     = "{\"ociVersion\":\"1.0.2\",\"root\":{\"path\":\"/tmp\"},"

@@ -8,7 +8,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include "cri/containers.h"
+#include "cri/container/containers.h"
 
 #define NS 1000000000LL
 

@@ -1,5 +1,5 @@
 /* Unit tests for AppArmor under CRI (cri/apparmor.c and its step in
- * cri_spec.c) and the runtime's checks (runtime/apparmor.c): every
+ * cri_spec.c) and the runtime's checks (runtime/lsm/apparmor.c): every
  * SecurityProfile and old string form to process.apparmorProfile on a
  * host with AppArmor (simulated by the struct huskd fills at start, and a
  * profiles list in a temp file) and without, the field precedence, the
@@ -21,11 +21,11 @@
 /* Built with -I$(BUILD)/gen -Ulinux, as every test_cri_*.c. */
 #include "cri/proto/api.pb-c.h"
 
-#include "cri/apparmor.h"
-#include "cri/cri_spec.h"
+#include "cri/spec/apparmor.h"
+#include "cri/spec/cri_spec.h"
 #include "husk/cleanup.h"
 #include "husk/util.h"
-#include "runtime/apparmor.h"
+#include "runtime/lsm/apparmor.h"
 
 #define ID "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 

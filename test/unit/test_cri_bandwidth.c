@@ -10,7 +10,7 @@
 #include <cmocka.h>
 
 #include "cri/proto/api.pb-c.h"
-#include "cri/sandbox_internal.h"
+#include "cri/pod/sandbox_internal.h"
 
 static void
 test_quantities (void **state)

@@ -14,11 +14,11 @@
 
 #include <cmocka.h>
 
-#include "cri/config.h"
-#include "cri/sandbox.h"
+#include "cri/config/config.h"
+#include "cri/pod/sandbox.h"
 #include "husk/cleanup.h"
 #include "husk/util.h"
-#include "runtime/cgroup.h"
+#include "runtime/cgroup/cgroup.h"
 
 #define assert_error_contains(err, needle)                                                                   \
   do                                                                                                         \

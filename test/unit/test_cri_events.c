@@ -16,7 +16,7 @@
 
 #include <cmocka.h>
 
-#include "cri/events.h"
+#include "cri/container/events.h"
 #include "husk/cleanup.h"
 #include "husk/util.h"
 

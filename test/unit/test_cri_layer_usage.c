@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "cri/layer_usage.h"
+#include "cri/stats/layer_usage.h"
 #include "husk/cleanup.h"
 #include "husk/util.h"
 

@@ -20,10 +20,10 @@
 /* Built with -I$(BUILD)/gen -Ulinux (fields named `linux`). */
 #include "cri/proto/api.pb-c.h"
 
-#include "cri/cri_json.h"
-#include "cri/cri_stats_metrics.h"
-#include "cri/metrics.h"
-#include "cri/metrics_http.h"
+#include "cri/server/cri_json.h"
+#include "cri/stats/cri_stats_metrics.h"
+#include "cri/stats/metrics.h"
+#include "cri/stats/metrics_http.h"
 #include "husk/cleanup.h"
 #include "husk/util.h"
 

@@ -31,12 +31,12 @@
 
 #include "husk/cleanup.h"
 #include "husk/util.h"
-#include "cri/container_store.h"
-#include "cri/cri_spec.h"
-#include "cri/seccomp_default.h"
-#include "cri/userns.h"
+#include "cri/container/container_store.h"
+#include "cri/spec/cri_spec.h"
+#include "cri/spec/seccomp_default.h"
+#include "cri/spec/userns.h"
 #include "runtime/security.h"
-#include "runtime/spec.h"
+#include "runtime/spec/spec.h"
 
 #define ID "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 

@@ -18,7 +18,7 @@
 /* Built with -I$(BUILD)/gen -Ulinux (fields named `linux`). */
 #include "cri/proto/api.pb-c.h"
 
-#include "cri/cri_stats.h"
+#include "cri/stats/cri_stats.h"
 #include "husk/cleanup.h"
 #include "husk/util.h"
 

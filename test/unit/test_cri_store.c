@@ -16,7 +16,7 @@
 
 #include <cmocka.h>
 
-#include "cri/container_store.h"
+#include "cri/container/container_store.h"
 #include "cri/proto/api.pb-c.h"
 #include "husk/cleanup.h"
 #include "husk/util.h"

@@ -1,5 +1,5 @@
 /* Unit tests for the attach socket's messages: what huskd's client sends
- * (cri/attach.c) decoded by the monitor (cri/monitor/attach.c) over a
+ * (cri/container/attach.c) decoded by the monitor (cri/monitor/attach.c) over a
  * SOCK_SEQPACKET pair, messages that break the protocol, the output copies
  * and exit message, a slow client's bounded queue and back-pressure and
  * a stalled one dropped with an error, and
@@ -21,7 +21,7 @@
 #include "husk/cleanup.h"
 #include "husk/unix_socket.h"
 #include "husk/util.h"
-#include "cri/attach.h"
+#include "cri/container/attach.h"
 #include "cri/monitor/attach.h"
 
 static void

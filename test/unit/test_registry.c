@@ -26,8 +26,8 @@
 #include "image/digest.h"
 #include "image/hosts.h"
 #include "image/reference.h"
-#include "image/registry.h"
-#include "image/registry_internal.h"
+#include "image/registry/registry.h"
+#include "image/registry/registry_internal.h"
 
 /* --- helpers ----------------------------------------------------------- */
 

@@ -23,7 +23,7 @@
 
 #include "husk/cleanup.h"
 #include "husk/util.h"
-#include "runtime/cgroup.h"
+#include "runtime/cgroup/cgroup.h"
 #include "runtime/rootfs.h"
 
 #define TMPFS_MAGIC_ 0x01021994

@@ -1,5 +1,5 @@
 /* Unit tests for the config.json parser (runtime/spec.c) and the documents
- * of `husk spec` and `husk features` (runtime/spec_default.c).  JSON in
+ * of `husk spec` and `husk features` (runtime/spec/spec_default.c).  JSON in
  * this file is written with single quotes; quote() turns them into double
  * quotes so the configs stay readable. */
 #include <setjmp.h>
@@ -25,7 +25,7 @@
 #include "husk/cleanup.h"
 #include "husk/idmap.h"
 #include "husk/util.h"
-#include "runtime/spec.h"
+#include "runtime/spec/spec.h"
 
 static char bundle_dir[PATH_MAX];
 static char rootfs_dir[PATH_MAX];

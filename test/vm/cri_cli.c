@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cri/cri_json.h"
+#include "cri/server/cri_json.h"
 #include "cri/proto/api.pb-c.h"
 
 static const char *endpoint = "unix:///run/husk/husk.sock";

@@ -1,0 +1,69 @@
+/* How huskd runs its children: an OCI runtime command (`husk`, `runc`,
+ * `crun` with --root), or any program with its output captured and a
+ * deadline; and the clocks the CRI records use. */
+#ifndef HUSK_CRI_RUNTIME_EXEC_H
+#define HUSK_CRI_RUNTIME_EXEC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "cri/config/config.h"
+#include "husk/error.h"
+
+struct cri_child_output
+{
+  char *data; /* NUL-terminated, NULL when nothing came */
+  size_t len;
+  bool truncated;
+};
+
+struct cri_child_run
+{
+  char *const *argv;
+  int64_t timeout_ms; /* 0: none */
+  /* Where the child writes the pid of the process it runs for us (`exec
+   * --pid-file`): at the deadline that process is killed first and the
+   * child given time to reap it, so nothing it ran outlives the call. */
+  const char *pid_file;
+  size_t output_max;
+  struct cri_child_output out[2]; /* stdout, stderr */
+  int wait_status;
+  bool timed_out;
+};
+
+/* Runs RUN->argv (stdin /dev/null, its own process group, no signals
+ * blocked) with stdout and stderr captured up to output_max each, killing
+ * the process group at the deadline (after RUN->pid_file's process and a
+ * grace period, when there is one).  Fails only when it cannot start. */
+int cri_child_run (struct cri_child_run *run, struct husk_error **err);
+void cri_child_run_clear (struct cri_child_run *run);
+
+/* An exit code the way a shell reports it: 128 + signal for a kill. */
+int cri_child_exit_code (int wait_status);
+
+/* `RT->path --root RT->root ARGS...` (NULL-terminated, at most 12); a
+ * failure carries the runtime's stderr in one line. */
+int cri_run_runtime (const struct huskd_runtime *rt, const char *const *args, struct husk_error **err);
+
+/* `RUNTIME state ID`: *STATUS ("creating", "created", "running",
+ * "paused", "stopped"; malloc'd) and the init's *PID.  A container the
+ * runtime does not know is an error carrying its stderr. */
+int cri_runtime_state (const struct huskd_runtime *rt, const char *id, char **status, pid_t *pid,
+                       struct husk_error **err);
+
+/* The configured runtime for HANDLER ("" or NULL: the default), or
+ * EINVAL naming it. */
+const struct huskd_runtime *cri_runtime_for (const struct huskd_config *cfg, const char *handler,
+                                             struct husk_error **err);
+
+/* A program installed next to the running binary (husk-monitor,
+ * husk-pause), or NAME for a PATH lookup when /proc/self/exe is unknown. */
+char *cri_helper_path (const char *name);
+
+/* CLOCK_REALTIME in nanoseconds (CRI timestamps), CLOCK_MONOTONIC in ms. */
+int64_t cri_now_ns (void);
+int64_t cri_monotonic_ms (void);
+
+#endif
