@@ -25,6 +25,7 @@
 #include "cri/cdi/cdi.h"
 #include "cri/container_lost.h"
 #include "cri/container_info.h"
+#include "cri/runtime_probe.h"
 #include "cri/container_store.h"
 #include "cri/containers.h"
 #include "cri/cri_spec.h"
@@ -543,6 +544,10 @@ create_container (struct create_job *job, char **id, struct husk_error **err)
     return -1;
   if (job->sb->state != SANDBOX_READY)
     return husk_error_kind (err, EAGAIN, "pod sandbox %s is not ready", job->sb->id);
+  if (cri_runtime_usable (huskd_config_runtime (job->svc->cfg, job->sb->runtime_handler), "CreateContainer",
+                          err)
+      < 0)
+    return -1;
   if (cri_is_checkpoint_archive (req->config->image->image))
     {
       if (cri_checkpoint_archive_image (req->config->image->image, &archive_image, err) < 0)

@@ -10,6 +10,7 @@
 
 #include "cri/runtime_exec.h"
 #include "cri/sandbox.h"
+#include "cri/runtime_probe.h"
 #include "cri/service.h"
 #include "husk/cleanup.h"
 #include "husk/util.h"
@@ -38,6 +39,10 @@ cri_run_pod_sandbox (struct rpc_call *call, const void *req, size_t len, void *u
   if (huskd_config_runtime (svc->cfg, request->runtime_handler) == NULL)
     rpc_fail (call, GRPC_STATUS_INVALID_ARGUMENT, "RunPodSandbox: runtime_handler `%s` is not configured",
               request->runtime_handler);
+  else if (cri_runtime_usable (huskd_config_runtime (svc->cfg, request->runtime_handler), "RunPodSandbox",
+                               &err)
+           < 0)
+    cri_fail (call, &err);
   else if (sandbox_run (svc->sandboxes, request->config, request->runtime_handler, &id, &err) < 0)
     fail (call, "RunPodSandbox", &err);
   else

@@ -341,8 +341,9 @@ can_lower_oom_score_adj (void)
   return value == CAP_SET;
 }
 
-/* runtime-specific facts, as the features schema keeps them: a deviation
- * from the spec's MUST on oomScoreAdj, and whether it applies here. */
+/* runtime-specific facts, as the features schema keeps them: `exec
+ * --console-size` (huskd looks for it), a deviation from the spec's MUST
+ * on oomScoreAdj, and whether it applies here. */
 static json_t *
 features_annotations (void)
 {
@@ -351,7 +352,8 @@ features_annotations (void)
       = xasprintf ("%u.%u.%u", libseccomp->major, libseccomp->minor, libseccomp->micro);
 
   return json_pack (
-      "{s:s, s:s, s:s}", "io.github.seccomp.libseccomp.version", libseccomp_version, "io.husk.oomScoreAdj",
+      "{s:s, s:s, s:s, s:s}", "io.github.seccomp.libseccomp.version", libseccomp_version,
+      "io.husk.exec.consoleSize", "true", "io.husk.oomScoreAdj",
       "a value below the current one needs CAP_SYS_RESOURCE; without it husk warns and keeps the "
       "current value instead of failing",
       "io.husk.oomScoreAdj.canLower", can_lower_oom_score_adj () ? "true" : "false");
