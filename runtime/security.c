@@ -461,7 +461,7 @@ cap_refused (int cap, const char *set, const char *why, struct husk_error **err)
   char name[64];
 
   cap_name (cap, name, sizeof name);
-  return husk_error_make (err, EPERM, "process.capabilities.%s: %s %s", set, name, why);
+  return husk_error_kind (err, EPERM, "process.capabilities.%s: %s %s", set, name, why);
 }
 
 int
