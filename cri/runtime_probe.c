@@ -256,6 +256,17 @@ cri_runtime_probe_wait (void)
   pthread_mutex_unlock (&probe.lock);
 }
 
+bool
+cri_runtime_probe_done (void)
+{
+  bool done;
+
+  pthread_mutex_lock (&probe.lock);
+  done = !probe.started || probe.done;
+  pthread_mutex_unlock (&probe.lock);
+  return done;
+}
+
 void
 cri_runtime_probe_join (void)
 {

@@ -7,6 +7,8 @@
 #ifndef HUSK_CRI_RUNTIME_PROBE_H
 #define HUSK_CRI_RUNTIME_PROBE_H
 
+#include <stdbool.h>
+
 #include "cri/config.h"
 #include "husk/error.h"
 
@@ -19,6 +21,7 @@ void cri_runtime_probe_all (struct huskd_config *cfg);
  * blocks until it is done (at once when none was started), _join at exit. */
 void cri_runtime_probe_start (struct huskd_config *cfg);
 void cri_runtime_probe_wait (void);
+bool cri_runtime_probe_done (void);
 void cri_runtime_probe_join (void);
 
 /* After cri_runtime_probe_wait: 0, or EAGAIN (FAILED_PRECONDITION) naming RT and why it cannot run here;

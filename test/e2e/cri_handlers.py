@@ -11,6 +11,7 @@ way in its existing pod, which still stops and goes.  Prints TAP lines.
 
   cri_handlers.py HUSKD REGISTRY WORKDIR
 """
+import json
 import os
 import re
 import shutil
@@ -163,6 +164,12 @@ def main():
         ok("cannot run containers on this host" in lines.get("broken", "")
            and "cgroup hierarchy is not writable here" in lines.get("broken", ""),
            "broken: huskd logs at start that it cannot run here, with the runtime's reason", lines.get("broken"))
+        r = c.call("Status", pb.StatusRequest(verbose=True), pb.StatusResponse)
+        probes = json.loads(r.info.get("runtimeHandlerProbes", "{}"))
+        ok(isinstance(probes, dict) and probes.get("runc", {}).get("usable") is True
+           and probes.get("husk", {}).get("usable") is True and probes.get("broken", {}).get("usable") is False
+           and "cgroup hierarchy is not writable here" in probes.get("broken", {}).get("reason", ""),
+           "verbose Status: runtimeHandlerProbes says which handlers can run here and why not", probes)
         for handler in ("husk", "runc"):
             test_streams(c, s, handler)
         test_unusable(c, s, "broken", "cgroup hierarchy is not writable here")
