@@ -308,11 +308,9 @@ status_info_add (struct status_info *info, const char *key, char *json_text)
 static char *
 handler_probes_info (const struct huskd_config *cfg)
 {
-  json_t *doc = json_object ();
+  json_t *doc = cri_runtime_probe_done () ? json_object () : json_string ("probing");
   char *text;
 
-  if (!cri_runtime_probe_done ())
-    doc = json_string ("probing");
   for (size_t i = 0; json_is_object (doc) && i < cfg->n_runtimes; i++)
     {
       const struct huskd_runtime *rt = &cfg->runtimes[i];
