@@ -249,6 +249,7 @@ def test_caps_and_oom(c, s):
         cfg = container_config("sysres", ["true"], pb.LinuxContainerSecurityContext(
             run_as_user=ROOT_USER, capabilities=pb.Capability(add_capabilities=["SYS_RESOURCE"])))
         e = rpc_error(lambda: c.create(s["pod"], cfg, s["pod_config"]))
+        print(f"# CreateContainer said: {e and (e.code(), e.details())}")
         ok(e is not None and "CAP_SYS_RESOURCE" in e.details() and "bounding set" in e.details(),
            "add_capabilities SYS_RESOURCE: CreateContainer fails naming CAP_SYS_RESOURCE", e)
         left = set(c.list()) - before
