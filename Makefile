@@ -76,7 +76,7 @@ PAUSE := $(BUILD)/husk-pause
 UNIT_TESTS := $(patsubst test/unit/%.c,$(BUILD)/test/unit/%,$(UNIT_SRCS))
 
 .PHONY: all deps deps-run deps-test deps-bench build test unit-test integration-test vm-test run demo bench clean format format-check \
-	check-layers conformance install sanitize unit-bins
+	check-layers conformance install sanitize unit-bins fuzz
 
 all: build
 
@@ -190,10 +190,26 @@ $(BUILD)/test/unit/%: $(BUILD)/test/unit/%.o $(LIBS_ALL)
 	@echo "  LD      $@"
 	@$(CC) $(LDFLAGS) -o $@ $^ $(LIBS) -lcmocka
 
+# libFuzzer targets (test/fuzz/fuzz_*.c), built by clang with ASan and
+# UBSan from the few sources each names below; test/integration/test_fuzz.sh
+# runs each for a bounded time (HUSK_FUZZ_SECONDS).
+FUZZ_CC ?= clang
+FUZZ_FLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -D_GNU_SOURCE -Iinclude -I.
+FUZZ_TARGETS := $(patsubst test/fuzz/%.c,$(BUILD)/test/fuzz/%,$(wildcard test/fuzz/fuzz_*.c))
+
+$(BUILD)/test/fuzz/fuzz_http_head: cri/streaming/http_head.c
+
+$(BUILD)/test/fuzz/%: test/fuzz/%.c
+	@mkdir -p $(dir $@)
+	@echo "  FUZZ    $@"
+	@$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $^
+
+fuzz: $(FUZZ_TARGETS)
+
 # `make test`: install what is missing, build, run every test, print one
 # summary line at the end.
 test: deps-test
-	$(MAKE) --no-print-directory format-check check-layers build $(UNIT_TESTS)
+	$(MAKE) --no-print-directory format-check check-layers build $(UNIT_TESTS) $(FUZZ_TARGETS)
 	./test/run-all.sh $(BUILD)
 
 unit-bins: $(UNIT_TESTS)
@@ -207,8 +223,14 @@ integration-test: build
 # `make run`: install, build, and start huskd in the foreground with its
 # built-in defaults (unix:///run/husk/husk.sock, /var/lib/husk, /run/husk),
 # or /etc/husk/huskd.json when it exists.
+# A pod network for huskd where the CNI dir has none (hack/default-network.sh:
+# a bridge of its own, husk0; an existing config is never touched).  Point
+# CNI_CONF_DIR at the cni_conf_dir of your huskd.json if it is elsewhere.
+CNI_CONF_DIR ?= /etc/cni/net.d
+
 run: deps-run
 	$(MAKE) --no-print-directory build
+	./hack/default-network.sh "$(CNI_CONF_DIR)"
 	@echo "huskd: serving CRI v1 (Ctrl-C stops it; 'make demo' runs a container)"
 	$(HUSKD)
 
@@ -241,8 +263,8 @@ sanitize: deps
 	$(MAKE) --no-print-directory BUILD=$(BUILD)-sanitize SANITIZE=address,undefined build unit-bins
 	./hack/sanitize.sh $(BUILD)-sanitize
 
-# critest (cri-tools v1.29) against a huskd of its own, offline; CRITEST=,
-# CRICTL= name the binaries (default ../shared/tools/bin/).
+# critest (cri-tools v1.29) against a huskd of its own, offline; critest and
+# crictl come from PATH or CRITEST=, CRICTL= (husk keeps neither).
 conformance: deps
 	$(MAKE) --no-print-directory build
 	./hack/conformance.sh $(BUILD)

@@ -357,6 +357,16 @@ husk_rm_rf (const char *path, struct husk_error **err)
   return rm_rf_at (AT_FDCWD, path, st.st_dev, err);
 }
 
+int
+husk_rm_rf_at (int parent_fd, const char *name, struct husk_error **err)
+{
+  struct stat st;
+
+  if (fstat (parent_fd, &st) < 0)
+    return husk_error_make (err, errno, "stat the directory of `%s`", name);
+  return rm_rf_at (parent_fd, name, st.st_dev, err);
+}
+
 bool
 husk_str_has_prefix (const char *s, const char *prefix)
 {

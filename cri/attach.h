@@ -12,10 +12,16 @@
  *                  <── IN_RESIZE|rows|cols   uint16 LE each (TTY only)
  *   OUT_EXIT|"N" ──>      the container exited with code N (decimal);
  *                         then the monitor closes the connection
+ *   OUT_ERROR|text ──>    the client is dropped (why, one line); then the
+ *                         monitor closes the connection
  *
  * Byte 0 of every message is its type.  Stdin messages to a container
- * without stdin are ignored.  A client whose socket buffer is full is
- * dropped (closed): it never holds up the container or other clients. */
+ * without stdin are ignored.  Output a client's socket cannot take waits
+ * in a bounded queue of its own; while a queue is full the monitor stops
+ * reading the container's output (back-pressure), for at most a few
+ * seconds without progress, then drops that client with OUT_ERROR (or,
+ * when even that cannot be sent, just closes it): a connection that ends
+ * without OUT_EXIT did not get all the output. */
 #ifndef HUSK_CRI_ATTACH_H
 #define HUSK_CRI_ATTACH_H
 
@@ -32,6 +38,7 @@ enum attach_out_type
   ATTACH_OUT_STDOUT = 1,
   ATTACH_OUT_STDERR = 2,
   ATTACH_OUT_EXIT = 3,
+  ATTACH_OUT_ERROR = 4,
 };
 
 enum attach_in_type

@@ -15,6 +15,7 @@
 
 #include "cri/checkpoint_archive.h"
 #include "husk/cleanup.h"
+#include "husk/in_root.h"
 #include "husk/util.h"
 
 char *
@@ -296,8 +297,65 @@ safe_relative (const char *rel)
   return true;
 }
 
+/* The outer archive may hold only regular files and directories: a
+ * symlink (or hard link) named rootfs-diff.tar or deleted.files would make
+ * the restore read a host file as the container's.  (The caller names the
+ * archive.) */
+static int
+check_top_level_member (struct archive_entry *entry, struct husk_error **err)
+{
+  mode_t type = archive_entry_filetype (entry);
+
+  if (archive_entry_hardlink (entry) != NULL)
+    return husk_error_kind (err, EINVAL,
+                            "member `%s`: a hard link; only regular files and directories may be",
+                            archive_entry_pathname (entry));
+  if (type != AE_IFREG && type != AE_IFDIR)
+    return husk_error_kind (err, EINVAL, "member `%s`: a %s; only regular files and directories may be",
+                            archive_entry_pathname (entry),
+                            type == AE_IFLNK    ? "symlink"
+                            : type == AE_IFCHR  ? "character device"
+                            : type == AE_IFBLK  ? "block device"
+                            : type == AE_IFIFO  ? "fifo"
+                            : type == AE_IFSOCK ? "socket"
+                                                : "non-regular file");
+  return 0;
+}
+
+static int
+extract_entry (struct archive *a, struct archive *disk, struct archive_entry *entry, const char *path,
+               const char *dest, struct husk_error **err)
+{
+  cleanup_free char *target = xasprintf ("%s/%s", dest, archive_entry_pathname (entry));
+  const void *buf;
+  size_t size;
+  la_int64_t offset;
+  int r;
+
+  archive_entry_set_pathname (entry, target);
+  if (archive_entry_hardlink (entry))
+    {
+      cleanup_free char *link = xasprintf ("%s/%s", dest, archive_entry_hardlink (entry));
+      archive_entry_set_hardlink (entry, link);
+    }
+  /* libarchive's own refusals (through a symlink, `..`) carry no errno:
+   * then the archive is what is wrong. */
+  if (archive_write_header (disk, entry) < ARCHIVE_WARN)
+    return archive_errno (disk) > 0
+               ? husk_error_make (err, archive_errno (disk), "extract `%s`", target)
+               : husk_error_kind (err, EINVAL, "extract `%s`: %s", target, archive_error_string (disk));
+  while ((r = archive_read_data_block (a, &buf, &size, &offset)) == ARCHIVE_OK)
+    if (archive_write_data_block (disk, buf, size, offset) < ARCHIVE_WARN)
+      return husk_error_make (err, 0, "extract `%s`: %s", target, archive_error_string (disk));
+  if (r < ARCHIVE_WARN)
+    return husk_error_kind (err, EINVAL, "`%s`: %s", path, archive_error_string (a));
+  if (archive_write_finish_entry (disk) < ARCHIVE_WARN)
+    return husk_error_make (err, 0, "extract `%s`: %s", target, archive_error_string (disk));
+  return 0;
+}
+
 int
-checkpoint_extract (const char *path, const char *dest, struct husk_error **err)
+checkpoint_extract (const char *path, const char *dest, bool top_level, struct husk_error **err)
 {
   struct archive *a = archive_read_new ();
   struct archive *disk = archive_write_disk_new ();
@@ -306,18 +364,16 @@ checkpoint_extract (const char *path, const char *dest, struct husk_error **err)
 
   archive_read_support_format_tar (a);
   /* Entry paths are checked here (they get DEST prepended, which the
-   * library's own absolute-path check would refuse). */
-  archive_write_disk_set_options (disk, ARCHIVE_EXTRACT_SECURE_SYMLINKS | ARCHIVE_EXTRACT_OWNER
-                                            | ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_TIME);
+   * library's own absolute-path check would refuse); the library refuses
+   * to write through a symlink already on disk, one made by an earlier
+   * entry or one the image put in the rootfs. */
+  archive_write_disk_set_options (disk, ARCHIVE_EXTRACT_SECURE_SYMLINKS | ARCHIVE_EXTRACT_SECURE_NODOTDOT
+                                            | ARCHIVE_EXTRACT_OWNER | ARCHIVE_EXTRACT_PERM
+                                            | ARCHIVE_EXTRACT_TIME);
   if (archive_read_open_filename (a, path, 65536) != ARCHIVE_OK)
     ret = husk_error_kind (err, EINVAL, "`%s`: %s", path, archive_error_string (a));
   while (ret == 0 && (r = archive_read_next_header (a, &entry)) != ARCHIVE_EOF)
     {
-      cleanup_free char *target = NULL;
-      const void *buf;
-      size_t size;
-      la_int64_t offset;
-
       if (r < ARCHIVE_WARN)
         {
           ret = husk_error_kind (err, EINVAL, "`%s`: %s", path, archive_error_string (a));
@@ -325,47 +381,57 @@ checkpoint_extract (const char *path, const char *dest, struct husk_error **err)
         }
       if (!safe_relative (archive_entry_pathname (entry))
           || (archive_entry_hardlink (entry) && !safe_relative (archive_entry_hardlink (entry))))
-        {
-          ret = husk_error_kind (err, EINVAL, "`%s`: entry `%s`: an absolute path or `..`", path,
-                                 archive_entry_pathname (entry));
-          break;
-        }
-      target = xasprintf ("%s/%s", dest, archive_entry_pathname (entry));
-      archive_entry_set_pathname (entry, target);
-      if (archive_entry_hardlink (entry))
-        {
-          cleanup_free char *link = xasprintf ("%s/%s", dest, archive_entry_hardlink (entry));
-          archive_entry_set_hardlink (entry, link);
-        }
-      if (archive_write_header (disk, entry) < ARCHIVE_WARN)
-        ret = husk_error_make (err, 0, "extract `%s`: %s", target, archive_error_string (disk));
-      while (ret == 0 && (r = archive_read_data_block (a, &buf, &size, &offset)) == ARCHIVE_OK)
-        if (archive_write_data_block (disk, buf, size, offset) < ARCHIVE_WARN)
-          ret = husk_error_make (err, 0, "extract `%s`: %s", target, archive_error_string (disk));
-      if (ret == 0 && r < ARCHIVE_WARN)
-        ret = husk_error_kind (err, EINVAL, "`%s`: %s", path, archive_error_string (a));
-      if (ret == 0 && archive_write_finish_entry (disk) < ARCHIVE_WARN)
-        ret = husk_error_make (err, 0, "extract `%s`: %s", target, archive_error_string (disk));
+        ret = husk_error_kind (err, EINVAL, "`%s`: entry `%s`: an absolute path or `..`", path,
+                               archive_entry_pathname (entry));
+      else if (top_level && check_top_level_member (entry, err) < 0)
+        ret = -1;
+      else
+        ret = extract_entry (a, disk, entry, path, dest, err);
     }
   archive_read_free (a);
   archive_write_free (disk);
   return ret;
 }
 
+/* Removes REL (deleted.files' entry I) inside ROOT_FD: its parent is
+ * resolved as the container would see it, its last component is never
+ * followed.  A path that is not there is nothing to remove. */
+static int
+remove_in_root (int root_fd, const char *rel, size_t i, struct husk_error **err)
+{
+  const char *slash = strrchr (rel, '/');
+  cleanup_free char *parent = slash ? xasprintf ("%.*s", (int) (slash - rel), rel) : xstrdup (".");
+  const char *name = slash ? slash + 1 : rel;
+  cleanup_close int dir_fd = -1;
+
+  if (*name == '\0' || strcmp (name, ".") == 0)
+    return husk_error_kind (err, EINVAL, "deleted.files: [%zu] `%s`: names no file", i, rel);
+  dir_fd = husk_open_in_root (root_fd, parent, O_PATH | O_DIRECTORY);
+  if (dir_fd < 0 && (errno == ENOENT || errno == ENOTDIR))
+    return 0;
+  if (dir_fd < 0)
+    return husk_error_make (err, errno, "deleted.files: [%zu] `%s`", i, rel);
+  if (husk_rm_rf_at (dir_fd, name, err) < 0)
+    return husk_error_wrap (err, "deleted.files: [%zu] `%s`", i, rel);
+  return 0;
+}
+
 int
 checkpoint_apply_deleted (const char *rootfs, const char *deleted_json, struct husk_error **err)
 {
   json_t *list = json_loads (deleted_json, 0, NULL);
+  cleanup_close int root_fd = -1;
   size_t i;
   json_t *item;
   int ret = 0;
 
   if (!json_is_array (list))
     ret = husk_error_kind (err, EINVAL, "deleted.files: not a JSON list");
+  else if ((root_fd = open (rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+    ret = husk_error_make (err, errno, "rootfs `%s`", rootfs);
   json_array_foreach (list, i, item)
   {
     const char *rel = json_string_value (item);
-    cleanup_free char *target = NULL;
     if (ret < 0)
       break;
     if (rel == NULL || !safe_relative (rel))
@@ -373,8 +439,7 @@ checkpoint_apply_deleted (const char *rootfs, const char *deleted_json, struct h
         ret = husk_error_kind (err, EINVAL, "deleted.files: [%zu]: not a relative path without `..`", i);
         break;
       }
-    target = xasprintf ("%s/%s", rootfs, rel);
-    ret = husk_rm_rf (target, err);
+    ret = remove_in_root (root_fd, rel, i, err);
   }
   json_decref (list);
   return ret;

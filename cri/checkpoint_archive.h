@@ -65,10 +65,14 @@ int checkpoint_archive_read (const char *path, struct checkpoint_archive_info *i
 void checkpoint_archive_info_clear (struct checkpoint_archive_info *info);
 
 /* Extracts the tar PATH into DEST (which exists): no absolute paths, no
- * "..", no writing through symlinks; owners and modes kept. */
-int checkpoint_extract (const char *path, const char *dest, struct husk_error **err);
+ * "..", no writing through symlinks; owners and modes kept.  TOP_LEVEL
+ * (the checkpoint archive itself, not its rootfs diff): a member that is
+ * not a regular file or a directory is refused, naming it. */
+int checkpoint_extract (const char *path, const char *dest, bool top_level, struct husk_error **err);
 /* Removes from ROOTFS the paths of deleted.files' JSON text (relative;
- * one with ".." is refused). */
+ * one with ".." is refused), each resolved inside ROOTFS (a symlink on
+ * the way leads where it leads in the container, never out of it; the
+ * last component is removed, never followed). */
 int checkpoint_apply_deleted (const char *rootfs, const char *deleted_json, struct husk_error **err);
 
 #endif

@@ -340,6 +340,35 @@ check_metrics_address (const char *address, const char *path, struct husk_error 
   return 0;
 }
 
+/* stream_port: a string ("10010") or a JSON number; 0 is a free port,
+ * anything outside 0-65535 is refused (it used to wrap around). */
+static int
+take_stream_port (json_t *doc, struct huskd_config *cfg, const char *path, struct husk_error **err)
+{
+  json_t *port = json_object_get (doc, "stream_port");
+  long long number;
+
+  if (json_is_integer (port))
+    {
+      free (cfg->stream_port);
+      cfg->stream_port = xasprintf ("%lld", (long long) json_integer_value (port));
+      json_object_del (doc, "stream_port");
+    }
+  else if (port && !json_is_string (port) && !json_is_null (port))
+    return husk_error_make (err, 0,
+                            "%s: stream_port: must be a port number (0-65535) or a string holding one", path);
+  else if (json_is_string (port))
+    {
+      free (cfg->stream_port);
+      cfg->stream_port = xstrdup (json_string_value (port));
+      json_object_del (doc, "stream_port");
+    }
+  if (husk_parse_int64 (cfg->stream_port, 0, 65535, &number) < 0)
+    return husk_error_make (err, 0, "%s: stream_port `%s`: must be a port number 0-65535 (0: a free one)",
+                            path, cfg->stream_port);
+  return 0;
+}
+
 static int
 apply_file (const char *path, struct huskd_config *cfg, struct husk_error **err)
 {
@@ -357,6 +386,8 @@ apply_file (const char *path, struct huskd_config *cfg, struct husk_error **err)
     ret = husk_error_make (err, 0, "%s: must be a JSON object", path);
   if (ret == 0)
     ret = check_known_keys (doc, path, err);
+  if (ret == 0)
+    ret = take_stream_port (doc, cfg, path, err);
   for (size_t i = 0; ret == 0 && i < sizeof string_keys / sizeof string_keys[0]; i++)
     ret = take_string (doc, string_keys[i].key, (char **) ((char *) cfg + string_keys[i].offset), path, err);
   if (ret == 0)
@@ -452,6 +483,21 @@ huskd_config_runtime (const struct huskd_config *cfg, const char *handler)
     if (strcmp (cfg->runtimes[i].name, name) == 0)
       return &cfg->runtimes[i];
   return NULL;
+}
+
+char *
+huskd_config_runtime_names (const struct huskd_config *cfg)
+{
+  char *names = xstrdup (cfg->default_runtime ? cfg->default_runtime : "");
+
+  for (size_t i = 0; i < cfg->n_runtimes; i++)
+    if (!cfg->default_runtime || strcmp (cfg->runtimes[i].name, cfg->default_runtime) != 0)
+      {
+        char *longer = xasprintf ("%s%s%s", names, *names ? ", " : "", cfg->runtimes[i].name);
+        free (names);
+        names = longer;
+      }
+  return names;
 }
 
 void

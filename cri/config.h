@@ -89,6 +89,9 @@ json_t *huskd_config_to_json (const struct huskd_config *cfg);
 bool huskd_config_systemd_cgroup (const struct huskd_config *cfg);
 
 /* The runtime for HANDLER (NULL or "" = default); NULL when unknown. */
+/* The configured handlers' names, "a, b, c", the default first (malloc'd):
+ * for errors that name an unknown one. */
+char *huskd_config_runtime_names (const struct huskd_config *cfg);
 const struct huskd_runtime *huskd_config_runtime (const struct huskd_config *cfg, const char *handler);
 
 #endif

@@ -16,6 +16,7 @@
 
 #include "husk/cleanup.h"
 #include "husk/util.h"
+#include "cri/apparmor.h"
 #include "cri/cri_spec.h"
 #include "cri/ocispec.h"
 #include "cri/proto/api.pb-c.h"
@@ -350,6 +351,7 @@ add_capabilities (json_t *config, const struct cri_spec_input *in, struct husk_e
   return 0;
 }
 
+/* huskd's own oom_score_adj, which its children inherit (0 if unknown). */
 static int
 own_oom_score_adj (void)
 {
@@ -365,10 +367,12 @@ own_oom_score_adj (void)
   return (int) value;
 }
 
-/* A container inherits huskd's oom_score_adj; going below it needs
- * CAP_SYS_RESOURCE.  Without it the value is left out (so that no runtime
- * fails on it: runc and crun would), and the container says so: an
- * annotation its verbose status shows, and a line in huskd's log. */
+/* A container inherits huskd's oom_score_adj.  A higher value is set (a
+ * container never keeps huskd's own protection, OOMScoreAdjust=-999 in
+ * huskd.service); a lower one needs CAP_SYS_RESOURCE.  Without it the value
+ * is left out (so that no runtime fails on it: runc and crun would), and
+ * the container says so: an annotation its verbose status shows, and a
+ * line in huskd's log.  0 is kubelet's "not set". */
 static void
 set_oom_score_adj (json_t *config, const struct cri_spec_input *in, int64_t asked)
 {
@@ -376,11 +380,15 @@ set_oom_score_adj (json_t *config, const struct cri_spec_input *in, int64_t aske
   const char *name = in->config->metadata && in->config->metadata->name ? in->config->metadata->name : "";
   cleanup_free char *note = NULL;
 
-  if (asked >= current || (own_caps ("CapEff: %llx") & (UINT64_C (1) << CAP_SYS_RESOURCE)))
+  if (asked == current)
+    return;
+  if (asked > current || (own_caps ("CapEff: %llx") & (UINT64_C (1) << CAP_SYS_RESOURCE)))
     {
       json_object_set_new (json_object_get (config, "process"), "oomScoreAdj", json_integer (asked));
       return;
     }
+  if (asked == 0)
+    return;
   note = xasprintf (
       "asked %lld, kept %d: lowering oom_score_adj needs CAP_SYS_RESOURCE, which huskd does not hold",
       (long long) asked, current);
@@ -399,7 +407,7 @@ set_process_flags (json_t *config, const struct cri_spec_input *in, struct husk_
   json_object_set_new (process, "noNewPrivileges", json_boolean (sc && sc->no_new_privs));
   /* The runtime's rlimits are inherited, as with containerd. */
   json_object_del (process, "rlimits");
-  if (res && res->oom_score_adj != 0)
+  if (res)
     set_oom_score_adj (config, in, res->oom_score_adj);
   return 0;
 }
@@ -1010,6 +1018,38 @@ set_seccomp (json_t *config, const struct cri_spec_input *in, struct husk_error 
 }
 
 /* ------------------------------------------------------------------ */
+/* AppArmor                                                             */
+
+/* Field 16 wins over the old string (field 9), as in kubelet and
+ * containerd; the choice itself is cri/apparmor.c's. */
+static int
+set_apparmor (json_t *config, const struct cri_spec_input *in, struct husk_error **err)
+{
+  const security_context *sc = security_of (in->config);
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+  struct cri_apparmor_choice choice = {
+    .has_profile = sc && sc->apparmor,
+    .type = sc && sc->apparmor ? (int) sc->apparmor->profile_type : 0,
+    .localhost_ref = sc && sc->apparmor ? sc->apparmor->localhost_ref : NULL,
+    .old = sc ? sc->apparmor_profile : NULL,
+    .privileged = is_privileged (in->config),
+    .field = "linux.security_context",
+  };
+#pragma GCC diagnostic pop
+  char *profile = NULL;
+
+  if (cri_apparmor_resolve (in->apparmor, &choice, &profile, err) < 0)
+    return -1;
+  if (profile)
+    json_object_set_new (json_object_get (config, "process"), "apparmorProfile", json_string (profile));
+  else
+    json_object_del (json_object_get (config, "process"), "apparmorProfile");
+  free (profile);
+  return 0;
+}
+
+/* ------------------------------------------------------------------ */
 /* resources, cgroups, annotations                                      */
 
 json_t *
@@ -1142,9 +1182,10 @@ typedef int (*spec_step) (json_t *config, const struct cri_spec_input *in, struc
 /* Capabilities come before seccomp, whose default profile depends on
  * them; mounts of the sandbox before the user's, which may replace them. */
 static const spec_step spec_steps[] = {
-  add_supplemental_groups, add_capabilities,  set_process_flags, set_namespaces,   add_sandbox_files,
-  add_user_mounts,         privileged_mounts, add_devices,       set_masked_paths, set_seccomp,
-  set_resources,           set_cgroups_path,  set_annotations,
+  add_supplemental_groups, add_capabilities, set_process_flags, set_namespaces,
+  add_sandbox_files,       add_user_mounts,  privileged_mounts, add_devices,
+  set_masked_paths,        set_seccomp,      set_apparmor,      set_resources,
+  set_cgroups_path,        set_annotations,
 };
 
 int

@@ -1,7 +1,8 @@
 /* CRI ContainerConfig + the pod sandbox + the image config -> OCI runtime
  * config: what kubelet asks for, in runtime-spec terms.  Built on ocispec
  * (process, user, env) and pure apart from reading the image's /etc files,
- * host paths of mounts and devices, and a Localhost seccomp profile. */
+ * host paths of mounts and devices, a Localhost seccomp profile and the
+ * list of loaded AppArmor profiles. */
 #ifndef HUSK_CRI_CRI_SPEC_H
 #define HUSK_CRI_CRI_SPEC_H
 
@@ -16,6 +17,7 @@
 struct Runtime__V1__ContainerConfig;
 struct Runtime__V1__LinuxContainerResources;
 struct cri_userns;
+struct cri_apparmor;
 
 /* What a container takes from its pod.  A NULL namespace path means the
  * host's namespace (the pod runs with NODE mode for it). */
@@ -49,6 +51,8 @@ struct cri_spec_input
    * profile (NULL: the built-in one, fitted to the container's caps). */
   const char *const *default_capabilities;
   const json_t *seccomp_default;
+  /* What huskd found of AppArmor at start (cri/apparmor.h); NULL: off. */
+  const struct cri_apparmor *apparmor;
 };
 
 /* On a container whose oom_score_adj could not be set as asked (lowering

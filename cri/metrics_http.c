@@ -1,31 +1,30 @@
-/* The metrics endpoint's listener and its one-request HTTP/1.1 exchange
- * (see metrics_http.h). */
+/* The metrics endpoint: its listener, routing and scrapes, behind the
+ * front door it shares with the streaming server (cri/streaming/http.h). */
 #include <arpa/inet.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <netdb.h>
-#include <poll.h>
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/time.h>
 #include <unistd.h>
 
 #include "cri/metrics_http.h"
+#include "cri/streaming/http.h"
+#include "cri/streaming/http_head.h"
 #include "husk/cleanup.h"
 #include "husk/util.h"
 
-#define HEAD_MAX 8192
-#define REQUEST_TIMEOUT_S 5
+/* Connections still sending their head (the oldest goes when full), and
+ * scrapes being rendered and sent at once. */
+#define METRICS_MAX_HEADS 64
+#define METRICS_MAX_SCRAPES 4
 
 struct metrics_http
 {
   int listen_fd;
-  int stop_pipe[2];
-  pthread_t thread;
+  struct http_acceptor *acceptor;
+  struct http_workers scrapes;
   metrics_render_fn render;
   void *user;
   char *address;
@@ -34,139 +33,78 @@ struct metrics_http
 int
 metrics_http_route (const char *head, bool *with_body)
 {
-  char method[16], target[256], version[16];
+  cleanup_free char *copy = xstrdup (head);
+  struct http_head h;
+  char *target;
 
   *with_body = true;
-  if (sscanf (head, "%15s %255s %15s", method, target, version) != 3 || strncmp (version, "HTTP/1.", 7) != 0)
+  if (http_head_parse (copy, &h) < 0)
     return 400;
-  if (strcmp (method, "HEAD") == 0)
+  if (strcmp (h.method, "HEAD") == 0)
     *with_body = false;
-  else if (strcmp (method, "GET") != 0)
+  else if (strcmp (h.method, "GET") != 0)
     return 405;
   /* Prometheus may add a query ("?name[]=..."): the path alone counts. */
+  target = (char *) h.target;
   target[strcspn (target, "?")] = '\0';
   return strcmp (target, "/metrics") == 0 ? 200 : 404;
 }
 
-/* Reads until the blank line ending the head; false on timeout, EOF or a
- * head over HEAD_MAX. */
-static bool
-read_head (int fd, char *buf, size_t cap)
+struct scrape
 {
-  size_t len = 0;
+  struct metrics_http *srv;
+  int fd;
+  bool with_body;
+};
 
-  while (len + 1 < cap)
-    {
-      ssize_t n = read (fd, buf + len, cap - 1 - len);
-      if (n < 0 && errno == EINTR)
-        continue;
-      if (n <= 0)
-        return false;
-      len += (size_t) n;
-      buf[len] = '\0';
-      if (strstr (buf, "\r\n\r\n") || strstr (buf, "\n\n"))
-        return true;
-    }
-  return false;
-}
-
+/* A worker: renders and sends within HTTP_REPLY_TIMEOUT_MS. */
 static void
-write_all (int fd, const char *data, size_t len)
+serve_scrape (void *arg)
 {
-  while (len > 0)
-    {
-      ssize_t n = write (fd, data, len);
-      if (n < 0 && errno == EINTR)
-        continue;
-      if (n <= 0)
-        return;
-      data += n;
-      len -= (size_t) n;
-    }
-}
-
-static void
-respond (int fd, int status, bool with_body, const char *content_type, const char *body, size_t body_len)
-{
-  static const struct
-  {
-    int code;
-    const char *reason;
-  } reasons[]
-      = { { 200, "OK" }, { 400, "Bad Request" }, { 404, "Not Found" }, { 405, "Method Not Allowed" } };
-  const char *reason = "Error";
+  struct scrape *sc = arg;
+  struct prom_buf body = { 0 };
   cleanup_free char *head = NULL;
 
-  for (size_t i = 0; i < sizeof reasons / sizeof reasons[0]; i++)
-    if (reasons[i].code == status)
-      reason = reasons[i].reason;
-  head
-      = xasprintf ("HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%sConnection: close\r\n\r\n",
-                   status, reason, content_type, body_len, status == 405 ? "Allow: GET, HEAD\r\n" : "");
-  write_all (fd, head, strlen (head));
-  if (with_body)
-    write_all (fd, body, body_len);
+  sc->srv->render (&body, sc->srv->user);
+  head = xasprintf ("HTTP/1.1 200 OK\r\nContent-Type: %s\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n",
+                    METRICS_CONTENT_TYPE, body.len);
+  if (http_send_all (sc->fd, head, strlen (head), HTTP_REPLY_TIMEOUT_MS) == 0 && sc->with_body && body.len)
+    (void) http_send_all (sc->fd, body.data, body.len, HTTP_REPLY_TIMEOUT_MS);
+  prom_buf_clear (&body);
+  close (sc->fd);
+  free (sc);
 }
 
+/* On the acceptor's thread: errors are answered at once, a scrape goes to
+ * a worker. */
 static void
-serve_one (struct metrics_http *srv, int fd)
+on_head (void *user, int fd, char *head, size_t len)
 {
-  struct timeval timeout = { .tv_sec = REQUEST_TIMEOUT_S };
-  char head[HEAD_MAX];
+  struct metrics_http *srv = user;
   bool with_body;
-  int status;
+  int status = metrics_http_route (head, &with_body);
+  struct scrape *sc;
 
-  setsockopt (fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
-  setsockopt (fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof timeout);
-  if (!read_head (fd, head, sizeof head))
-    status = 400, with_body = true;
-  else
-    status = metrics_http_route (head, &with_body);
-  if (status == 200)
+  if (status == 400)
+    http_send_status (fd, 400, "Bad Request", NULL, "bad request");
+  else if (status == 404)
+    http_send_status (fd, 404, "Not Found", NULL, "not found: metrics are at /metrics");
+  else if (status == 405)
+    http_send_status (fd, 405, "Method Not Allowed", "Allow: GET, HEAD\r\n",
+                      "method not allowed: GET or HEAD");
+  if (status != 200)
     {
-      struct prom_buf body = { 0 };
-      srv->render (&body, srv->user);
-      respond (fd, 200, with_body, METRICS_CONTENT_TYPE, body.data ? body.data : "", body.len);
-      prom_buf_clear (&body);
+      close (fd);
       return;
     }
-  {
-    static const char *const messages[]
-        = { "bad request\n", "not found: metrics are at /metrics\n", "method not allowed: GET or HEAD\n" };
-    const char *msg = messages[status == 400 ? 0 : status == 404 ? 1 : 2];
-    respond (fd, status, with_body, "text/plain; charset=utf-8", msg, strlen (msg));
-  }
-}
-
-static void *
-listener_main (void *arg)
-{
-  struct metrics_http *srv = arg;
-
-  for (;;)
+  sc = xmalloc (sizeof *sc);
+  *sc = (struct scrape){ .srv = srv, .fd = fd, .with_body = with_body };
+  if (http_workers_spawn (&srv->scrapes, serve_scrape, sc) < 0)
     {
-      struct pollfd fds[2]
-          = { { .fd = srv->listen_fd, .events = POLLIN }, { .fd = srv->stop_pipe[0], .events = POLLIN } };
-
-      if (poll (fds, 2, -1) < 0)
-        {
-          if (errno == EINTR)
-            continue;
-          break;
-        }
-      if (fds[1].revents)
-        break;
-      if (fds[0].revents & POLLIN)
-        {
-          int fd = accept4 (srv->listen_fd, NULL, NULL, SOCK_CLOEXEC);
-          if (fd >= 0)
-            {
-              serve_one (srv, fd);
-              close (fd);
-            }
-        }
+      http_send_status (fd, 503, "Service Unavailable", "Retry-After: 1\r\n", "too many scrapes at once");
+      close (fd);
+      free (sc);
     }
-  return NULL;
 }
 
 /* HOST and PORT of ADDRESS (malloc'd; *HOST NULL for ":PORT"). */
@@ -225,34 +163,25 @@ metrics_http_start (const char *address, metrics_render_fn render, void *user, s
                     struct husk_error **err)
 {
   struct metrics_http *srv = xcalloc (1, sizeof *srv);
-  int rc;
+  struct http_acceptor_options front
+      = { .max_pending = METRICS_MAX_HEADS, .name = "metrics", .on_head = on_head, .user = srv };
 
-  srv->listen_fd = srv->stop_pipe[0] = srv->stop_pipe[1] = -1;
+  srv->listen_fd = -1;
   srv->render = render;
   srv->user = user;
+  http_workers_init (&srv->scrapes, METRICS_MAX_SCRAPES);
   if (listen_on (srv, address, err) < 0)
     goto fail;
-  if (pipe2 (srv->stop_pipe, O_CLOEXEC) < 0)
-    {
-      husk_error_make (err, errno, "metrics server: pipe");
-      goto fail;
-    }
   srv->address = bound_address (srv->listen_fd);
-  if ((rc = pthread_create (&srv->thread, NULL, listener_main, srv)) != 0)
-    {
-      husk_error_make (err, rc, "metrics server: start its thread");
-      goto fail;
-    }
+  front.listen_fd = srv->listen_fd;
+  if (http_acceptor_start (&front, &srv->acceptor, err) < 0)
+    goto fail;
   *out = srv;
   return 0;
 fail:
   if (srv->listen_fd >= 0)
     close (srv->listen_fd);
-  if (srv->stop_pipe[0] >= 0)
-    {
-      close (srv->stop_pipe[0]);
-      close (srv->stop_pipe[1]);
-    }
+  http_workers_drain (&srv->scrapes);
   free (srv->address);
   free (srv);
   return -1;
@@ -269,11 +198,8 @@ metrics_http_stop (struct metrics_http *srv)
 {
   if (srv == NULL)
     return;
-  write_all (srv->stop_pipe[1], "x", 1);
-  pthread_join (srv->thread, NULL);
-  close (srv->listen_fd);
-  close (srv->stop_pipe[0]);
-  close (srv->stop_pipe[1]);
+  http_acceptor_stop (srv->acceptor); /* closes the listener */
+  http_workers_drain (&srv->scrapes);
   free (srv->address);
   free (srv);
 }

@@ -1,8 +1,10 @@
 /* The metrics endpoint: plain HTTP/1.1 on its own thread, one request per
  * connection, GET or HEAD /metrics answered with the Prometheus text
  * format 0.0.4 that RENDER writes; anything else gets 404, 405 or 400.
- * Connections are served one at a time, each given at most a few seconds
- * to send its request: a scrape is small and rare. */
+ * Request heads are read by the streaming server's front door
+ * (cri/streaming/http.h: a deadline for the whole head, a bounded number
+ * of clients sending one, no SIGPIPE), a few scrapes are served at once
+ * on threads of their own, and more get 503. */
 #ifndef HUSK_CRI_METRICS_HTTP_H
 #define HUSK_CRI_METRICS_HTTP_H
 

@@ -294,6 +294,10 @@ cri_runtime_for (const struct huskd_config *cfg, const char *handler, struct hus
   const struct huskd_runtime *rt = huskd_config_runtime (cfg, handler);
 
   if (rt == NULL)
-    husk_error_kind (err, EINVAL, "runtime handler `%s` is not configured", handler ?: "");
+    {
+      cleanup_free char *names = huskd_config_runtime_names (cfg);
+      husk_error_kind (err, EINVAL, "runtime handler `%s` is not configured (configured: %s; \"\" is %s)",
+                       handler ?: "", names, cfg->default_runtime);
+    }
   return rt;
 }

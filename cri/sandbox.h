@@ -84,6 +84,10 @@ void sandbox_store_free (struct sandbox_store *store);
  * pod<uid>.slice", mapped to that cgroupfs directory), else only cgroupfs
  * paths ("/kubepods/burstable/pod<uid>"). */
 void sandbox_store_set_cgroup_driver (struct sandbox_store *store, bool systemd);
+/* What huskd found of AppArmor (it outlives the store): the pause process
+ * runs under the pod's profile. */
+struct cri_apparmor;
+void sandbox_store_set_apparmor (struct sandbox_store *store, const struct cri_apparmor *apparmor);
 
 /* PARENT's form against the driver, and that it maps to a cgroup: EINVAL
  * naming PARENT and the driver otherwise.  NULL or "" is fine. */
@@ -119,6 +123,9 @@ void sandboxes_free (struct sandbox **list, size_t n);
 /* The CNI config dir and plugin dirs (NULL: cni.h's defaults); the CNI
  * result cache lives in ROOT/cni-cache. */
 void sandbox_store_set_network (struct sandbox_store *store, const char *conf_dir, const char *bin_dirs);
+/* One line at start: the CNI network pods will get (its file, plugins and
+ * the other configs there it passes over), or a warning that there is none. */
+void sandbox_store_log_network (struct sandbox_store *store);
 
 /* After a crash: rolls back every RunPodSandbox that did not finish (its
  * CNI network, the processes in its network namespace, the pins, the

@@ -27,6 +27,7 @@ struct sandbox_ns_setup
   const char *hostname; /* set in the new uts namespace; NULL: none */
   const struct sandbox_sysctl *sysctls;
   size_t n_sysctls;
+  const char *apparmor_profile; /* the pause process's, at its execve; NULL: none */
 };
 
 /* Creates the namespaces in a forked child that bind-mounts them onto the

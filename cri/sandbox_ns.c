@@ -28,6 +28,7 @@
 #include "cri/sandbox_internal.h"
 #include "husk/cleanup.h"
 #include "husk/util.h"
+#include "runtime/apparmor.h"
 
 #ifndef NSFS_MAGIC
 #define NSFS_MAGIC 0x6e736673
@@ -405,6 +406,7 @@ enum
 {
   PAUSE_SETUP = 0, /* joining the pod, the pid namespace, fork */
   PAUSE_EXEC = 1,
+  PAUSE_APPARMOR = 2, /* naming its profile for the execve */
 };
 
 static int
@@ -429,23 +431,29 @@ join (int fd, int nstype, int report_fd)
     close (fd);
 }
 
-/* pid 1 of the pod: husk-pause, with nothing of huskd's open.  The id in
- * its command line finds it when the pod's record is lost. */
+/* pid 1 of the pod: husk-pause, with nothing of huskd's open, under the
+ * pod's AppArmor profile if it has one.  The id in its command line finds
+ * it when the pod's record is lost.  A failure is a child_report on
+ * EXEC_ERROR_FD. */
 static void __attribute__ ((noreturn))
-pause_exec (const char *pause_path, const char *sandbox_id, int exec_error_fd)
+pause_exec (const char *pause_path, const char *sandbox_id, const char *apparmor_profile, int exec_error_fd)
 {
   char *const argv[] = { "husk-pause", (char *) sandbox_id, NULL };
   sigset_t none;
-  int exec_errno;
+  int ret;
 
   if (exec_error_fd > 3)
     close_range (3, (unsigned) exec_error_fd - 1, 0);
   close_range ((unsigned) exec_error_fd + 1, ~0U, 0);
   sigemptyset (&none);
   sigprocmask (SIG_SETMASK, &none, NULL);
+  if (apparmor_profile && (ret = apparmor_exec_profile_raw (apparmor_profile)) < 0)
+    {
+      errno = -ret;
+      child_fail (exec_error_fd, PAUSE_APPARMOR);
+    }
   execv (pause_path, argv);
-  exec_errno = errno;
-  (void) !write (exec_error_fd, &exec_errno, sizeof exec_errno);
+  child_fail (exec_error_fd, PAUSE_EXEC);
   _exit (127);
 }
 
@@ -456,9 +464,8 @@ static void
 pause_launcher (const char *pause_path, const char *sandbox_id, const struct sandbox_ns_setup *setup,
                 int report_fd)
 {
-  struct child_report report = { -1, 0 };
+  struct child_report report = { -1, 0 }, exec_report;
   int exec_error[2];
-  int exec_errno = 0;
   pid_t init_pid;
 
   int net_fd, ipc_fd, uts_fd;
@@ -483,13 +490,13 @@ pause_launcher (const char *pause_path, const char *sandbox_id, const struct san
   if (init_pid < 0)
     child_fail (report_fd, PAUSE_SETUP);
   if (init_pid == 0)
-    pause_exec (pause_path, sandbox_id, exec_error[1]);
+    pause_exec (pause_path, sandbox_id, setup->apparmor_profile, exec_error[1]);
   close (exec_error[1]);
   /* EOF: execv worked and closed its end. */
-  if (read (exec_error[0], &exec_errno, sizeof exec_errno) == sizeof exec_errno)
+  if (read (exec_error[0], &exec_report, sizeof exec_report) == sizeof exec_report)
     {
-      errno = exec_errno;
-      child_fail (report_fd, PAUSE_EXEC);
+      errno = exec_report.errnum;
+      child_fail (report_fd, exec_report.step);
     }
   report.errnum = init_pid;
   (void) !write (report_fd, &report, sizeof report);
@@ -531,6 +538,9 @@ sandbox_pause_start (const char *sandbox_id, const struct sandbox_ns_setup *setu
     return husk_error_make (err, 0, "start the pause process: the launcher died");
   if (report.step == PAUSE_EXEC)
     return husk_error_make (err, report.errnum, "start the pause process: exec `%s`", pause_path);
+  if (report.step == PAUSE_APPARMOR)
+    return husk_error_make (err, report.errnum, "start the pause process: apply AppArmor profile `%s`",
+                            setup->apparmor_profile);
   if (report.step != -1)
     return husk_error_make (err, report.errnum, "start the pause process");
   *pid = report.errnum;

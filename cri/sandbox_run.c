@@ -4,6 +4,7 @@
  * that Stop and Remove clean up, never an unlisted leak; and it goes only
  * once CNI DEL worked, so the network is never left without a record
  * that leads back to it. */
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -122,6 +123,62 @@ terminated (char **strings, size_t n)
   return list;
 }
 
+/* The config files of DIR other than USED (its basename), one string. */
+static char *
+other_configs (const char *dir, const char *used)
+{
+  cleanup_dir DIR *d = opendir (dir);
+  char *list = xstrdup ("");
+  struct dirent *de;
+
+  while (d && (de = readdir (d)) != NULL)
+    {
+      const char *dot = strrchr (de->d_name, '.');
+      char *longer;
+
+      if (de->d_name[0] == '.' || dot == NULL || strcmp (de->d_name, used) == 0
+          || (strcmp (dot, ".conf") != 0 && strcmp (dot, ".conflist") != 0 && strcmp (dot, ".json") != 0))
+        continue;
+      longer = xasprintf ("%s%s%s", list, *list ? ", " : "", de->d_name);
+      free (list);
+      list = longer;
+    }
+  return list;
+}
+
+void
+sandbox_store_log_network (struct sandbox_store *store)
+{
+  const char *conf_dir = store->cni_conf_dir ? store->cni_conf_dir : CNI_DEFAULT_CONF_DIR;
+  struct cni_network *net = NULL;
+  struct husk_error *err = NULL;
+  cleanup_free char *others = NULL;
+  cleanup_free char *plugins = xstrdup ("");
+
+  if (cni_config_load_dir (conf_dir, &net, &err) < 0)
+    {
+      husk_warn ("%s: pods with a network of their own fail until there is one (`make run` writes a default "
+                 "bridge; see README)",
+                 err->msg);
+      husk_error_free (&err);
+      return;
+    }
+  for (size_t i = 0; i < net->n_plugins; i++)
+    {
+      char *longer = xasprintf ("%s%s%s", plugins, i ? "," : "", net->plugins[i].type);
+      free (plugins);
+      plugins = longer;
+    }
+  {
+    const char *slash = net->path ? strrchr (net->path, '/') : NULL;
+    others = other_configs (conf_dir, slash ? slash + 1 : "");
+  }
+  husk_log (HUSK_LOG_INFO, "CNI network `%s` from %s (plugins %s)%s%s", net->name,
+            net->path ? net->path : conf_dir, plugins,
+            *others ? "; not used (the first file by name wins): " : "", others);
+  cni_network_free (net);
+}
+
 static int
 network_add (struct sandbox_store *store, struct sandbox *sb, struct husk_error **err)
 {
@@ -135,7 +192,8 @@ network_add (struct sandbox_store *store, struct sandbox *sb, struct husk_error 
 
   if (cni_config_load_dir (conf_dir, &net, err) < 0)
     {
-      husk_error_wrap (err, "no CNI network config in %s", conf_dir);
+      /* The error names the dir already ("no CNI network config in DIR"). */
+      husk_error_wrap (err, "pod network");
       (*err)->errnum = ENONET;
       return -1;
     }
@@ -309,11 +367,41 @@ hostname_of (const struct sandbox *sb, char *buf, size_t len, struct husk_error 
 }
 
 /* The steps after the name is reserved; *NETWORK_ADDED says what to undo. */
+void
+sandbox_store_set_apparmor (struct sandbox_store *store, const struct cri_apparmor *apparmor)
+{
+  store->apparmor = apparmor;
+}
+
+/* The pause process's profile: the pod's SecurityProfile (no old string
+ * form for pods), RuntimeDefault when it has none.  Only a pod that has a
+ * pause process (a shared pid namespace) needs one. */
+static int
+pause_apparmor (struct sandbox_store *store, const Runtime__V1__PodSandboxConfig *config, char **out,
+                struct husk_error **err)
+{
+  const Runtime__V1__LinuxSandboxSecurityContext *sc = config->linux ? config->linux->security_context : NULL;
+  struct cri_apparmor_choice choice = {
+    .has_profile = sc && sc->apparmor,
+    .type = sc && sc->apparmor ? (int) sc->apparmor->profile_type : 0,
+    .localhost_ref = sc && sc->apparmor ? sc->apparmor->localhost_ref : NULL,
+    .privileged = sc && sc->privileged,
+    .field = "linux.security_context",
+  };
+
+  *out = NULL;
+  if (namespace_options (config)->pid != RUNTIME__V1__NAMESPACE_MODE__POD)
+    return 0;
+  return cri_apparmor_resolve (store->apparmor, &choice, out, err);
+}
+
 static int
 create (struct sandbox_store *store, struct sandbox *sb, const struct cri_userns *userns,
-        const struct sandbox_sysctl *sysctls, size_t n_sysctls, bool *network_added, struct husk_error **err)
+        const struct sandbox_sysctl *sysctls, size_t n_sysctls, const char *pause_profile,
+        bool *network_added, struct husk_error **err)
 {
-  struct sandbox_ns_setup setup = { .net_pin = sb->netns_path,
+  struct sandbox_ns_setup setup = { .apparmor_profile = pause_profile,
+                                    .net_pin = sb->netns_path,
                                     .ipc_pin = sb->ipcns_path,
                                     .uts_pin = sb->utsns_path,
                                     .user_pin = sb->userns_path,
@@ -443,6 +531,7 @@ sandbox_run (struct sandbox_store *store, const Runtime__V1__PodSandboxConfig *c
   struct sandbox_sysctl *sysctls = NULL;
   size_t n_sysctls = 0;
   bool network_added = false, limited;
+  cleanup_free char *pause_profile = NULL;
   struct cri_userns userns;
   struct cni_bandwidth bandwidth;
   struct sandbox *sb;
@@ -453,7 +542,8 @@ sandbox_run (struct sandbox_store *store, const Runtime__V1__PodSandboxConfig *c
       || sandbox_bandwidth (config, &bandwidth, &limited, err) < 0
       || sandbox_cgroup_check (config->linux ? config->linux->cgroup_parent : NULL, store->systemd_cgroup,
                                err)
-             < 0)
+             < 0
+      || pause_apparmor (store, config, &pause_profile, err) < 0)
     return -1;
   ns = namespace_options (config);
   if (sandbox_sysctls (config, ns->network != RUNTIME__V1__NAMESPACE_MODE__NODE,
@@ -466,7 +556,7 @@ sandbox_run (struct sandbox_store *store, const Runtime__V1__PodSandboxConfig *c
       ret = husk_error_kind (err, EEXIST, "pod sandbox %s/%s (attempt %u) already exists", sb->namespace_,
                              sb->name, sb->attempt);
     }
-  else if ((ret = create (store, sb, &userns, sysctls, n_sysctls, &network_added, err)) < 0)
+  else if ((ret = create (store, sb, &userns, sysctls, n_sysctls, pause_profile, &network_added, err)) < 0)
     sb = undo_run (store, sb, network_added, err);
   else
     {

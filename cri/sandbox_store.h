@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <sys/types.h>
 
+#include "cri/apparmor.h"
 #include "cri/sandbox.h"
 
 struct sandbox_store
@@ -31,6 +32,7 @@ struct sandbox_store
   char *cgroups_record;
   pthread_mutex_t cgroup_lock;
   char **cgroup_users;
+  const struct cri_apparmor *apparmor; /* the service's; NULL: AppArmor off */
 };
 
 struct sandbox *sandbox_copy (const struct sandbox *sb);

@@ -1,5 +1,7 @@
 /* The method table of huskd and what its handlers share. */
 #include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -127,10 +129,34 @@ prime_layer_usage (struct cri_service *svc)
   cri_containers_free (list, n);
 }
 
+/* What an operator looks for after a restart: how much huskd found. */
+static void
+log_recovered (struct cri_service *svc)
+{
+  struct cri_container **containers = NULL;
+  struct sandbox **pods = NULL;
+  struct husk_error *err = NULL;
+  size_t n_pods = 0, n_containers = 0, n_running = 0;
+
+  if (sandbox_list (svc->sandboxes, &pods, &n_pods, &err) < 0
+      || container_list (svc->containers, &containers, &n_containers, &err) < 0)
+    {
+      husk_warn ("count what was recovered: %s", err->msg);
+      husk_error_free (&err);
+    }
+  for (size_t i = 0; i < n_containers; i++)
+    n_running += containers[i]->state == CRI_CONTAINER_RUNNING;
+  husk_log (HUSK_LOG_INFO, "recovered %zu pods, %zu containers (%zu running)", n_pods, n_containers,
+            n_running);
+  sandboxes_free (pods, n_pods);
+  cri_containers_free (containers, n_containers);
+}
+
 static int
 service_start (struct cri_service *svc, const struct huskd_config *cfg, struct husk_error **err)
 {
   svc->cdi = cdi_registry_new ((const char *const *) cfg->cdi_spec_dirs);
+  cri_apparmor_init (&svc->apparmor);
   if (store_open (cfg->root, &svc->store, err) < 0)
     return husk_error_wrap (err, "image store");
   collect_image_garbage (svc->store);
@@ -142,11 +168,15 @@ service_start (struct cri_service *svc, const struct huskd_config *cfg, struct h
     return -1;
   sandbox_store_set_network (svc->sandboxes, cfg->cni_conf_dir, cfg->cni_bin_dirs);
   sandbox_store_set_cgroup_driver (svc->sandboxes, huskd_config_systemd_cgroup (cfg));
+  sandbox_store_set_apparmor (svc->sandboxes, &svc->apparmor);
   sandbox_store_recover (svc->sandboxes);
+  sandbox_store_log_network (svc->sandboxes);
   /* Now, not on the first container RPC: after a restart StopPodSandbox
    * must already find the pod's containers. */
   if (cri_containers_init (svc, err) < 0)
     return -1;
+  cri_checkpoint_sweep (svc);
+  log_recovered (svc);
   if (layer_usage_new ((unsigned) cfg->stats_collect_period_s, &svc->layers, err) < 0)
     return -1;
   prime_layer_usage (svc);
@@ -188,6 +218,7 @@ cri_service_clear (struct cri_service *svc)
   sandbox_store_free (svc->sandboxes);
   free (svc->pod_cidr);
   cdi_registry_free (svc->cdi);
+  cri_apparmor_clear (&svc->apparmor);
   pthread_mutex_destroy (&svc->cdi_lock);
   pthread_mutex_destroy (&svc->lock);
 }
@@ -251,13 +282,90 @@ cri_reply (struct rpc_call *call, const ProtobufCMessage *msg)
   rpc_reply (call, buf, size);
 }
 
+/* A varint at *POS of BUF[0..LEN); false when it runs off the end. */
+static bool
+wire_varint (const uint8_t *buf, size_t len, size_t *pos, uint64_t *value)
+{
+  *value = 0;
+  for (unsigned shift = 0; shift < 64 && *pos < len; shift += 7)
+    {
+      uint8_t byte = buf[(*pos)++];
+      *value |= (uint64_t) (byte & 0x7f) << shift;
+      if (!(byte & 0x80))
+        return true;
+    }
+  return false;
+}
+
+/* Skips the value of wire type WIRE at *POS; false on a type that has
+ * none to skip (groups) or one that runs off the end. */
+static bool
+wire_skip (const uint8_t *buf, size_t len, size_t *pos, unsigned wire)
+{
+  uint64_t value;
+
+  if (wire == 0)
+    return wire_varint (buf, len, pos, &value);
+  if (wire == 1 || wire == 5)
+    {
+      *pos += wire == 1 ? 8 : 4;
+      return *pos <= len;
+    }
+  return false;
+}
+
+/* The first string field of message DESC in wire bytes BUF that holds a
+ * NUL byte, as "field.sub_field" in PATH (false when none).  protobuf-c
+ * hands strings over NUL-terminated, so a NUL inside one would silently
+ * cut it short (a log_path, a mount path) instead of being refused. */
+static bool
+find_nul_string (const ProtobufCMessageDescriptor *desc, const uint8_t *buf, size_t len, char *path,
+                 size_t path_size, int depth)
+{
+  size_t pos = 0, path_len = strlen (path);
+  uint64_t tag, size;
+
+  while (depth < 32 && pos < len && wire_varint (buf, len, &pos, &tag))
+    {
+      const ProtobufCFieldDescriptor *field;
+
+      if ((tag & 7) != 2)
+        {
+          if (!wire_skip (buf, len, &pos, (unsigned) (tag & 7)))
+            return false;
+          continue;
+        }
+      if (!wire_varint (buf, len, &pos, &size) || size > len - pos)
+        return false;
+      field = protobuf_c_message_descriptor_get_field (desc, (unsigned) (tag >> 3));
+      if (field && (field->type == PROTOBUF_C_TYPE_STRING || field->type == PROTOBUF_C_TYPE_MESSAGE))
+        {
+          snprintf (path + path_len, path_size - path_len, "%s%s", path_len ? "." : "", field->name);
+          if (field->type == PROTOBUF_C_TYPE_STRING
+                  ? memchr (buf + pos, '\0', size) != NULL
+                  : find_nul_string (field->descriptor, buf + pos, size, path, path_size, depth + 1))
+            return true;
+          path[path_len] = '\0';
+        }
+      pos += size;
+    }
+  return false;
+}
+
 void *
 cri_unpack (struct rpc_call *call, const ProtobufCMessageDescriptor *desc, const void *req, size_t len)
 {
   ProtobufCMessage *msg = protobuf_c_message_unpack (desc, NULL, len, req);
+  char field[256] = "";
 
   if (msg == NULL)
     rpc_fail (call, GRPC_STATUS_INVALID_ARGUMENT, "malformed %s", desc->name);
+  else if (find_nul_string (desc, req, len, field, sizeof field, 0))
+    {
+      rpc_fail (call, GRPC_STATUS_INVALID_ARGUMENT, "%s: holds a NUL byte", field);
+      protobuf_c_message_free_unpacked (msg, NULL);
+      msg = NULL;
+    }
   else
     log_names (call, msg);
   return msg;

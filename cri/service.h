@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "cri/apparmor.h"
 #include "cri/config.h"
 #include "cri/proto/api.pb-c.h"
 #include "cri/rpc/server.h"
@@ -41,6 +42,7 @@ struct cri_service
   struct metrics_http *metrics_http;  /* NULL unless cfg->metrics_address */
   struct cri_meter *meters;           /* one per method: what the metered handler calls */
   struct layer_usage *layers;         /* writable layers' usage (cri/layer_usage.h) */
+  struct cri_apparmor apparmor;       /* AppArmor and husk-default, found at start */
 };
 
 int cri_service_init (struct cri_service *svc, const struct huskd_config *cfg, struct husk_error **err);
@@ -158,6 +160,9 @@ void cri_pod_status_free (Runtime__V1__PodSandboxStatus *status);
 void cri_update_container_resources (struct rpc_call *call, const void *req, size_t len, void *user);
 /* service_checkpoint.c */
 void cri_checkpoint_container (struct rpc_call *call, const void *req, size_t len, void *user);
+/* At start: the work dirs (and partial archives) of checkpoints a killed
+ * huskd left, removed. */
+void cri_checkpoint_sweep (struct cri_service *svc);
 /* CreateContainer's image is a checkpoint archive (an existing file):
  * its image's name, the restore dir, and the images the monitor restores. */
 bool cri_is_checkpoint_archive (const char *image);

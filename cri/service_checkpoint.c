@@ -2,8 +2,12 @@
  * --leave-running` of a running container, with its OCI config, the
  * changes of its writable layer and its log, packed into the archive
  * kubelet asked for in CRI-O's layout (cri/checkpoint_archive.h).  The
- * container keeps running; a failure leaves no archive and no work dir. */
+ * container keeps running; a failure leaves no archive and no work dir,
+ * and the work dir is under huskd's root (swept at start), never beside
+ * the location. */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,9 +30,19 @@ struct checkpoint_job
   const char *location;
   struct cri_container *c;
   const struct huskd_runtime *rt;
-  char *work;     /* LOCATION.work-XXXXXX: the archive's contents */
+  char *work;     /* ROOT/checkpoints/work-XXXXXX: the archive's contents */
+  char *target;   /* WORK.target: names tmp_file, for the sweep after a crash */
   char *tmp_file; /* LOCATION.tmp-PID: the archive until renamed */
 };
+
+/* Work dirs live under huskd's root, never beside the location: a huskd
+ * killed mid-checkpoint leaves them (a memory dump, with a real criu)
+ * where the next one sweeps them at start (cri_checkpoint_sweep). */
+static char *
+work_parent (const struct cri_service *svc)
+{
+  return xasprintf ("%s/checkpoints", svc->cfg->root);
+}
 
 static int
 check_request (const Runtime__V1__CheckpointContainerRequest *req, struct husk_error **err)
@@ -77,6 +91,28 @@ copy_file (const char *from, const char *dir, const char *name, struct husk_erro
   }
 }
 
+/* The container's log into DIR: never through a symlink put in its place
+ * (the archive would carry the host file it points to). */
+static int
+copy_log (const char *log_path, const char *dir, struct husk_error **err)
+{
+  cleanup_close int fd = open (log_path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  cleanup_free char *text = NULL, *path = NULL;
+  struct stat st;
+  size_t len = 0;
+
+  if (fd < 0 && errno == ELOOP)
+    return husk_error_kind (err, EINVAL, "container log `%s`: a symlink: refused", log_path);
+  if (fd < 0 || fstat (fd, &st) < 0)
+    return husk_error_make (err, errno, "container log `%s`", log_path);
+  if (!S_ISREG (st.st_mode))
+    return husk_error_kind (err, EINVAL, "container log `%s`: not a regular file", log_path);
+  if (husk_read_fd (fd, &text, &len, log_path, err) < 0)
+    return -1;
+  path = xasprintf ("%s/%s", dir, CHECKPOINT_CONTAINER_LOG);
+  return husk_write_file_atomic (path, text, len, 0600, err);
+}
+
 static int
 dump_metadata (struct checkpoint_job *job, struct husk_error **err)
 {
@@ -108,7 +144,7 @@ dump_metadata (struct checkpoint_job *job, struct husk_error **err)
     return -1;
   /* The log is what kubectl logs showed; a container without one has none. */
   if (cri_nonempty (c->log_path) && access (c->log_path, R_OK) == 0)
-    return copy_file (c->log_path, job->work, CHECKPOINT_CONTAINER_LOG, err);
+    return copy_log (c->log_path, job->work, err);
   return 0;
 }
 
@@ -151,14 +187,38 @@ checkpoint_steps (struct checkpoint_job *job, const Runtime__V1__CheckpointConta
 
   if (check_request (req, err) < 0 || claim_container (job, req->container_id, err) < 0)
     return -1;
-  job->work = xasprintf ("%s.work-XXXXXX", job->location);
+  {
+    cleanup_free char *parent = work_parent (job->svc);
+    if (husk_mkdir_p (parent, 0700, err) < 0)
+      return -1;
+    job->work = xasprintf ("%s/work-XXXXXX", parent);
+  }
   if (mkdtemp (job->work) == NULL)
     {
       int saved = errno;
       free (job->work);
       job->work = NULL;
-      return husk_error_make (err, saved, "location `%s`: create a work dir beside it", job->location);
+      return husk_error_make (err, saved, "checkpoint of %s: create a work dir under %s/checkpoints",
+                              job->c->id, job->svc->cfg->root);
     }
+  /* The archive's temp file now, named in WORK.target first: an
+   * unwritable location is refused before criu runs, and a crash from
+   * here on leaves nothing the start-up sweep cannot find. */
+  job->tmp_file = xasprintf ("%s.tmp-%d", job->location, (int) getpid ());
+  job->target = xasprintf ("%s.target", job->work);
+  if (husk_write_file_atomic (job->target, job->tmp_file, strlen (job->tmp_file), 0600, err) < 0)
+    return -1;
+  {
+    int fd = open (job->tmp_file, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0)
+      {
+        int saved = errno;
+        free (job->tmp_file);
+        job->tmp_file = NULL; /* not ours to remove */
+        return husk_error_make (err, saved, "location `%s`: create the archive beside it", job->location);
+      }
+    close (fd);
+  }
   images = xasprintf ("%s/%s", job->work, CHECKPOINT_DIR);
   if (run_checkpoint (job, images, req->timeout > 0 ? req->timeout * 1000 : CHECKPOINT_DEFAULT_TIMEOUT_MS,
                       err)
@@ -166,7 +226,6 @@ checkpoint_steps (struct checkpoint_job *job, const Runtime__V1__CheckpointConta
     return husk_error_wrap (err, "checkpoint container %s", job->c->id);
   if (dump_metadata (job, err) < 0)
     return -1;
-  job->tmp_file = xasprintf ("%s.tmp-%d", job->location, (int) getpid ());
   if (checkpoint_tar_dir (job->work, job->tmp_file, err) < 0)
     return -1;
   if (rename (job->tmp_file, job->location) < 0)
@@ -189,10 +248,57 @@ checkpoint_container (struct cri_service *svc, const Runtime__V1__CheckpointCont
     }
   if (ret < 0 && job.tmp_file)
     unlink (job.tmp_file);
+  if (job.target)
+    unlink (job.target);
+  free (job.target);
   free (job.work);
   free (job.tmp_file);
   cri_container_free (job.c);
   return ret;
+}
+
+/* A .target file of the sweep: the archive's temp file it names goes,
+ * when it is one (LOCATION.tmp-PID). */
+static void
+sweep_target (const char *path)
+{
+  cleanup_free char *tmp_file = NULL;
+  const char *tail;
+
+  if (husk_read_file (path, &tmp_file, NULL, NULL) == 0 && tmp_file[0] == '/'
+      && (tail = strrchr (tmp_file, '.')) != NULL && strncmp (tail, ".tmp-", 5) == 0
+      && strspn (tail + 5, "0123456789") == strlen (tail + 5) && unlink (tmp_file) == 0)
+    husk_warn ("checkpoint cut short: removed its partial archive `%s`", tmp_file);
+}
+
+void
+cri_checkpoint_sweep (struct cri_service *svc)
+{
+  cleanup_free char *parent = work_parent (svc);
+  cleanup_dir DIR *dir = opendir (parent);
+  struct husk_error *err = NULL;
+  struct dirent *de;
+
+  while (dir && (de = readdir (dir)) != NULL)
+    {
+      cleanup_free char *path = xasprintf ("%s/%s", parent, de->d_name);
+      size_t len = strlen (de->d_name);
+
+      if (strncmp (de->d_name, "work-", 5) != 0)
+        continue;
+      if (len > 7 && strcmp (de->d_name + len - 7, ".target") == 0)
+        {
+          sweep_target (path);
+          unlink (path);
+        }
+      else if (husk_rm_rf (path, &err) < 0)
+        {
+          husk_warn ("%s", err->msg);
+          husk_error_free (&err);
+        }
+      else
+        husk_warn ("checkpoint cut short: removed its work dir `%s`", path);
+    }
 }
 
 void
@@ -259,9 +365,9 @@ cri_restore_prepare (struct cri_service *svc, const char *id, const char *archiv
 
   if (mkdir (dir, 0700) < 0)
     return husk_error_make (err, errno, "mkdir `%s`", dir);
-  if (checkpoint_extract (archive, dir, err) < 0)
+  if (checkpoint_extract (archive, dir, true, err) < 0)
     return husk_error_wrap (err, "restore from checkpoint archive `%s`", archive);
-  if (access (diff, F_OK) == 0 && checkpoint_extract (diff, rootfs, err) < 0)
+  if (access (diff, F_OK) == 0 && checkpoint_extract (diff, rootfs, false, err) < 0)
     return husk_error_wrap (err, "restore the rootfs diff of `%s`", archive);
   if (access (deleted, F_OK) == 0
       && (husk_read_file (deleted, &text, &len, err) < 0 || checkpoint_apply_deleted (rootfs, text, err) < 0))

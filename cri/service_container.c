@@ -27,6 +27,7 @@
 #include "cri/container_info.h"
 #include "cri/runtime_probe.h"
 #include "cri/container_store.h"
+#include "cri/exec_leftovers.h"
 #include "cri/containers.h"
 #include "cri/cri_spec.h"
 #include "cri/events.h"
@@ -34,6 +35,7 @@
 #include "cri/sandbox.h"
 #include "cri/service.h"
 #include "husk/cleanup.h"
+#include "husk/in_root.h"
 #include "husk/util.h"
 #include "image/images.h"
 #include "image/snapshot.h"
@@ -63,6 +65,8 @@ cri_containers_init (struct cri_service *svc, struct husk_error **err)
   svc->remove_pod_containers = pod_remove_hook;
   container_store_set_rebuild (svc->containers, rebuild_hook, svc);
   recover_containers (svc);
+  /* Execs a killed huskd left running: their clients are gone. */
+  cri_exec_leftovers_recover (svc->cfg->state);
   return 0;
 }
 
@@ -404,6 +408,7 @@ build_bundle (struct create_job *job, struct husk_error **err)
     .target_pidns_path = target,
     .default_capabilities = (const char *const *) job->svc->cfg->default_capabilities,
     .seccomp_default = job->svc->cfg->seccomp_default,
+    .apparmor = &job->svc->apparmor,
   };
   json_t *config = NULL;
   char node_name[HOST_NAME_MAX + 1];
@@ -633,6 +638,50 @@ parse_monitor_report (const char *line, struct cri_container *c, struct husk_err
   return ret;
 }
 
+/* The pod's log dir that C's log_path lies in (log_directory), or NULL
+ * when the log is huskd's own. */
+static char *
+pod_log_dir_of (const struct cri_container *c)
+{
+  const char *rel = c->config ? c->config->log_path : NULL;
+  size_t len, rel_len;
+
+  if (!cri_nonempty (c->log_path) || !cri_nonempty (rel))
+    return NULL;
+  len = strlen (c->log_path);
+  rel_len = strlen (rel);
+  if (rel_len + 1 >= len || strcmp (c->log_path + len - rel_len, rel) != 0
+      || c->log_path[len - rel_len - 1] != '/')
+    return NULL;
+  return xasprintf ("%.*s", (int) (len - rel_len - 1), c->log_path);
+}
+
+/* The directories a log file needs: below the pod's log dir POD_DIR, those
+ * of REL created one by one with none a symlink (a link planted there
+ * would have huskd make directories anywhere on the host); without one,
+ * LOG_PATH's parent. */
+static int
+make_log_dirs (const char *pod_dir, const char *rel, char *log_path, struct husk_error **err)
+{
+  cleanup_close int dir_fd = -1;
+  cleanup_free char *rel_dir = NULL;
+  const char *slash;
+
+  if (pod_dir == NULL)
+    return husk_mkdir_p (dirname (log_path), 0755, err);
+  if (husk_mkdir_p (pod_dir, 0755, err) < 0)
+    return -1;
+  if ((slash = strrchr (rel, '/')) == NULL)
+    return 0;
+  dir_fd = open (pod_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd < 0)
+    return husk_error_make (err, errno, "open log dir `%s`", pod_dir);
+  rel_dir = xasprintf ("%.*s", (int) (slash - rel), rel);
+  if (husk_mkdir_beneath (dir_fd, rel_dir, 0755, err) < 0)
+    return husk_error_wrap (err, "config.log_path `%s` in log dir `%s`", rel, pod_dir);
+  return 0;
+}
+
 static int
 start_monitor (struct cri_service *svc, struct cri_container *c, const struct huskd_runtime *rt,
                struct husk_error **err)
@@ -644,6 +693,7 @@ start_monitor (struct cri_service *svc, struct cri_container *c, const struct hu
   cleanup_free char *monitor_log = xasprintf ("%s/monitor.log", dir);
   const char *log_path = cri_nonempty (c->log_path) ? c->log_path : internal_log;
   cleanup_free char *log_dir = xstrdup (log_path);
+  cleanup_free char *pod_log_dir = pod_log_dir_of (c);
   /* STATE/exits/<id>.attach: CRI Attach connects there (cri/attach.h). */
   cleanup_free char *attach_socket = cri_attach_socket_path (svc->cfg->state, c->id);
   const char *argv[] = { monitor,
@@ -667,6 +717,8 @@ start_monitor (struct cri_service *svc, struct cri_container *c, const struct hu
                          NULL, /* --stdin */
                          NULL, /* --restore */
                          NULL, /* its dir */
+                         NULL, /* --log-dir */
+                         NULL, /* the pod's log dir */
                          NULL };
   size_t n_argv = 17;
   cleanup_free char *restore = cri_restore_images (svc, c->id);
@@ -687,7 +739,12 @@ start_monitor (struct cri_service *svc, struct cri_container *c, const struct hu
       argv[n_argv++] = restore;
     }
 
-  if (husk_mkdir_p (dirname (log_dir), 0755, err) < 0)
+  if (pod_log_dir)
+    {
+      argv[n_argv++] = "--log-dir";
+      argv[n_argv++] = pod_log_dir;
+    }
+  if (make_log_dirs (pod_log_dir, c->config ? c->config->log_path : NULL, log_dir, err) < 0)
     return -1;
   if (cri_child_run (&run, err) < 0)
     return -1;
@@ -710,12 +767,15 @@ run_container (struct cri_service *svc, struct cri_container *c, const struct hu
 
   cleanup_free char *restore = cri_restore_images (svc, c->id);
 
-  if (start_monitor (svc, c, rt, err) < 0)
-    return -1;
+  /* A create the runtime refused (a missing command, a bad mount) is a
+   * failed start too, as containerd records it: EXITED, 128, StartError. */
+  int started = start_monitor (svc, c, rt, err);
+
   /* Before: a short-lived container may be gone when start returns. */
   c->started_at = cri_now_ns ();
   /* A restored container runs already: no `start`. */
-  if (restore == NULL && cri_run_runtime (rt, (const char *[]){ "start", c->id, NULL }, err) < 0)
+  if (started < 0
+      || (restore == NULL && cri_run_runtime (rt, (const char *[]){ "start", c->id, NULL }, err) < 0))
     {
       cri_run_runtime (rt, (const char *[]){ "delete", "--force", c->id, NULL }, &ignored);
       husk_error_free (&ignored);
@@ -731,8 +791,8 @@ run_container (struct cri_service *svc, struct cri_container *c, const struct hu
       ret = 0;
     }
   /* CRIU's images are used once the runtime ran (a failed monitor
-   * leaves the container CREATED, and them for RemoveContainer). */
-  if (restore)
+   * leaves them for RemoveContainer). */
+  if (restore && started == 0)
     {
       cleanup_free char *dir = cri_restore_dir (svc, c->id);
       if (husk_rm_rf (dir, &ignored) < 0)
@@ -1146,6 +1206,7 @@ remove_container (struct cri_service *svc, const char *id, struct husk_error **e
       husk_error_free (&ignored);
     }
   remove_crashed_cgroup (svc, c->id);
+  cri_exec_leftovers_remove (svc->cfg->state, c->id);
   bundle = containers_bundle_dir (svc->cfg->root, c->id);
   dir = container_store_dir (svc->containers, c->id);
   if (snapshot_remove_container (svc->cfg->root, c->id, err) < 0 || husk_rm_rf (bundle, err) < 0)

@@ -37,8 +37,12 @@ cri_run_pod_sandbox (struct rpc_call *call, const void *req, size_t len, void *u
   if (request == NULL)
     return;
   if (huskd_config_runtime (svc->cfg, request->runtime_handler) == NULL)
-    rpc_fail (call, GRPC_STATUS_INVALID_ARGUMENT, "RunPodSandbox: runtime_handler `%s` is not configured",
-              request->runtime_handler);
+    {
+      cleanup_free char *names = huskd_config_runtime_names (svc->cfg);
+      rpc_fail (call, GRPC_STATUS_INVALID_ARGUMENT,
+                "RunPodSandbox: runtime_handler `%s` is not configured (configured: %s; \"\" is %s)",
+                request->runtime_handler, names, svc->cfg->default_runtime);
+    }
   else if (cri_runtime_usable (huskd_config_runtime (svc->cfg, request->runtime_handler), "RunPodSandbox",
                                &err)
            < 0)

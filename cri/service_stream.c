@@ -422,9 +422,11 @@ run_exec (struct cri_service *svc, const struct stream_target *t, const struct s
 /* Attach                                                               */
 
 /* One message of the monitor to the client's streams: false once the
- * attach is over (*EXIT_CODE set when the container exited). */
+ * attach is over (*EXIT_CODE set when the container exited, *ERR when the
+ * monitor dropped this client or went away: the client did not get all
+ * the output, and must not take the end for a success). */
 static bool
-attach_output (int fd, const struct streaming_io *io, int *exit_code)
+attach_output (int fd, const struct streaming_io *io, int *exit_code, struct husk_error **err)
 {
   char buf[2 + ATTACH_DATA_MAX];
   ssize_t n = cri_attach_receive (fd, buf, sizeof buf - 1);
@@ -433,10 +435,20 @@ attach_output (int fd, const struct streaming_io *io, int *exit_code)
   if (n < 0 && errno == EINTR)
     return true;
   if (n <= 0)
-    return false;
+    {
+      husk_error_make (err, n < 0 ? errno : 0,
+                       "attach: the container's monitor ended the connection before the container exited"
+                       " (this client fell behind its output, or the monitor is gone): output is missing");
+      return false;
+    }
+  buf[n] = '\0';
+  if (buf[0] == ATTACH_OUT_ERROR)
+    {
+      husk_error_make (err, 0, "attach: %s", buf + 1);
+      return false;
+    }
   if (buf[0] == ATTACH_OUT_EXIT)
     {
-      buf[n] = '\0';
       *exit_code = atoi (buf + 1);
       return false;
     }
@@ -516,11 +528,11 @@ run_attach (struct cri_service *svc, const struct stream_target *t, const struct
             break; /* the client detached */
           in_fd = -1;
         }
-      if (p[0].revents && !attach_output (fd, io, &exit_code))
+      if (p[0].revents && !attach_output (fd, io, &exit_code, err))
         break;
     }
   (void) exit_code; /* kubectl attach reports no exit code */
-  return 0;
+  return err && *err ? -1 : 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -805,12 +817,17 @@ cri_port_forward (struct rpc_call *call, const void *req_bytes, size_t len, void
 
   if (req == NULL)
     return;
+  if (req->n_port > STREAMING_MAX_PORTS)
+    husk_error_kind (&err, EINVAL, "port: %zu ports; at most %d in one request", req->n_port,
+                     STREAMING_MAX_PORTS);
   for (size_t i = 0; i < req->n_port && err == NULL; i++)
     if (req->port[i] < 1 || req->port[i] > 65535)
       husk_error_kind (&err, EINVAL, "port: %d is not a TCP port", req->port[i]);
   if (err == NULL && port_forward_target (svc, req->pod_sandbox_id, &t, &err) == 0)
     {
-      struct streaming_request sreq = { .kind = STREAMING_PORTFORWARD, .data = t };
+      struct streaming_request sreq = { .kind = STREAMING_PORTFORWARD, .data = t, .n_ports = req->n_port };
+      for (size_t i = 0; i < req->n_port; i++)
+        sreq.ports[i] = (uint16_t) req->port[i];
       url = url_for (svc, &sreq, &err);
     }
   if (url == NULL)

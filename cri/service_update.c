@@ -130,6 +130,39 @@ set_resources (struct cri_container *c, Resources *merged)
   config->linux->resources = merged;
 }
 
+/* What the runtime would refuse anyway, refused here as the client's
+ * mistake (INVALID_ARGUMENT), not as huskd's failure (UNKNOWN). */
+static int
+check_resources (const Resources *res, struct husk_error **err)
+{
+  if (res->memory_limit_in_bytes > 0 && res->memory_limit_in_bytes < 4096)
+    return husk_error_kind (err, EINVAL,
+                            "linux.memory_limit_in_bytes: %lld bytes is less than one page (4096)",
+                            (long long) res->memory_limit_in_bytes);
+  if (res->memory_swap_limit_in_bytes > 0 && res->memory_limit_in_bytes > 0
+      && res->memory_swap_limit_in_bytes < res->memory_limit_in_bytes)
+    return husk_error_kind (
+        err, EINVAL,
+        "linux.memory_swap_limit_in_bytes %lld: less than memory_limit_in_bytes %lld (it is "
+        "memory plus swap)",
+        (long long) res->memory_swap_limit_in_bytes, (long long) res->memory_limit_in_bytes);
+  if (res->cpu_shares != 0 && (res->cpu_shares < 2 || res->cpu_shares > 262144))
+    return husk_error_kind (err, EINVAL, "linux.cpu_shares %lld: must be between 2 and 262144",
+                            (long long) res->cpu_shares);
+  if (res->cpu_quota > 0 && res->cpu_quota < 1000)
+    return husk_error_kind (err, EINVAL,
+                            "linux.cpu_quota %lld: must be -1 (no limit) or at least 1000 (microseconds)",
+                            (long long) res->cpu_quota);
+  if (res->cpu_period != 0 && (res->cpu_period < 1000 || res->cpu_period > 1000000))
+    return husk_error_kind (err, EINVAL,
+                            "linux.cpu_period %lld: must be between 1000 and 1000000 (microseconds)",
+                            (long long) res->cpu_period);
+  if (res->oom_score_adj < -1000 || res->oom_score_adj > 1000)
+    return husk_error_kind (err, EINVAL, "linux.oom_score_adj %lld: must be between -1000 and 1000",
+                            (long long) res->oom_score_adj);
+  return 0;
+}
+
 static int
 update_resources (struct cri_service *svc, const char *id, const Resources *wanted, struct husk_error **err)
 {
@@ -139,7 +172,7 @@ update_resources (struct cri_service *svc, const char *id, const Resources *want
   json_t *resources;
   int ret = 0;
 
-  if (container_lookup (svc->containers, id, &c, err) < 0)
+  if (check_resources (wanted, err) < 0 || container_lookup (svc->containers, id, &c, err) < 0)
     return -1;
   current = c->config && c->config->linux ? c->config->linux->resources : NULL;
   merged = merge_resources (current, wanted);

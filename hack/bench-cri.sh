@@ -12,9 +12,9 @@
 #   hack/bench-cri.sh --scale [N]
 #
 # --stream measures the streaming server instead (test/e2e/bench_stream.py):
-# `crictl exec CID true` round trips (N, median) and `crictl port-forward`
-# throughput of 256 MiB from a pod, with the same crictl (CRICTL, default
-# ../shared/tools/bin/crictl) for both runtimes.
+# `exec CID true` round trips (N, median) and `port-forward` throughput of
+# 256 MiB from a pod, with the same client for both runtimes: husk's own
+# crictl-like test client (test/e2e/cri_cli.py).
 #
 # --cdi measures huskd alone (test/e2e/bench_cdi.py): CreateContainer with
 # 8 CDI devices (a JSON spec under the run's temp dir: per device a node
@@ -41,6 +41,8 @@ REPO_DIR=$(cd "$(dirname "$0")/.." && pwd)
 . "$REPO_DIR/hack/cni-rules.sh"
 # shellcheck source=hack/free-subnet.sh
 . "$REPO_DIR/hack/free-subnet.sh"
+# shellcheck source=hack/containerd-cri.sh
+. "$REPO_DIR/hack/containerd-cri.sh"
 BUILD_DIR=${BUILD_DIR:-$REPO_DIR/build}
 HUSKD=${HUSKD:-$BUILD_DIR/huskd}
 CONTAINERD=${CONTAINERD:-/usr/bin/containerd}
@@ -57,7 +59,6 @@ elif [ "${1:-}" = --scale ]; then
 	BENCH=bench_cri_scale.py
 	shift
 fi
-export CRICTL=${CRICTL:-$REPO_DIR/../shared/tools/bin/crictl}
 PODS=${1:-20}
 [ "$BENCH" = bench_cri_scale.py ] && PODS=${1:-100}
 ROUNDS=${ROUNDS:-30}
@@ -135,73 +136,6 @@ write_conflist() { # DIR NAME BRIDGE SUBNET_PREFIX
 	"$REPO_DIR/hack/cni-conflist.sh" "$2" "$3" "$4" --portmap >"$1/10-$2.conflist"
 }
 
-# containerd's CRI wants a sandbox image: busybox as /bin/sleep, which
-# sleeps forever as the pod's pid 1 (the role of pause).
-build_pause_image() { # OUTDIR
-	"$PY" - "$1" /bin/busybox <<'EOP'
-import hashlib, io, json, os, sys, tarfile
-out, busybox = sys.argv[1], sys.argv[2]
-os.makedirs(os.path.join(out, "blobs", "sha256"), exist_ok=True)
-def blob(data, media):
-    digest = hashlib.sha256(data).hexdigest()
-    with open(os.path.join(out, "blobs", "sha256", digest), "wb") as f:
-        f.write(data)
-    return {"mediaType": media, "digest": "sha256:" + digest, "size": len(data)}
-buf = io.BytesIO()
-with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
-    d = tarfile.TarInfo("bin"); d.type = tarfile.DIRTYPE; d.mode = 0o755; tar.addfile(d)
-    with open(busybox, "rb") as f:
-        data = f.read()
-    t = tarfile.TarInfo("bin/sleep"); t.mode = 0o755; t.size = len(data)
-    tar.addfile(t, io.BytesIO(data))
-layer = buf.getvalue()
-diff_id = "sha256:" + hashlib.sha256(layer).hexdigest()
-config = {"architecture": "amd64", "os": "linux",
-          "config": {"Entrypoint": ["/bin/sleep"], "Cmd": ["2147483647"], "StopSignal": "SIGKILL"},
-          "rootfs": {"type": "layers", "diff_ids": [diff_id]}}
-manifest = {"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
-            "config": blob(json.dumps(config).encode(), "application/vnd.oci.image.config.v1+json"),
-            "layers": [blob(layer, "application/vnd.oci.image.layer.v1.tar")]}
-m = blob(json.dumps(manifest).encode(), manifest["mediaType"])
-m["annotations"] = {"org.opencontainers.image.ref.name": "latest"}
-with open(os.path.join(out, "index.json"), "w") as f:
-    json.dump({"schemaVersion": 2, "manifests": [m]}, f)
-with open(os.path.join(out, "oci-layout"), "w") as f:
-    json.dump({"imageLayoutVersion": "1.0.0"}, f)
-EOP
-}
-
-write_containerd_config() { # FILE REGISTRY_ADDR
-	cat >"$1" <<EOT
-version = 2
-root = "$W/ctrd/root"
-state = "$W/ctrd/state"
-
-[grpc]
-  address = "$W/ctrd.sock"
-
-[ttrpc]
-  address = "$W/ctrd.sock.ttrpc"
-
-[plugins."io.containerd.grpc.v1.cri"]
-  restrict_oom_score_adj = true
-  disable_apparmor = true
-  # pod netns under $W, not /run/netns: the trap's umount finds them
-  netns_mounts_under_state_dir = true
-  sandbox_image = "$2/test/pause:latest"
-  stream_server_address = "127.0.0.1"
-  stream_server_port = "0"
-
-[plugins."io.containerd.grpc.v1.cri".cni]
-  bin_dir = "/usr/lib/cni"
-  conf_dir = "$W/ctrd-net.d"
-  max_conf_num = 1
-
-[plugins."io.containerd.grpc.v1.cri".registry.mirrors."$2"]
-  endpoint = ["http://$2"]
-EOT
-}
-
 wait_socket() { # PATH PID
 	local _i
 	for _i in $(seq 1 200); do
@@ -218,7 +152,7 @@ protoc --python_out="$W/gen" -I "$REPO_DIR/cri/proto" "$REPO_DIR/cri/proto/api.p
 ADDR=$("$REPO_DIR/hack/registry.sh" start "$W/registry") || die "the test registry did not start"
 "$REPO_DIR/hack/test-images.sh" "$CACHE_DIR/test-images" --push "$ADDR" busybox >"$W/images.log" 2>&1 ||
 	die "pushing the busybox test image failed: $(tail -3 "$W/images.log")"
-build_pause_image "$W/pause" || die "building the pause image failed"
+ctrd_pause_image "$W/pause" || die "building the pause image failed"
 skopeo --insecure-policy copy --quiet --dest-tls-verify=false "oci:$W/pause:latest" \
 	"docker://$ADDR/test/pause:latest" || die "pushing the pause image failed"
 IMAGE=$ADDR/test/busybox:latest
@@ -279,7 +213,7 @@ if [ "$BENCH" = bench_cri_scale.py ]; then
 		--config "$W/husk-config.json" >"$W/huskd.log" 2>&1 &
 	HUSKD_PID=$!
 	write_conflist "$W/ctrd-net.d" "${NET_CTRD[@]}"
-	write_containerd_config "$W/containerd.toml" "$ADDR"
+	ctrd_write_config "$W/containerd.toml" "$W" "$ADDR" "$W/ctrd-net.d"
 	"$CONTAINERD" --config "$W/containerd.toml" >"$W/containerd.log" 2>&1 &
 	CTRD_PID=$!
 	wait_socket "$W/husk.sock" "$HUSKD_PID" || die "huskd did not start: $(tail -3 "$W/huskd.log")"
@@ -343,7 +277,7 @@ wait "$HUSKD_PID" 2>/dev/null
 
 # ---- containerd
 write_conflist "$W/ctrd-net.d" "${NET_CTRD[@]}"
-write_containerd_config "$W/containerd.toml" "$ADDR"
+ctrd_write_config "$W/containerd.toml" "$W" "$ADDR" "$W/ctrd-net.d"
 "$CONTAINERD" --config "$W/containerd.toml" >"$W/containerd.log" 2>&1 &
 CTRD_PID=$!
 wait_socket "$W/ctrd.sock" "$CTRD_PID" || die "containerd did not start: $(tail -3 "$W/containerd.log")"
@@ -357,14 +291,14 @@ if [ "$BENCH" = bench_stream.py ]; then
 	"$PY" - "$HUSK_JSON" "$CTRD_JSON" <<'EOS'
 import json, sys
 h, c = json.loads(sys.argv[1]), json.loads(sys.argv[2])
-print(f"crictl exec CID true x {h['execs']}; crictl port-forward of 256 MiB from busybox nc, 3 runs\n")
+print(f"cri_cli.py exec CID true x {h['execs']}; cri_cli.py port-forward of 256 MiB from busybox nc, 3 runs\n")
 print("| measure | husk | containerd 1.6 | husk / containerd | target |")
 print("|---|---:|---:|---:|:---:|")
 bench = [""]
-for name, key, want in (("`crictl exec CID true`, median (ms)", "exec_median_ms", "<= 0.5"),
-                        ("`crictl exec CID true`, p90 (ms)", "exec_p90_ms", ""),
-                        ("`crictl exec --sync CID true` (ExecSync), median (ms)", "exec_sync_median_ms", ""),
-                        ("`crictl version` (crictl start + one RPC), median (ms)", "version_median_ms", ""),
+for name, key, want in (("`cri_cli.py exec CID true`, median (ms)", "exec_median_ms", "<= 0.5"),
+                        ("`cri_cli.py exec CID true`, p90 (ms)", "exec_p90_ms", ""),
+                        ("`cri_cli.py exec --sync CID true` (ExecSync), median (ms)", "exec_sync_median_ms", ""),
+                        ("`cri_cli.py version` (the client's start + one RPC), median (ms)", "version_median_ms", ""),
                         ("port-forward throughput, median (MiB/s)", "pf_mib_s_median", ">= 1")):
     ratio = h[key] / c[key] if c[key] else float("nan")
     met = "" if not want else ("met" if (ratio <= 0.5 if want == "<= 0.5" else ratio >= 1) else "missed")

@@ -9,7 +9,8 @@
 # Prints the runner's `critest: N passed, M failed, K skipped`, each failure
 # marked expected (hack/conformance-expected.txt, with the issue that owns
 # it) or not, and exits 1 when a failure is not expected.
-# Env: CRITEST, CRICTL (default ../shared/tools/bin/), CRITEST_RUNNER (the
+# Env: CRITEST, CRICTL (default: critest and crictl on PATH; cri-tools v1.29
+# built by you outside this repository: husk keeps neither), CRITEST_RUNNER (the
 # shared runner, default ../shared/conformance/critest/run.sh), W (the
 # runner's work dir with its image cache, default /tmp/critest), KEEP=1
 # keeps the huskd work dir for a look afterwards.
@@ -20,12 +21,12 @@ build=$(cd "${1:-$repo/build}" 2>/dev/null && pwd) || {
 	exit 2
 }
 shift $(($# > 0 ? 1 : 0))
-tools=$repo/../shared/tools/bin
-export CRITEST=${CRITEST:-$tools/critest} CRICTL=${CRICTL:-$tools/crictl}
+CRITEST=${CRITEST:-$(command -v critest)} CRICTL=${CRICTL:-$(command -v crictl)}
+export CRITEST CRICTL
 runner=${CRITEST_RUNNER:-$repo/../shared/conformance/critest/run.sh}
-for tool in "$CRITEST" "$CRICTL" "$runner"; do
-	if [ ! -x "$tool" ]; then
-		echo "conformance: $tool is missing: set CRITEST=, CRICTL= (cri-tools v1.29) and CRITEST_RUNNER=" >&2
+for tool in CRITEST CRICTL runner; do
+	if [ ! -x "${!tool}" ]; then
+		echo "conformance: ${tool,,} not found (${!tool:-not on PATH}): put critest and crictl (cri-tools v1.29) on PATH or set CRITEST=, CRICTL= (and CRITEST_RUNNER=)" >&2
 		exit 2
 	fi
 done

@@ -17,16 +17,22 @@ build=(
 	libarchive-dev libcurl4-openssl-dev libssl-dev
 	libgrpc-dev libprotobuf-c-dev protobuf-c-compiler
 )
-# Pods' networks: the CNI plugins, and iptables for the bridge plugin's
-# masquerade and portmap's rules.
-run=(containernetworking-plugins iptables)
+# Pods' networks: the CNI plugins, iptables for the bridge plugin's
+# masquerade and portmap's rules, iproute2 for `make run`'s default
+# network (hack/default-network.sh reads the routes); apparmor_parser,
+# which loads husk-default on AppArmor hosts (and the test VM's kernel).
+run=(containernetworking-plugins iptables iproute2 apparmor)
 test=(
 	clang-format libcmocka-dev
+	# libFuzzer targets (make fuzz, test_fuzz)
+	clang libclang-rt-14-dev
 	# busybox rootfs, networking, registry, image tools
 	busybox-static iproute2 util-linux procps psmisc zstd curl openssl
 	docker-registry skopeo umoci apache2-utils
 	# the CRI end-to-end tests (Python gRPC client, messages from api.proto)
 	python3-grpcio python3-protobuf protobuf-compiler
+	# a second client of huskd's streaming server (test_cri_k8s_stream)
+	python3-kubernetes python3-websocket
 	# peers the tests compare with or drive husk through
 	crun runc containerd conmon
 	# husk checkpoint/restore (test_checkpoint, and in the VM)

@@ -3,8 +3,9 @@
 # with `husk cdi generate nvidia`, then runs `nvidia-smi -L` in a container
 # three ways and checks that it lists the host's GPUs:
 #   1. husk container run --gpus all           (the debug CLI, no daemon)
-#   2. huskd + crictl, the CDI name in a cdi.k8s.io/ annotation
-#   3. huskd + crictl, NVIDIA_VISIBLE_DEVICES=0 in the container's env
+#   2. huskd, the CDI name in a cdi.k8s.io/ annotation
+#   3. huskd, NVIDIA_VISIBLE_DEVICES=0 in the container's env
+# (huskd driven by husk's own crictl-like client, test/e2e/cri_cli.py)
 #
 #   hack/gpu-check.sh [BUILD_DIR]        (as root; BUILD_DIR default ./build)
 #   FAKE_NVIDIA=1 hack/gpu-check.sh [BUILD_DIR]
@@ -14,8 +15,8 @@
 #
 # Needs: husk, huskd, husk-monitor, husk-pause and husk-image.so in
 # BUILD_DIR (make build), busybox (busybox-static, or $BUSYBOX), python3,
-# and crictl ($CRICTL, else ../shared/tools/bin/crictl, else PATH; without
-# it steps 2 and 3 are skipped and say so).  The image is made here, offline:
+# and for steps 2 and 3 Debian's python3-grpcio, python3-protobuf and
+# protobuf-compiler (hack/deps.sh test installs them).  The image is made here, offline:
 # busybox plus the host's C library files nvidia-smi links against (the
 # driver's own files come from the CDI spec's mounts).  Everything lives in
 # one temp dir, removed at the end; huskd listens on a socket in it and
@@ -27,9 +28,6 @@ BUILD=$(cd "${1:-$REPO/build}" && pwd) || exit 1
 HUSK=$BUILD/husk
 HUSKD=$BUILD/huskd
 BUSYBOX=${BUSYBOX:-/bin/busybox}
-CRICTL=${CRICTL:-}
-[ -n "$CRICTL" ] || { [ -x "$REPO/../shared/tools/bin/crictl" ] && CRICTL=$REPO/../shared/tools/bin/crictl; }
-[ -n "$CRICTL" ] || CRICTL=$(command -v crictl || true)
 
 passed=0 failed=0
 ok() { passed=$((passed + 1)); echo "ok - $1"; }
@@ -67,9 +65,7 @@ fi
 HUSKD_PID=
 cleanup() {
 	if [ -n "$HUSKD_PID" ]; then
-		[ -n "$CRICTL" ] && {
-			"$CRICTL" -r "unix://$T/huskd.sock" rmp -fa >/dev/null 2>&1
-		}
+		[ -d "$T/gen" ] && "${C[@]}" rmp -fa >/dev/null 2>&1
 		kill "$HUSKD_PID" 2>/dev/null
 		wait "$HUSKD_PID" 2>/dev/null
 	fi
@@ -169,9 +165,13 @@ out=$("$HUSK" container --root "$T/root" run --rm --network none --name gpu-cli 
 	"$IMAGE" nvidia-smi -L 2>&1)
 same_gpus "husk container run --gpus all" "$out"
 
-# ------------------------------------------------- 2, 3. huskd and crictl
-if [ -z "$CRICTL" ]; then
-	not_ok "crictl not found (\$CRICTL, ../shared/tools/bin, PATH): the huskd checks did not run"
+# ------------------------------------------------- 2, 3. huskd
+C=(env HUSK_CRI_GEN="$T/gen" /usr/bin/python3 "$REPO/test/e2e/cri_cli.py" -r "unix://$T/huskd.sock"
+	-i "unix://$T/huskd.sock" --timeout 60s)
+if ! /usr/bin/python3 -c 'import grpc' 2>/dev/null || ! mkdir -p "$T/gen" ||
+	! protoc --python_out="$T/gen" -I "$REPO/cri/proto" "$REPO/cri/proto/api.proto" 2>"$T/protoc.err"; then
+	rmdir "$T/gen" 2>/dev/null
+	not_ok "the CRI client (python3-grpcio, protoc) for the huskd checks" "$(cat "$T/protoc.err" 2>/dev/null)"
 	finish
 fi
 cat >"$T/huskd.json" <<EOF
@@ -181,7 +181,6 @@ EOF
 	>"$T/huskd.log" 2>&1 &
 HUSKD_PID=$!
 for _ in $(seq 100); do [ -S "$T/huskd.sock" ] && break; sleep 0.1; done
-C=("$CRICTL" -r "unix://$T/huskd.sock" -i "unix://$T/huskd.sock" --timeout 60s)
 cat >"$T/pod.json" <<EOF
 {"metadata": {"name": "gpu-check", "namespace": "husk", "uid": "gpu-check-$$"},
  "log_directory": "$T/logs",

@@ -35,6 +35,8 @@ stage1() {
 mount_all() {
 	mount -t proc proc /proc
 	mount -t sysfs sysfs /sys
+	# AppArmor's interface (profiles list, policy loading) lives here.
+	mount -t securityfs securityfs /sys/kernel/security
 	mkdir -p /dev/pts /dev/shm /dev/mqueue
 	mount -t devpts -o newinstance,ptmxmode=0666 devpts /dev/pts
 	mount -t tmpfs tmpfs /dev/shm

@@ -154,22 +154,34 @@ json.dump(c, open(sys.argv[2], "w"), separators=(",", ":"))
 EOF
 }
 
-# huskd, its helpers, crictl and the busybox test image, for the CRI
-# tests on cgroup v2 (test/vm/test_cri_cgroup.sh).
+# huskd, its helpers, husk's CRI client and the busybox test image, for the
+# CRI tests on cgroup v2 (test/vm/test_cri_*.sh).
 add_cri() {
-	local bin crictl=${CRICTL:-$REPO/../shared/tools/bin/crictl}
+	local bin
 	for bin in huskd husk-monitor husk-pause; do
 		[ -x "$BUILD/$bin" ] || fail "no $bin at $BUILD/$bin (make build)"
 		copy_with_libs "$BUILD/$bin" "/husk/bin/$bin"
 	done
 	# `husk image import` loads the image verbs from ../lib/husk.
 	copy_with_libs "$BUILD/husk-image.so" /husk/lib/husk/husk-image.so
-	[ -x "$crictl" ] || fail "crictl is missing ($crictl; set CRICTL=)"
-	cp "$crictl" "$ROOTFS/husk/bin/crictl"
+	add_cri_client
 	"$REPO/hack/test-images.sh" "$CACHE/test-images" >"$WORK/images.log" 2>&1 ||
 		fail "build the test images" "$(cat "$WORK/images.log")"
 	mkdir -p "$ROOTFS/vm/images"
 	cp -a "$CACHE/test-images/busybox" "$ROOTFS/vm/images/busybox"
+}
+
+# test/vm/cri_cli.c as /husk/bin/cri-cli: the unary verbs of
+# test/e2e/cri_cli.py in C, built here against the build's libraries (under
+# the VM's emulation Python with grpcio takes ~10 s to start, this ~50 ms).
+add_cri_client() {
+	local cc=${CC:-gcc}
+	# shellcheck disable=SC2046
+	"$cc" -std=gnu11 -O2 -Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE -Ulinux -I"$REPO" \
+		-I"$REPO/include" -I"$BUILD/gen" $(pkg-config --cflags jansson) -o "$WORK/cri-cli" "$REPO/test/vm/cri_cli.c" \
+		"$BUILD/libhusk-cri.a" "$BUILD/libhusk-common.a" $(pkg-config --libs grpc_unsecure libprotobuf-c jansson libcrypto) \
+		>"$WORK/cri-cli.log" 2>&1 || fail "build test/vm/cri_cli.c" "$(cat "$WORK/cri-cli.log")"
+	copy_with_libs "$WORK/cri-cli" /husk/bin/cri-cli
 }
 
 # criu (and runc, to compare with) for test/vm/test_checkpoint.sh: the
@@ -200,6 +212,19 @@ add_criu() {
 	done
 }
 
+# Debian's apparmor_parser and the ABI files its profiles name, for
+# test/vm/test_apparmor.sh and huskd's husk-default (the VM's Debian kernel
+# has AppArmor; the host's may not).  No parser.conf: the parser then
+# compiles for the VM kernel's own features.
+add_apparmor() {
+	local parser
+	parser=$(command -v apparmor_parser || echo /sbin/apparmor_parser)
+	[ -x "$parser" ] || fail "apparmor_parser is missing (hack/deps.sh installs apparmor)"
+	copy_with_libs "$parser" /bin/apparmor_parser
+	mkdir -p "$ROOTFS/etc/apparmor.d"
+	cp -a /etc/apparmor.d/abi "$ROOTFS/etc/apparmor.d/abi" || fail "copy /etc/apparmor.d/abi"
+}
+
 build_initramfs() {
 	local applet
 	ROOTFS=$WORK/initramfs
@@ -217,6 +242,7 @@ build_initramfs() {
 	[ $MODE = bench ] && copy_with_libs "$(command -v crun)" /husk/bin/crun
 	[ $MODE = test ] && add_cri
 	[ $MODE = test ] && add_criu
+	[ $MODE = test ] && add_apparmor
 	cp "$REPO/hack/vm-init.sh" "$ROOTFS/init"
 	chmod 0755 "$ROOTFS/init"
 	# HUSK_VM_TESTS: a glob picking tests (default test_*), e.g. test_checkpoint.

@@ -19,6 +19,9 @@
 #include "image/registry_internal.h"
 
 #define ERROR_BODY_MAX (64u << 10)
+/* An error body still coming after this long is cut too: an error page
+ * that drips says nothing more either. */
+#define ERROR_BODY_TIME_MS 5000
 #define RETRY_AFTER_MAX_S 10
 
 static const char manifest_accept[] = "Accept: " REGISTRY_MEDIA_OCI_INDEX ", " REGISTRY_MEDIA_OCI_MANIFEST
@@ -109,6 +112,8 @@ struct transfer
   void *progress_user;
   struct husk_error *error; /* set by a callback, or the final failure */
   bool fatal;               /* error is about the content: no other endpoint will fix it */
+  bool body_cut;            /* an error body was cut (ERROR_BODY_MAX or _TIME_MS): its status stands */
+  long long error_body_ms;  /* when the error body began */
   CURL *easy;
   struct curl_slist *headers;
   char errbuf[CURL_ERROR_SIZE];
@@ -409,6 +414,15 @@ keep_header (char **slot, char *value)
   *slot = joined;
 }
 
+static long
+response_status (const struct transfer *t)
+{
+  long status = 0;
+
+  curl_easy_getinfo (t->easy, CURLINFO_RESPONSE_CODE, &status);
+  return status;
+}
+
 static size_t
 on_header (char *line, size_t size, size_t nitems, void *userdata)
 {
@@ -436,7 +450,14 @@ on_header (char *line, size_t size, size_t nitems, void *userdata)
       return len;
     }
   if (colon == NULL)
-    return len;
+    {
+      /* The end of an error's headers: its body's clock starts, whether
+       * or not a byte of it ever comes. */
+      long status = len <= 2 ? response_status (t) : 0;
+      if (status >= 400 && t->error_body_ms == 0)
+        t->error_body_ms = registry_now_ms ();
+      return len;
+    }
   for (size_t i = 0; i < sizeof wanted / sizeof wanted[0]; i++)
     if ((size_t) (colon - line) == strlen (wanted[i].name)
         && strncasecmp (line, wanted[i].name, colon - line) == 0)
@@ -450,15 +471,6 @@ on_header (char *line, size_t size, size_t nitems, void *userdata)
   if ((size_t) (colon - line) == 11 && strncasecmp (line, "retry-after", 11) == 0)
     t->resp.retry_after_s = strtol (colon + 1, NULL, 10);
   return len;
-}
-
-static long
-response_status (const struct transfer *t)
-{
-  long status = 0;
-
-  curl_easy_getinfo (t->easy, CURLINFO_RESPONSE_CODE, &status);
-  return status;
 }
 
 /* --- blob files -------------------------------------------------------- */
@@ -581,6 +593,25 @@ file_write (struct transfer *t, long status, const char *data, size_t len)
   return len;
 }
 
+/* An error response's body: the first ERROR_BODY_MAX bytes, for at most
+ * ERROR_BODY_TIME_MS; past either the transfer is aborted (a server that
+ * answers 500 with an endless body would otherwise hold the pull until its
+ * deadline) and the status is what it says. */
+static size_t
+keep_error_body (struct transfer *t, const char *data, size_t len)
+{
+  long long now = registry_now_ms ();
+  size_t room = ERROR_BODY_MAX - t->resp.body.len;
+
+  if (t->error_body_ms == 0)
+    t->error_body_ms = now;
+  membuf_append (&t->resp.body, data, len < room ? len : room);
+  if (len <= room && now - t->error_body_ms <= ERROR_BODY_TIME_MS)
+    return len;
+  t->body_cut = true;
+  return 0;
+}
+
 static size_t
 on_body (char *data, size_t size, size_t nmemb, void *userdata)
 {
@@ -596,8 +627,8 @@ on_body (char *data, size_t size, size_t nmemb, void *userdata)
       husk_error_make (&t->error, 0, "manifest is larger than %u bytes", REGISTRY_MANIFEST_MAX);
       return t->fatal = true, 0;
     }
-  if (!success && t->resp.body.len + len > ERROR_BODY_MAX)
-    return len; /* an error page this long says nothing more */
+  if (!success)
+    return keep_error_body (t, data, len);
   membuf_append (&t->resp.body, data, len);
   return len;
 }
@@ -673,6 +704,8 @@ transfer_start (struct transfer *t, CURLM *multi)
   response_clear (&t->resp);
   t->errbuf[0] = '\0';
   t->file.started = false;
+  t->body_cut = false;
+  t->error_body_ms = 0;
   if (t->authorization == NULL)
     t->authorization = registry_auth_lookup (t->client, ep->base_url, t->scope);
   t->easy = registry_easy_new (t->client, url, ep->insecure, timeout_ms);
@@ -769,7 +802,10 @@ http_error (struct transfer *t, long status)
   cleanup_free char *text
       = registry_error_from_body (t->resp.body.data, t->resp.body.len, fallback ? fallback : generic);
 
-  if (manifest && status == 404 && strcmp (text, "manifest unknown") != 0)
+  if (t->body_cut)
+    husk_error_make (&err, 0, "HTTP status %ld: %s (error body cut: over %u KiB or %u s)", status, text,
+                     ERROR_BODY_MAX >> 10, ERROR_BODY_TIME_MS / 1000);
+  else if (manifest && status == 404 && strcmp (text, "manifest unknown") != 0)
     husk_error_make (&err, 0, "manifest unknown (%s)", text);
   else
     husk_error_make (&err, 0, "%s", text);
@@ -861,6 +897,8 @@ transfer_finish (struct transfer *t, CURLcode code, CURLM *multi)
 {
   struct husk_error *err = steal_pointer (&t->error);
 
+  if (code == CURLE_WRITE_ERROR && t->body_cut)
+    code = CURLE_OK; /* the error body was cut on purpose: the status is the answer */
   if (code != CURLE_OK && err == NULL)
     registry_transport_error (t->easy, code, t->errbuf, &err);
   if (code == CURLE_OK)
@@ -941,6 +979,32 @@ poll_timeout_ms (struct transfer **ts, size_t n)
   return timeout < 0 ? 0 : (int) timeout;
 }
 
+/* Error bodies still coming ERROR_BODY_TIME_MS after their headers (a
+ * server that sends a status and then drips, or nothing): cut, and the
+ * status is the answer.  Returns how many were cut. */
+static size_t
+cut_slow_error_bodies (struct transfer **ts, size_t n, CURLM *multi, size_t *running)
+{
+  long long now = registry_now_ms ();
+  size_t cut = 0;
+
+  for (size_t i = 0; i < n; i++)
+    {
+      struct transfer *t = ts[i];
+      long status;
+      if (t->state != TRANSFER_RUNNING || t->error_body_ms == 0
+          || now - t->error_body_ms <= ERROR_BODY_TIME_MS)
+        continue;
+      t->body_cut = true;
+      status = response_status (t);
+      transfer_release_easy (t, multi);
+      (*running)--;
+      transfer_finish_http (t, status);
+      cut++;
+    }
+  return cut;
+}
+
 static size_t
 collect_finished (CURLM *multi, size_t *running)
 {
@@ -1000,7 +1064,7 @@ run_transfers (struct transfer **ts, size_t n, unsigned parallel, struct husk_er
         break;
       running = start_ready (ts, n, running, parallel, multi);
       curl_multi_perform (multi, &still_running);
-      if (collect_finished (multi, &running) > 0)
+      if (collect_finished (multi, &running) > 0 || cut_slow_error_bodies (ts, n, multi, &running) > 0)
         continue;
       curl_multi_poll (multi, NULL, 0, poll_timeout_ms (ts, n), NULL);
     }

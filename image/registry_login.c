@@ -13,6 +13,7 @@ struct login_response
   char *www_authenticate;
   char body[512];
   size_t body_len;
+  bool body_cut; /* the body went on past BODY: the transfer was stopped there */
 };
 
 static size_t
@@ -47,6 +48,13 @@ on_login_body (char *data, size_t size, size_t nmemb, void *userdata)
   memcpy (resp->body + resp->body_len, data, take);
   resp->body_len += take;
   resp->body[resp->body_len] = '\0';
+  if (take < len)
+    {
+      /* The rest says nothing more: stop reading it (an endless body
+       * would hold the login until its deadline); the status stands. */
+      resp->body_cut = true;
+      return 0;
+    }
   return len;
 }
 
@@ -74,6 +82,8 @@ get_v2 (struct registry_client *client, const struct hosts_endpoint *ep, const c
   husk_debug ("registry: login GET %s", url);
   code = curl_easy_perform (easy);
   *status = 0;
+  if (code == CURLE_WRITE_ERROR && resp->body_cut)
+    code = CURLE_OK;
   if (code != CURLE_OK)
     ret = registry_transport_error (easy, code, errbuf, err);
   else

@@ -48,7 +48,9 @@ int container_pids (const struct runtime_ctx *ctx, const char *id, pid_t **pids,
 
 struct exec_options
 {
-  struct spec_process *process; /* complete process to run */
+  /* complete process to run; with no apparmorProfile of its own it gets
+   * the container's (as runc), set here by container_exec */
+  struct spec_process *process;
   bool detach;
   const char *console_socket;
   const char *pid_file;

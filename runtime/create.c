@@ -23,6 +23,7 @@
 #include "husk/idmap.h"
 #include "husk/unix_socket.h"
 #include "husk/util.h"
+#include "runtime/apparmor.h"
 #include "runtime/cgroup.h"
 #include "runtime/container.h"
 #include "runtime/create.h"
@@ -684,7 +685,10 @@ create_steps (struct create_job *job, struct husk_error **err)
   if (realpath (bundle, bundle_abs) == NULL)
     return husk_error_make (err, errno, "bundle `%s`", bundle);
   if (spec_load (bundle_abs, &job->spec, err) < 0 || validate_spec (job->spec, err) < 0
-      || security_check_sysctls (job->spec, err) < 0)
+      || security_check_sysctls (job->spec, err) < 0
+      || apparmor_check_profile (&job->spec->process.apparmor_profile, "config.json: process.apparmorProfile",
+                                 err)
+             < 0)
     return -1;
   if (job->spec->has_seccomp && seccomp_compile (&job->spec->seccomp, &job->seccomp, err) < 0)
     return -1;

@@ -18,6 +18,7 @@
 
 #include "husk/cleanup.h"
 #include "husk/util.h"
+#include "runtime/apparmor.h"
 #include "runtime/cgroup.h"
 #include "runtime/container.h"
 #include "runtime/init.h"
@@ -93,7 +94,9 @@ exec_child (int pidfd, int ns_flags, const struct container_state *state, const 
     sync_child_fail (sync_fd, err);
   if (init_enter_cwd (process, &err) < 0)
     sync_child_fail (sync_fd, err);
-  if (init_find_executable (process, &executable, &err) < 0 || security_apply_rlimits (process, &err) < 0)
+  if (init_find_executable (process, &executable, &err) < 0 || security_apply_rlimits (process, &err) < 0
+      || security_raise_oom_score_adj (process, &err) < 0
+      || apparmor_exec_profile (process->apparmor_profile, &err) < 0)
     sync_child_fail (sync_fd, err);
   init_cloexec_from (3 + opts->preserve_fds);
   prctl (PR_SET_PDEATHSIG, 0);
@@ -196,6 +199,20 @@ spawn_exec (const struct container_state *state, const struct exec_options *opts
   return foreground_wait (pid, master, exit_code, err);
 }
 
+/* The exec'd process runs under its own apparmorProfile or else the
+ * container's, so `husk exec` cannot step out of the confinement. */
+static int
+exec_apparmor_profile (const struct spec *spec, struct spec_process *process, struct husk_error **err)
+{
+  if ((process->apparmor_profile == NULL || *process->apparmor_profile == '\0')
+      && spec->process.apparmor_profile != NULL)
+    {
+      free (process->apparmor_profile);
+      process->apparmor_profile = xstrdup (spec->process.apparmor_profile);
+    }
+  return apparmor_check_profile (&process->apparmor_profile, "exec: process.apparmorProfile", err);
+}
+
 int
 container_exec (const struct runtime_ctx *ctx, const char *id, const struct exec_options *opts,
                 int *exit_code, struct husk_error **err)
@@ -212,6 +229,7 @@ container_exec (const struct runtime_ctx *ctx, const char *id, const struct exec
   if (status != STATUS_RUNNING && status != STATUS_CREATED)
     husk_error_make (err, 0, "cannot exec in container `%s`: it is %s", id, container_status_name (status));
   else if (container_load_spec (ctx, id, &spec, err) == 0
+           && exec_apparmor_profile (spec, opts->process, err) == 0
            && (!spec->has_seccomp || seccomp_compile (&spec->seccomp, &seccomp, err) == 0))
     ret = spawn_exec (state, opts, &seccomp, exit_code, err);
   seccomp_program_clear (&seccomp);

@@ -21,6 +21,7 @@
 
 #include "husk/cleanup.h"
 #include "husk/util.h"
+#include "runtime/apparmor.h"
 #include "runtime/cgroup.h"
 #include "runtime/criu.h"
 #include "runtime/hooks.h"
@@ -270,6 +271,11 @@ container_init (const struct init_config *cfg)
       || init_find_executable (&spec->process, &executable, &err) < 0)
     sync_child_fail (cfg->sync_fd, err);
   if (security_apply_rlimits (&spec->process, &err) < 0)
+    sync_child_fail (cfg->sync_fd, err);
+  /* The profile takes effect at execve; named here, before the ready
+   * message, so that a profile the kernel does not have fails create (as
+   * runc), and before seccomp, which could deny the write. */
+  if (apparmor_exec_profile (spec->process.apparmor_profile, &err) < 0)
     sync_child_fail (cfg->sync_fd, err);
 
   init_cloexec_from (3 + cfg->opts->preserve_fds);

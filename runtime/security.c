@@ -105,6 +105,16 @@ security_apply_oom_score_adj (const struct spec_process *process, struct husk_er
   return husk_error_wrap (err, "set oom_score_adj to %d", process->oom_score_adj);
 }
 
+int
+security_raise_oom_score_adj (const struct spec_process *process, struct husk_error **err)
+{
+  int current;
+
+  if (!process->has_oom_score_adj || read_oom_score_adj (&current) < 0 || process->oom_score_adj <= current)
+    return 0;
+  return security_apply_oom_score_adj (process, err);
+}
+
 static bool
 has_dotdot_component (const char *path)
 {

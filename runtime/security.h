@@ -32,6 +32,10 @@ int security_apply_rlimits (const struct spec_process *process, struct husk_erro
 /* Writes /proc/self/oom_score_adj; a refused lowering (no CAP_SYS_RESOURCE)
  * is a warning, not an error. */
 int security_apply_oom_score_adj (const struct spec_process *process, struct husk_error **err);
+/* The same for an exec, only where it raises the value it inherited: a
+ * caller that protects itself from the OOM killer (huskd under systemd's
+ * OOMScoreAdjust=-999) does not pass that on to what runs in a container. */
+int security_raise_oom_score_adj (const struct spec_process *process, struct husk_error **err);
 /* Refuses a linux.sysctl key that no namespace of the container holds
  * (as runc: net.* needs a private network namespace, kernel.shm*, msg*,
  * sem and fs.mqueue.* an ipc one, kernel.hostname/domainname a uts one),

@@ -107,7 +107,7 @@ struct spec_process
   bool no_new_privileges;
   bool has_oom_score_adj;
   int oom_score_adj;
-  char *apparmor_profile; /* kept, not applied: no AppArmor here */
+  char *apparmor_profile; /* applied at execve (runtime/apparmor.c) */
   char *selinux_label;
 };
 

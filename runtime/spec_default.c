@@ -15,6 +15,7 @@
 #include "husk/cleanup.h"
 #include "husk/idmap.h"
 #include "husk/util.h"
+#include "runtime/apparmor.h"
 #include "runtime/spec.h"
 
 #define N_ELEMENTS(a) (sizeof (a) / sizeof ((a)[0]))
@@ -325,8 +326,8 @@ linux_features (void)
   return json_pack ("{s:o, s:o, s:{s:b, s:b, s:b, s:b, s:b}, s:o, s:{s:b}, s:{s:b}, s:{s:b}, s:{s:{s:b}}}",
                     "namespaces", namespaces, "capabilities", capabilities, "cgroup", "v1", 1, "v2", 1,
                     "systemd", 0, "systemdUser", 0, "rdma", 0, "seccomp", seccomp_features (), "apparmor",
-                    "enabled", 0, "selinux", "enabled", 0, "intelRdt", "enabled", 0, "mountExtensions",
-                    "idmap", "enabled", husk_idmap_supported ("/"));
+                    "enabled", apparmor_enabled (), "selinux", "enabled", 0, "intelRdt", "enabled", 0,
+                    "mountExtensions", "idmap", "enabled", husk_idmap_supported ("/"));
 }
 
 static bool

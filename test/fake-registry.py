@@ -24,6 +24,12 @@ chosen by the repository name:
   index            the tag is a Docker manifest list (amd64, arm64/v8)
   trickle          the blob comes one byte every 0.2 s until the client
                    hangs up (a stalled or hostile registry)
+  endless          the manifest is a 404 and the blob a 500 whose error
+                   body never ends (sent as fast as the client reads)
+  drip             the manifest is a 404 whose error body comes one byte
+                   every 0.5 s, never ending
+  silent           the manifest is a 404 and the blob a 500 whose body
+                   never comes (headers, then nothing for 120 s)
 
 GET /stats returns {"PATH": count, "range PATH": count} of the requests
 seen so far (the second counts those with a Range header).
@@ -122,6 +128,16 @@ class Handler(BaseHTTPRequestHandler):
             return
         if repo == "flaky" and seen == 1:
             return self.send(503, error_doc("UNAVAILABLE", "try again later"), {"Content-Type": "application/json"})
+        if repo in ("endless", "drip"):
+            return self.endless_error(404 if kind == "manifests" else 500, repo == "drip")
+        if repo == "silent":
+            self.send_response(404 if kind == "manifests" else 500)
+            self.send_header("Content-Type", "text/html")
+            self.end_headers()
+            self.wfile.flush()
+            time.sleep(120)
+            self.close_connection = True
+            return
         if repo == "ratelimit" and seen == 1:
             return self.send(429, error_doc("TOOMANYREQUESTS", "slow down"), {"Retry-After": "0"})
         if kind == "blobs":
@@ -170,6 +186,23 @@ class Handler(BaseHTTPRequestHandler):
             return self.send(206, data[start:], {"Content-Range": "bytes %d-%d/%d" % (start, len(data) - 1,
                                                                                      len(data))})
         return self.send(200, data, {"Content-Type": "application/octet-stream"})
+
+    def endless_error(self, status, drip):
+        """STATUS with a body (no length: it ends when the connection
+        does) that goes on until the client hangs up."""
+        self.send_response(status)
+        self.send_header("Content-Type", "text/html")
+        self.end_headers()
+        chunk = b"." if drip else b"<p>error</p>" * 5000
+        try:
+            while True:
+                self.wfile.write(chunk)
+                self.wfile.flush()
+                if drip:
+                    time.sleep(0.5)
+        except OSError:
+            pass
+        self.close_connection = True
 
     def trickle(self, data):
         self.send_response(200)

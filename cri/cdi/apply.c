@@ -5,6 +5,7 @@
  * depth, hooks are appended to their list, gids added once.  cdi_apply
  * works on a copy so that a failure leaves the caller's config as it was. */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -63,10 +64,21 @@ node_type (mode_t mode)
   return S_ISCHR (mode) ? "c" : S_ISBLK (mode) ? "b" : S_ISFIFO (mode) ? "p" : NULL;
 }
 
+/* What a device node takes from its host node when the spec leaves it
+ * out: the host's stat, when there is one. */
+struct host_node
+{
+  struct stat st;
+  bool found;
+};
+
 /* Type, major and minor of node N from its host node when not given, as
- * the CDI spec says: a given type with a major (or a fifo) is taken as is. */
+ * the CDI spec says: a given type with a major (or a fifo) is taken as is.
+ * HOST gets the host node's stat (when it is there) for the mode and
+ * owner. */
 static int
-fill_node (json_t *n, char **type, long long *major, long long *minor, struct husk_error **err)
+fill_node (json_t *n, char **type, long long *major, long long *minor, struct host_node *host_node,
+           struct husk_error **err)
 {
   const char *path = json_string_value (json_object_get (n, "path"));
   const char *host = json_string_value (json_object_get (n, "hostPath"));
@@ -75,16 +87,18 @@ fill_node (json_t *n, char **type, long long *major, long long *minor, struct hu
   *minor = json_integer_value (json_object_get (n, "minor"));
   if (given && strcmp (given, "c") && strcmp (given, "b") && strcmp (given, "p") && strcmp (given, "u"))
     return husk_error_kind (err, EINVAL, "CDI device node %s: invalid type %s", path, given);
+  host = host ? host : path;
+  int stat_errno = stat (host, &host_node->st) == 0 ? 0 : errno;
+  const struct stat *st = &host_node->st;
+  host_node->found = stat_errno == 0 && node_type (st->st_mode) != NULL;
   if (given && (*major != 0 || !strcmp (given, "p")))
     {
       *type = strdup (given);
       return 0;
     }
-  host = host ? host : path;
-  struct stat st;
-  if (stat (host, &st) < 0)
-    return husk_error_make (err, errno, "CDI device node %s: stat %s", path, host);
-  const char *found = node_type (st.st_mode);
+  if (stat_errno != 0)
+    return husk_error_make (err, stat_errno, "CDI device node %s: stat %s", path, host);
+  const char *found = node_type (st->st_mode);
   if (found == NULL)
     return husk_error_kind (err, EINVAL, "CDI device node %s: %s is not a device node", path, host);
   if (given && strcmp (given, found) && !(given[0] == 'u' && found[0] == 'c'))
@@ -93,10 +107,31 @@ fill_node (json_t *n, char **type, long long *major, long long *minor, struct hu
   *type = strdup (given ? given : found);
   if (*major == 0)
     {
-      *major = major (st.st_rdev);
-      *minor = minor (st.st_rdev);
+      *major = major (st->st_rdev);
+      *minor = minor (st->st_rdev);
     }
   return 0;
+}
+
+/* fileMode, uid and gid of node N onto DEV: as the spec gives them, else
+ * the host node's, so the container's node is never more open than the
+ * host's (a runtime's default is 0666 root; the container user as owner
+ * would let it write what only root may on the host). */
+static void
+fill_mode_owner (json_t *dev, json_t *n, const struct host_node *host_node)
+{
+  static const char *const keys[] = { "fileMode", "uid", "gid" };
+  for (size_t i = 0; i < 3; i++)
+    {
+      json_t *v = json_object_get (n, keys[i]);
+      if (v)
+        json_object_set (dev, keys[i], v);
+      else if (host_node->found)
+        json_object_set_new (dev, keys[i],
+                             json_integer (i == 0   ? (json_int_t) (host_node->st.st_mode & 07777)
+                                           : i == 1 ? (json_int_t) host_node->st.st_uid
+                                                    : (json_int_t) host_node->st.st_gid));
+    }
 }
 
 static void
@@ -114,26 +149,16 @@ static int
 apply_node (json_t *config, json_t *n, struct husk_error **err)
 {
   cleanup_free char *type = NULL;
+  struct host_node host_node;
   long long major, minor;
-  if (fill_node (n, &type, &major, &minor, err) < 0)
+  if (fill_node (n, &type, &major, &minor, &host_node, err) < 0)
     return -1;
   const char *path = json_string_value (json_object_get (n, "path"));
   json_t *linux_ = child (config, "linux", 0);
   json_t *devices = child (linux_, "devices", 1);
   json_t *dev = json_pack ("{s:s, s:s, s:I, s:I}", "path", path, "type", type, "major", (json_int_t) major,
                            "minor", (json_int_t) minor);
-  json_t *user = json_object_get (json_object_get (config, "process"), "user");
-  static const char *const copied[] = { "fileMode", "uid", "gid" };
-  for (size_t i = 0; i < 3; i++)
-    {
-      json_t *v = json_object_get (n, copied[i]);
-      json_t *from_user = i > 0 ? json_object_get (user, copied[i]) : NULL;
-      /* The CDI spec: a node without uid/gid gets the process's, when not root. */
-      if (v == NULL && from_user && json_integer_value (from_user) > 0)
-        v = from_user;
-      if (v)
-        json_object_set (dev, copied[i], v);
-    }
+  fill_mode_owner (dev, n, &host_node);
   remove_by (devices, "path", path);
   json_array_append_new (devices, dev);
   if (strcmp (type, "p") == 0)

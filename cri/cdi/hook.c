@@ -19,11 +19,10 @@
 #include <unistd.h>
 
 #include "cri/cdi/hook.h"
+#include "husk/in_root.h"
 #include "husk/cleanup.h"
 #include "husk/util.h"
 
-/* As Linux counts symlinks in one path walk. */
-#define HOOK_MAX_SYMLINKS 40
 /* What of ldconfig's output an error quotes. */
 #define LDCONFIG_OUTPUT_MAX 4096
 
@@ -146,280 +145,12 @@ cdi_hook_parse_mode (const char *arg, mode_t *mode, struct husk_error **err)
   return 0;
 }
 
-/* ---- resolving inside the root ------------------------------------------ */
-
-static int
-open_in_root_kernel (int root_fd, const char *rel_path, int flags)
-{
-  struct open_how how = {
-    .flags = (uint64_t) (flags | O_CLOEXEC),
-    .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
-  };
-  long fd;
-
-  if (*rel_path == '\0')
-    rel_path = ".";
-  /* EAGAIN: a concurrent rename made `..` unsafe to resolve; retry. */
-  for (int attempt = 0; attempt < 32; attempt++)
-    {
-      fd = syscall (SYS_openat2, root_fd, rel_path, &how, sizeof how);
-      if (fd >= 0 || (errno != EAGAIN && errno != EINTR))
-        break;
-    }
-  return (int) fd;
-}
-
-int
-cdi_hook_open_in_root (int root_fd, const char *path, int flags)
-{
-  int fd = open_in_root_kernel (root_fd, path + strspn (path, "/"), flags);
-
-  if (fd < 0 && (errno == ENOSYS || errno == EPERM))
-    /* No openat2 (before 5.6), or a seccomp filter that refuses it. */
-    return cdi_hook_open_in_root_walk (root_fd, path, flags);
-  return fd;
-}
-
-/* The walk's state: the directories entered so far (for `..`) and the
- * components still to resolve. */
-struct walk
-{
-  int *dirs; /* dirs[0] is the root */
-  size_t depth, cap;
-  char *rest; /* owned */
-  int links;
-};
-
-static int
-walk_current (const struct walk *w)
-{
-  return w->dirs[w->depth];
-}
-
-static void
-walk_pop_to (struct walk *w, size_t depth)
-{
-  while (w->depth > depth)
-    close (w->dirs[w->depth--]);
-}
-
-static void
-walk_push (struct walk *w, int fd)
-{
-  if (w->depth + 1 >= w->cap)
-    {
-      w->cap = w->cap ? w->cap * 2 : 16;
-      w->dirs = xrealloc (w->dirs, w->cap * sizeof *w->dirs);
-    }
-  w->dirs[++w->depth] = fd;
-}
-
-/* NAME in the current directory is the symlink LINK_FD: splice its target
- * in front of what is left of the path. */
-static int
-walk_follow (struct walk *w, int link_fd, const char *after)
-{
-  char target[PATH_MAX];
-  ssize_t n = readlinkat (link_fd, "", target, sizeof target - 1);
-  char *rest;
-
-  if (n < 0)
-    return -1;
-  if (++w->links > HOOK_MAX_SYMLINKS)
-    {
-      errno = ELOOP;
-      return -1;
-    }
-  target[n] = '\0';
-  if (target[0] == '/')
-    walk_pop_to (w, 0);
-  rest = xasprintf ("%s%s", target, after);
-  free (w->rest);
-  w->rest = rest;
-  return 0;
-}
-
-/* Resolves one component; returns 1 when it was the last one and *OUT is
- * the result, 0 to go on, -1 with errno. */
-static int
-walk_step (struct walk *w, int flags, int *out)
-{
-  char *name = w->rest + strspn (w->rest, "/");
-  size_t len = strcspn (name, "/");
-  const char *after = name + len;
-  bool last = after[strspn (after, "/")] == '\0';
-  cleanup_free char *component = xasprintf ("%.*s", (int) len, name);
-  cleanup_close int fd = -1;
-  struct stat st;
-
-  if (len == 0 || strcmp (component, ".") == 0 || strcmp (component, "..") == 0)
-    {
-      if (strcmp (component, "..") == 0 && w->depth > 0)
-        walk_pop_to (w, w->depth - 1);
-      if (!last)
-        {
-          memmove (w->rest, after, strlen (after) + 1);
-          return 0;
-        }
-      *out = openat (walk_current (w), ".", flags | O_CLOEXEC);
-      return *out < 0 ? -1 : 1;
-    }
-  fd = openat (walk_current (w), component, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0 || fstat (fd, &st) < 0)
-    return -1;
-  /* A trailing slash asks for a directory: the link is followed. */
-  if (S_ISLNK (st.st_mode) && !(last && (flags & O_NOFOLLOW) && *after == '\0'))
-    return walk_follow (w, fd, after);
-  if (last && *after != '\0' && !S_ISDIR (st.st_mode))
-    {
-      errno = ENOTDIR;
-      return -1;
-    }
-  if (last)
-    {
-      *out = (flags & O_PATH) ? steal_fd (&fd)
-                              : openat (walk_current (w), component, flags | O_NOFOLLOW | O_CLOEXEC);
-      return *out < 0 ? -1 : 1;
-    }
-  if (!S_ISDIR (st.st_mode))
-    {
-      errno = ENOTDIR;
-      return -1;
-    }
-  walk_push (w, steal_fd (&fd));
-  memmove (w->rest, after, strlen (after) + 1);
-  return 0;
-}
-
-int
-cdi_hook_open_in_root_walk (int root_fd, const char *path, int flags)
-{
-  struct walk w = { .rest = xstrdup (path) };
-  int root_copy = openat (root_fd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
-  int result = -1, step = 0, saved_errno;
-
-  if (root_copy < 0)
-    {
-      free (w.rest);
-      return -1;
-    }
-  w.cap = 16;
-  w.dirs = xmalloc (w.cap * sizeof *w.dirs);
-  w.dirs[0] = root_copy;
-  while (step == 0)
-    step = walk_step (&w, flags, &result);
-  saved_errno = errno;
-  walk_pop_to (&w, 0);
-  close (w.dirs[0]);
-  free (w.dirs);
-  free (w.rest);
-  errno = saved_errno;
-  return step == 1 ? result : -1;
-}
-
-/* The parent directory of PATH, PATH[0..END) inside the root. */
-static int
-open_prefix (int root_fd, const char *path, size_t end)
-{
-  cleanup_free char *prefix = xasprintf ("%.*s", (int) end, path);
-  return cdi_hook_open_in_root (root_fd, prefix, O_PATH | O_DIRECTORY);
-}
-
-/* PATH[START..STOP) exists in PARENT_FD yet does not resolve: a dangling
- * symlink.  Returns PATH[0..END) with that component replaced by the
- * link's target, to be created instead (inside the root all the same). */
-static char *
-splice_dangling (int parent_fd, const char *path, size_t start, size_t stop, size_t end)
-{
-  cleanup_free char *name = xasprintf ("%.*s", (int) (stop - start), path + start);
-  char target[PATH_MAX];
-  ssize_t n = readlinkat (parent_fd, name, target, sizeof target - 1);
-
-  if (n <= 0)
-    return NULL;
-  target[n] = '\0';
-  if (target[0] == '/')
-    return xasprintf ("%s%.*s", target, (int) (end - stop), path + stop);
-  return xasprintf ("%.*s%s%.*s", (int) start, path, target, (int) (end - stop), path + stop);
-}
-
-/* Creates the directories of PATH[0..END) that are missing, one component
- * at a time, each in its already-resolved parent; a dangling symlink on
- * the way is followed (inside the root), as mkdir -p in the container
- * would.  HOPS counts the symlinks followed so. */
-static int
-mkdir_in_root (int root_fd, const char *path, size_t end, int hops, struct husk_error **err)
-{
-  size_t pos = 0;
-
-  while (pos < end)
-    {
-      size_t start = pos + strspn (path + pos, "/");
-      size_t stop = start + strcspn (path + start, "/");
-      cleanup_close int fd = -1;
-
-      if (stop > end)
-        stop = end;
-      if (start >= stop)
-        break;
-      fd = open_prefix (root_fd, path, stop);
-      if (fd < 0 && errno == ENOENT)
-        {
-          cleanup_close int parent_fd = open_prefix (root_fd, path, start);
-          cleanup_free char *name = xasprintf ("%.*s", (int) (stop - start), path + start);
-          cleanup_free char *spliced = NULL;
-
-          if (parent_fd < 0)
-            return husk_error_make (err, errno, "`%.*s`", (int) start, path);
-          if (mkdirat (parent_fd, name, 0755) < 0 && errno != EEXIST)
-            return husk_error_make (err, errno, "create directory `%.*s`", (int) stop, path);
-          fd = open_prefix (root_fd, path, stop);
-          if (fd < 0 && errno == ENOENT
-              && (spliced = splice_dangling (parent_fd, path, start, stop, end)) != NULL)
-            {
-              if (hops >= HOOK_MAX_SYMLINKS)
-                return husk_error_make (err, ELOOP, "create directory `%.*s`", (int) end, path);
-              if (mkdir_in_root (root_fd, spliced, strlen (spliced), hops + 1, err) < 0)
-                return -1;
-              fd = open_prefix (root_fd, path, stop);
-            }
-        }
-      if (fd < 0)
-        return husk_error_make (err, errno, "`%.*s`", (int) stop, path);
-      pos = stop;
-    }
-  return 0;
-}
-
-int
-cdi_hook_open_parent (int root_fd, const char *path, bool create, char **name, struct husk_error **err)
-{
-  size_t len = strlen (path);
-  size_t name_start;
-  int fd;
-
-  while (len > 1 && path[len - 1] == '/')
-    len--;
-  name_start = len;
-  while (name_start > 0 && path[name_start - 1] != '/')
-    name_start--;
-  if (name_start == len)
-    return husk_error_kind (err, EINVAL, "`%s`: names no entry", path);
-  if (create && mkdir_in_root (root_fd, path, name_start, 0, err) < 0)
-    return -1;
-  fd = open_prefix (root_fd, path, name_start);
-  if (fd < 0)
-    return husk_error_make (err, errno, "parent of `%s`", path);
-  *name = xasprintf ("%.*s", (int) (len - name_start), path + name_start);
-  return fd;
-}
-
 /* ---- update-ldcache ----------------------------------------------------- */
 
 static bool
 folder_exists (int root_fd, const char *folder)
 {
-  cleanup_close int fd = cdi_hook_open_in_root (root_fd, folder, O_PATH | O_DIRECTORY);
+  cleanup_close int fd = husk_open_in_root (root_fd, folder, O_PATH | O_DIRECTORY);
   return fd >= 0;
 }
 
@@ -499,7 +230,7 @@ ensure_ldso_conf (int root_fd, struct husk_error **err)
 {
   static const char text[] = "include " LDSO_CONF_DIR "/*.conf\n";
   cleanup_free char *name = NULL;
-  cleanup_close int etc_fd = cdi_hook_open_parent (root_fd, "/" LDSO_CONF, true, &name, err);
+  cleanup_close int etc_fd = husk_open_parent_in_root (root_fd, "/" LDSO_CONF, true, &name, err);
   cleanup_close int fd = -1;
 
   if (etc_fd < 0)
@@ -622,7 +353,7 @@ cdi_hook_update_ldcache (const char *rootfs, int root_fd, char *const *folders, 
                             "no ldconfig on the host (looked for /sbin/ldconfig and /usr/sbin/ldconfig)");
   if (ensure_ldso_conf (root_fd, err) < 0)
     return -1;
-  dir_fd = cdi_hook_open_parent (root_fd, LDSO_CONF_DIR "/" HUSK_LDSO_CONF, true, &name, err);
+  dir_fd = husk_open_parent_in_root (root_fd, LDSO_CONF_DIR "/" HUSK_LDSO_CONF, true, &name, err);
   if (dir_fd < 0)
     return -1;
   text = ldso_conf_text (dir_fd, root_fd, folders, n_folders);
@@ -680,7 +411,7 @@ int
 cdi_hook_create_symlink (int root_fd, const char *target, const char *link, struct husk_error **err)
 {
   cleanup_free char *name = NULL;
-  cleanup_close int dir_fd = cdi_hook_open_parent (root_fd, link, true, &name, err);
+  cleanup_close int dir_fd = husk_open_parent_in_root (root_fd, link, true, &name, err);
 
   if (dir_fd < 0)
     return -1;
@@ -696,7 +427,7 @@ cdi_hook_create_symlink (int root_fd, const char *target, const char *link, stru
 int
 cdi_hook_chmod (int root_fd, const char *path, mode_t mode, bool *skipped, struct husk_error **err)
 {
-  cleanup_close int fd = cdi_hook_open_in_root (root_fd, path, O_PATH | O_NOFOLLOW);
+  cleanup_close int fd = husk_open_in_root (root_fd, path, O_PATH | O_NOFOLLOW);
   char fd_path[32];
   struct stat st;
 

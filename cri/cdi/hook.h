@@ -28,20 +28,6 @@ int cdi_hook_parse_link (const char *arg, char **target, char **link, struct hus
 /* Octal digits, at most 07777. */
 int cdi_hook_parse_mode (const char *arg, mode_t *mode, struct husk_error **err);
 
-/* openat(ROOT_FD, PATH, FLAGS) as if ROOT_FD were "/": `..` stops at it and
- * symlinks (absolute ones too) resolve inside it.  openat2 RESOLVE_IN_ROOT,
- * or cdi_hook_open_in_root_walk on kernels without it.  O_NOFOLLOW applies
- * to the last component.  Returns an fd, or -1 with errno set. */
-int cdi_hook_open_in_root (int root_fd, const char *path, int flags);
-/* The same walk done component by component in user space (ELOOP after
- * 40 symlinks).  Exposed for the unit tests. */
-int cdi_hook_open_in_root_walk (int root_fd, const char *path, int flags);
-
-/* Opens the directory that holds PATH's last component inside ROOT_FD,
- * creating missing directories (0755) when CREATE; *NAME gets that last
- * component. */
-int cdi_hook_open_parent (int root_fd, const char *path, bool create, char **name, struct husk_error **err);
-
 /* update-ldcache: adds the FOLDERS that exist in the rootfs to
  * <rootfs>/etc/ld.so.conf.d/00-husk-cdi.conf (creating /etc/ld.so.conf with
  * an include of every ld.so.conf.d .conf file when the rootfs has none), then runs

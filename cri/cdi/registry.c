@@ -2,14 +2,18 @@
  * table of fully-qualified devices.  A later dir wins over an earlier one
  * for the same device; the same device twice in one dir is dropped with an
  * error naming both files.  Changes are picked up by comparing a stamp of
- * the dirs' and files' mtime, size and inode on each lookup (no inotify:
- * huskd has no event loop to hang it on, and a stat per file is cheap). */
+ * the dirs' and files' mtime, size, inode, owner and mode on each lookup
+ * (no inotify: huskd has no event loop to hang it on, and a stat per file
+ * is cheap).  A spec's hooks run as root on the host and its mounts reach
+ * the host's files, so a spec file or dir that anyone but root (or the
+ * user running husk) owns or may write is refused with a warning. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cri/cdi/cdi.h"
 #include "cri/cdi/cdi_internal.h"
@@ -77,8 +81,9 @@ stamp_add (FILE *out, const char *path)
 
   if (stat (path, &st) < 0)
     st = (struct stat){ 0 };
-  fprintf (out, "%s:%lld.%ld:%lld:%llu\n", path, (long long) st.st_mtim.tv_sec, st.st_mtim.tv_nsec,
-           (long long) st.st_size, (unsigned long long) st.st_ino);
+  fprintf (out, "%s:%lld.%ld:%lld:%llu:%o:%u\n", path, (long long) st.st_mtim.tv_sec, st.st_mtim.tv_nsec,
+           (long long) st.st_size, (unsigned long long) st.st_ino, (unsigned) st.st_mode,
+           (unsigned) st.st_uid);
 }
 
 /* What the dirs hold now, as one string to compare (one line per dir and
@@ -119,6 +124,20 @@ add_error (struct cdi_registry *reg, const char *file, const char *msg)
   reg->n_errors++;
 }
 
+/* WHAT (a spec file or dir) at PATH with ST may be trusted: owned by root
+ * or by whoever runs husk, writable by nobody else. */
+static int
+check_trusted (const char *what, const char *path, const struct stat *st, struct husk_error **err)
+{
+  if (st->st_uid != 0 && st->st_uid != geteuid ())
+    return husk_error_kind (err, EPERM, "CDI %s %s: owned by uid %u, not root: refused", what, path,
+                            (unsigned) st->st_uid);
+  if (st->st_mode & (S_IWGRP | S_IWOTH))
+    return husk_error_kind (err, EPERM, "CDI %s %s: writable by group or others (mode %04o): refused", what,
+                            path, (unsigned) (st->st_mode & 07777));
+  return 0;
+}
+
 static json_t *
 load_file (const char *path, struct husk_error **err)
 {
@@ -128,6 +147,8 @@ load_file (const char *path, struct husk_error **err)
     return husk_error_make (err, errno, "CDI spec %s: open", path), NULL;
   if (!S_ISREG (st.st_mode) || st.st_size > CDI_MAX_SPEC_SIZE)
     return husk_error_kind (err, EINVAL, "CDI spec %s: not a regular file of at most 16 MiB", path), NULL;
+  if (check_trusted ("spec", path, &st, err) < 0)
+    return NULL;
   cleanup_free char *text = malloc (st.st_size + 1);
   size_t got = 0;
   while (text && got < (size_t) st.st_size)
@@ -238,13 +259,39 @@ info_cmp (const void *a, const void *b)
   return strcmp (((const struct cdi_device_info *) a)->name, ((const struct cdi_device_info *) b)->name);
 }
 
+/* Records and logs a file refused: the warning names it. */
+static void
+refuse_file (struct cdi_registry *reg, const char *file, struct husk_error **err)
+{
+  const char *msg = *err ? (*err)->msg : "out of memory";
+
+  husk_warn ("%s", msg);
+  add_error (reg, file, msg);
+  husk_error_free (err);
+}
+
+/* DIR may hold specs: absent (nothing to load) or trusted. */
+static bool
+dir_trusted (struct cdi_registry *reg, const char *dir)
+{
+  struct husk_error *err = NULL;
+  struct stat st;
+
+  if (stat (dir, &st) < 0)
+    return true;
+  if (check_trusted ("spec dir", dir, &st, &err) == 0)
+    return true;
+  refuse_file (reg, dir, &err);
+  return false;
+}
+
 static void
 load_all (struct cdi_registry *reg)
 {
   free_contents (reg);
   for (size_t d = 0; reg->dirs[d]; d++)
     {
-      cleanup_strv char **files = list_specs (reg->dirs[d]);
+      cleanup_strv char **files = dir_trusted (reg, reg->dirs[d]) ? list_specs (reg->dirs[d]) : NULL;
       size_t first = reg->n_specs;
       for (size_t j = 0; files && files[j]; j++)
         {
@@ -252,8 +299,7 @@ load_all (struct cdi_registry *reg)
           json_t *spec = load_file (files[j], &err);
           if (spec == NULL)
             {
-              add_error (reg, files[j], err ? err->msg : "out of memory");
-              husk_error_free (&err);
+              refuse_file (reg, files[j], &err);
               continue;
             }
           struct cdi_spec_file *grown = realloc (reg->specs, (reg->n_specs + 1) * sizeof (*grown));

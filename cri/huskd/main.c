@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cri/config.h"
@@ -169,13 +170,34 @@ config_path (const struct huskd_args *args)
  * for the other's unfinished work: the first holds an flock on
  * DIR/huskd.lock for its whole life (close-on-exec, so no monitor or
  * plugin keeps it) and a second one stops at start. */
+/* DIR made by hand (0755, 0777) keeps its mode through mkdir -p: it is
+ * tightened to what huskd creates, group and others passing through
+ * (0711), never listing or writing.  Tightened rather than refused: the
+ * mode huskd wants is known and nothing else needs the wider one. */
+static int
+tighten_dir (const char *dir, const char *what, struct husk_error **err)
+{
+  struct stat st;
+
+  if (stat (dir, &st) < 0)
+    return husk_error_make (err, errno, "%s %s: stat", what, dir);
+  if ((st.st_mode & 066) == 0)
+    return 0;
+  if (chmod (dir, st.st_mode & 07711) < 0)
+    return husk_error_make (err, errno, "%s %s: tighten mode %04o to %04o", what, dir,
+                            (unsigned) (st.st_mode & 07777), (unsigned) (st.st_mode & 07711));
+  husk_warn ("%s %s was mode %04o, readable or writable by group or others: tightened to %04o", what, dir,
+             (unsigned) (st.st_mode & 07777), (unsigned) (st.st_mode & 07711));
+  return 0;
+}
+
 static int
 lock_dir (const char *dir, const char *what, struct husk_error **err)
 {
   char *path;
   int fd;
 
-  if (husk_mkdir_p (dir, 0711, err) < 0)
+  if (husk_mkdir_p (dir, 0711, err) < 0 || tighten_dir (dir, what, err) < 0)
     return -1;
   path = xasprintf ("%s/huskd.lock", dir);
   fd = open (path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
@@ -327,6 +349,34 @@ load_config (const struct huskd_args *args, struct huskd_config *cfg, struct hus
   return check_log_format (cfg->log_format, format_source, err);
 }
 
+/* A client that hangs up must cost huskd a write error (EPIPE), never the
+ * process: SIGPIPE is blocked in every thread (each inherits the mask from
+ * this one, gRPC's too), rather than ignored, because an ignored signal
+ * survives execve while a blocked one is cleared with the mask every
+ * child of huskd resets: the monitor, the runtime and the containers get
+ * SIGPIPE as usual.  The servers also send with MSG_NOSIGNAL. */
+static void
+block_sigpipe (void)
+{
+  sigset_t pipe_signal;
+
+  sigemptyset (&pipe_signal);
+  sigaddset (&pipe_signal, SIGPIPE);
+  pthread_sigmask (SIG_BLOCK, &pipe_signal, NULL);
+}
+
+/* Mounts, namespaces, cgroups and CNI all need root: refused at start
+ * (one line, like a bad config), not Ready and then failing every pod. */
+static int
+check_root (struct husk_error **err)
+{
+  if (geteuid () == 0)
+    return 0;
+  return husk_error_make (
+      err, 0, "must run as root (it mounts, makes namespaces and cgroups, runs CNI plugins); euid is %d",
+      (int) geteuid ());
+}
+
 int
 main (int argc, char **argv)
 {
@@ -338,6 +388,7 @@ main (int argc, char **argv)
 
   husk_log_set_prog ("huskd");
   husk_log_set_level (HUSK_LOG_INFO);
+  block_sigpipe ();
   /* First, so that a bad config file is in `systemctl status` too. */
   open_notifier (&notifier);
   if (parse_args (argc, argv, &args, &err) == 0 && load_config (&args, &cfg, &err) == 0)
@@ -347,7 +398,7 @@ main (int argc, char **argv)
           print_config (&cfg);
           ret = 0;
         }
-      else
+      else if (check_root (&err) == 0)
         {
           start_logging (&cfg);
           if (serve (&cfg, &notifier, &err) == 0)

@@ -11,11 +11,31 @@
 #include "husk/error.h"
 #include "cri/attach.h"
 
+/* Room for bursts of output to a client that reads slowly, beyond its
+ * socket buffer: past this the client is full, and the monitor stops
+ * reading the container's output (back-pressure) until it has read half of
+ * it, for at most ATTACH_STALL_MS; then it is dropped with an error. */
+#define ATTACH_QUEUE_MAX (8 * 1024 * 1024)
+#define ATTACH_STALL_MS 5000
+/* Once the container exited: how long the clients have to take what is
+ * queued for them, all together. */
+#define ATTACH_FINISH_MS 10000
+
+struct attach_client
+{
+  int fd;
+  /* Messages the socket could not take yet, each as a 4-byte length and
+   * its bytes; sent in order once it can. */
+  char *queue;
+  size_t queue_len, queue_off;
+  long long full_since_ms; /* CLOCK_MONOTONIC; 0 while not full */
+};
+
 struct attach_server
 {
   int listen_fd; /* -1 without --attach-socket, and once closed */
   char *path;
-  int *clients;
+  struct attach_client *clients;
   size_t n_clients;
 };
 
@@ -37,9 +57,26 @@ int attach_listen (struct attach_server *server, const char *path, struct husk_e
 /* Takes every connection waiting on the listening socket. */
 void attach_accept (struct attach_server *server);
 
-/* Sends TYPE|DATA to every client, without waiting: a client that cannot
- * take it now is dropped. */
+/* Adds FD (non-blocking) as a client. */
+void attach_add_client (struct attach_server *server, int fd);
+
+/* Sends TYPE|DATA to every client: what its socket cannot take now waits
+ * in its queue. */
 void attach_broadcast (struct attach_server *server, enum attach_out_type type, const char *data, size_t len);
+
+/* Whether client INDEX has messages waiting (poll it for POLLOUT). */
+bool attach_client_waiting (const struct attach_server *server, size_t index);
+
+/* Whether some client is full: the container's output waits until it is
+ * not (see ATTACH_QUEUE_MAX). */
+bool attach_backpressure (const struct attach_server *server);
+
+/* Sends what client INDEX's socket takes now of its queue. */
+void attach_flush (struct attach_server *server, size_t index);
+
+/* Drops every client that stayed full for ATTACH_STALL_MS, with an error
+ * message; returns the milliseconds until the next one would be, or -1. */
+int attach_expire (struct attach_server *server);
 
 /* Receives one message from client INDEX into BUF: its length, or -1
  * when the client is gone or broke the protocol (then it is dropped). */
@@ -47,7 +84,9 @@ ssize_t attach_receive (struct attach_server *server, size_t index, char *buf, s
 
 void attach_drop_client (struct attach_server *server, size_t index);
 
-/* The container exited with EXIT_CODE: tells every client, closes them. */
+/* The container exited with EXIT_CODE: gives every client what is queued
+ * for it (within ATTACH_FINISH_MS), tells it the exit code and closes it;
+ * one that cannot take it all in time is dropped with an error. */
 void attach_finish (struct attach_server *server, int exit_code);
 
 /* Closes the listening socket and removes its file. */

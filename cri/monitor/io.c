@@ -303,8 +303,12 @@ handle_clients (struct run_state *run, const struct pollfd *fds, size_t n_client
 
   /* From the end: serving one may drop it, moving the last into its place. */
   for (size_t i = n_clients; i-- > 0;)
-    if (fds[i].revents && i < server->n_clients && server->clients[i] == fds[i].fd)
-      serve_attach_client (run, i);
+    {
+      if ((fds[i].revents & POLLOUT) && i < server->n_clients && server->clients[i].fd == fds[i].fd)
+        attach_flush (server, i);
+      if ((fds[i].revents & ~POLLOUT) && i < server->n_clients && server->clients[i].fd == fds[i].fd)
+        serve_attach_client (run, i);
+    }
 }
 
 static int
@@ -314,21 +318,30 @@ poll_once (struct run_state *run, struct husk_error **err)
   struct attach_server *server = &monitor->attach;
   bool stdin_pending = run->in.off < run->in.len;
   bool stdin_room = stdin_has_room (run);
+  /* Drops the clients that stalled too long first: what is left may hold
+   * the output back, for at most TIMEOUT_MS more. */
+  int timeout_ms = attach_expire (server);
+  bool held = attach_backpressure (server);
   size_t n_clients = server->n_clients;
   cleanup_free struct pollfd *fds = xcalloc (POLL_CLIENTS + n_clients, sizeof *fds);
 
   fds[POLL_SIGNALS] = (struct pollfd){ .fd = monitor->signal_fd, .events = POLLIN };
-  fds[POLL_STDOUT] = (struct pollfd){ .fd = monitor->output_fd[MONITOR_STDOUT], .events = POLLIN };
-  fds[POLL_STDERR] = (struct pollfd){ .fd = monitor->output_fd[MONITOR_STDERR], .events = POLLIN };
+  fds[POLL_STDOUT]
+      = (struct pollfd){ .fd = held ? -1 : monitor->output_fd[MONITOR_STDOUT], .events = POLLIN };
+  fds[POLL_STDERR]
+      = (struct pollfd){ .fd = held ? -1 : monitor->output_fd[MONITOR_STDERR], .events = POLLIN };
   fds[POLL_STDIN_SOURCE] = (struct pollfd){ .fd = stdin_room ? run->in.source_fd : -1, .events = POLLIN };
   fds[POLL_STDIN_TARGET]
       = (struct pollfd){ .fd = stdin_pending ? monitor->stdin_target_fd : -1, .events = POLLOUT };
   fds[POLL_ATTACH_LISTEN] = (struct pollfd){ .fd = server->listen_fd, .events = POLLIN };
   /* A full queue holds clients back (their sends wait), never the rest. */
   for (size_t i = 0; i < n_clients; i++)
-    fds[POLL_CLIENTS + i] = (struct pollfd){ .fd = stdin_room ? server->clients[i] : -1, .events = POLLIN };
+    {
+      short events = (short) ((stdin_room ? POLLIN : 0) | (attach_client_waiting (server, i) ? POLLOUT : 0));
+      fds[POLL_CLIENTS + i] = (struct pollfd){ .fd = events ? server->clients[i].fd : -1, .events = events };
+    }
 
-  if (poll (fds, POLL_CLIENTS + n_clients, -1) < 0)
+  if (poll (fds, POLL_CLIENTS + n_clients, timeout_ms) < 0)
     return errno == EINTR ? 0 : husk_error_make (err, errno, "poll the container's stdio");
   for (int i = 0; i < MONITOR_N_STREAMS; i++)
     if (fds[POLL_STDOUT + i].revents)
@@ -376,7 +389,6 @@ monitor_run (struct monitor *monitor, struct monitor_exit *exit, struct husk_err
   drain_outputs (run);
   stop_stdin (run);
   monitor_exit_from_wait_status (run->wait_status, &run->finished_at, exit);
-  attach_finish (&monitor->attach, exit->exit_code);
   if (monitor->oom_events_path)
     exit->oom_killed = monitor_oom_kills (monitor->oom_events_path) > monitor->oom_kills_at_start;
   return 0;

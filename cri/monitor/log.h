@@ -72,6 +72,7 @@ void log_sink_flush (struct log_sink *sink);
 struct log_file
 {
   struct log_sink sink; /* first: write_batch finds the file from it */
+  char *dir;            /* the log dir PATH is opened from (no symlinks), or NULL */
   char *path;
   int fd;
   bool regular; /* a regular file: a torn record can be cut off */
@@ -82,7 +83,12 @@ struct log_file
   int drop_errno;             /* why the first of them was lost */
 };
 
-int log_file_open (struct log_file *file, const char *path, long long max_size, struct husk_error **err);
+/* Opens PATH (creating it, 0640) for appending.  With DIR (the pod's log
+ * dir), PATH must lie under it and no component below DIR may be a
+ * symlink (openat2 RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS): refused,
+ * naming both. */
+int log_file_open (struct log_file *file, const char *dir, const char *path, long long max_size,
+                   struct husk_error **err);
 
 /* Opens PATH again (creating it), after it was moved away; the old fd is
  * closed only once the new one is open. */

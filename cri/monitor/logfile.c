@@ -13,15 +13,45 @@
 #include <unistd.h>
 
 #include "husk/cleanup.h"
+#include "husk/in_root.h"
 #include "husk/util.h"
 #include "cri/monitor/log.h"
 
+/* PATH under DIR (the pod's log dir) is opened from DIR with no symlink
+ * followed on the way or at the end: a link planted in the log dir would
+ * otherwise have the monitor (root) create or append to any host file. */
 static int
-open_log (const char *path, long long *size, bool *regular, struct husk_error **err)
+open_beneath_dir (const char *dir, const char *path, struct husk_error **err)
+{
+  size_t dir_len = strlen (dir);
+  cleanup_close int dir_fd = -1;
+  int fd;
+
+  while (dir_len > 1 && dir[dir_len - 1] == '/')
+    dir_len--;
+  if (strncmp (path, dir, dir_len) != 0 || path[dir_len] != '/')
+    return husk_error_make (err, 0, "log file `%s`: not under the log dir `%s`", path, dir);
+  dir_fd = open (dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd < 0)
+    return husk_error_make (err, errno, "open log file `%s`", path);
+  fd = husk_open_beneath (dir_fd, path + dir_len + 1, O_WRONLY | O_APPEND | O_CREAT | O_NOCTTY, 0640);
+  if (fd < 0 && (errno == ELOOP || errno == EXDEV))
+    return husk_error_make (err, 0, "open log file `%s`: a symlink under the log dir `%s`: refused", path,
+                            dir);
+  if (fd < 0)
+    return husk_error_make (err, errno, "open log file `%s`", path);
+  return fd;
+}
+
+static int
+open_log (const char *dir, const char *path, long long *size, bool *regular, struct husk_error **err)
 {
   struct stat st;
-  int fd = open (path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY, 0640);
+  int fd = dir ? open_beneath_dir (dir, path, err)
+               : open (path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY, 0640);
 
+  if (fd < 0 && dir)
+    return -1;
   if (fd < 0)
     return husk_error_make (err, errno, "open log file `%s`", path);
   *size = 0;
@@ -181,11 +211,12 @@ write_batch (struct log_sink *sink, const char *records, size_t len)
 }
 
 static void
-log_file_init (struct log_file *file, const char *path, int fd, long long size, bool regular,
+log_file_init (struct log_file *file, const char *dir, const char *path, int fd, long long size, bool regular,
                long long max_size)
 {
   memset (file, 0, sizeof *file);
   file->sink.write_batch = write_batch;
+  file->dir = dir ? xstrdup (dir) : NULL;
   file->path = xstrdup (path);
   file->fd = fd;
   file->regular = regular;
@@ -195,15 +226,16 @@ log_file_init (struct log_file *file, const char *path, int fd, long long size, 
 }
 
 int
-log_file_open (struct log_file *file, const char *path, long long max_size, struct husk_error **err)
+log_file_open (struct log_file *file, const char *dir, const char *path, long long max_size,
+               struct husk_error **err)
 {
   long long size;
   bool regular;
-  int fd = open_log (path, &size, &regular, err);
+  int fd = open_log (dir, path, &size, &regular, err);
 
   if (fd < 0)
     return -1;
-  log_file_init (file, path, fd, size, regular, max_size);
+  log_file_init (file, dir, path, fd, size, regular, max_size);
   return 0;
 }
 
@@ -212,7 +244,7 @@ log_file_reopen (struct log_file *file, struct husk_error **err)
 {
   long long size;
   bool regular;
-  int fd = open_log (file->path, &size, &regular, err);
+  int fd = open_log (file->dir, file->path, &size, &regular, err);
 
   if (fd < 0)
     return -1;
@@ -238,4 +270,6 @@ log_file_close (struct log_file *file)
   file->fd = -1;
   free (file->path);
   file->path = NULL;
+  free (file->dir);
+  file->dir = NULL;
 }

@@ -46,6 +46,8 @@ static const char usage_text[]
       "  --restore DIR             `RUNTIME restore --detach --image-path DIR` instead of create\n"
       "  --stdin                   the container's stdin is a pipe the monitor holds\n"
       "  --stdin-fd N              copy fd N into that stdin; close it at N's EOF\n"
+      "  --log-dir DIR             FILE lies under DIR (the pod's log dir) and is opened\n"
+      "                            from it with no symlink followed below DIR\n"
       "  --log-max-size BYTES      truncate FILE when it would grow past BYTES\n"
       "  --sync-fd N               report on fd N (default: stdout)\n"
       "  --monitor-pid-file FILE   write the monitor's own pid here (removed at exit)\n"
@@ -71,6 +73,7 @@ enum
   OPT_MONITOR_LOG,
   OPT_ATTACH_SOCKET,
   OPT_RESTORE,
+  OPT_LOG_DIR,
   OPT_LOG_MAX_SIZE,
   OPT_STDIN,
   OPT_STDIN_FD,
@@ -92,6 +95,7 @@ static const struct option long_options[] = {
   { "monitor-log", required_argument, NULL, OPT_MONITOR_LOG },
   { "attach-socket", required_argument, NULL, OPT_ATTACH_SOCKET },
   { "restore", required_argument, NULL, OPT_RESTORE },
+  { "log-dir", required_argument, NULL, OPT_LOG_DIR },
   { "log-max-size", required_argument, NULL, OPT_LOG_MAX_SIZE },
   { "stdin", no_argument, NULL, OPT_STDIN },
   { "stdin-fd", required_argument, NULL, OPT_STDIN_FD },
@@ -128,9 +132,10 @@ set_option (struct monitor_options *opts, int c, const char *value, struct husk_
     [OPT_MONITOR_LOG - OPT_ID] = &opts->monitor_log,
     [OPT_ATTACH_SOCKET - OPT_ID] = &opts->attach_socket,
     [OPT_RESTORE - OPT_ID] = &opts->restore_dir,
+    [OPT_LOG_DIR - OPT_ID] = &opts->log_dir,
   };
 
-  if (c >= OPT_ID && c <= OPT_RESTORE)
+  if (c >= OPT_ID && c <= OPT_LOG_DIR)
     *strings[c - OPT_ID] = value;
   else if (c == OPT_LOG_MAX_SIZE)
     {
@@ -353,7 +358,7 @@ start_container (struct monitor *monitor, struct husk_error **err)
   /* Before the report: huskd may attach as soon as it has it. */
   if (opts->attach_socket && attach_listen (&monitor->attach, opts->attach_socket, err) < 0)
     return -1;
-  if (log_file_open (&monitor->log, opts->log_path, opts->log_max_size, err) < 0
+  if (log_file_open (&monitor->log, opts->log_dir, opts->log_path, opts->log_max_size, err) < 0
       || write_monitor_pid (opts->monitor_pid_file, err) < 0)
     return -1;
   log_stream_init (&monitor->streams[MONITOR_STDOUT], "stdout");
@@ -409,6 +414,9 @@ run_monitor (struct monitor_options *opts)
       husk_error_report (&err, "husk-monitor");
       rc = 1;
     }
+  /* A client that does not get the exit code sees an error (cri/attach.h). */
+  if (rc == 0)
+    attach_finish (&monitor->attach, exit_status.exit_code);
   log_file_close (&monitor->log);
   free (monitor->oom_events_path);
   if (opts->monitor_pid_file)

@@ -20,6 +20,7 @@ struct monitor_options
   const char *runtime;      /* a runc-compatible binary; default husk next to us */
   const char *runtime_root; /* its --root */
   const char *log_path;
+  const char *log_dir; /* the pod's log dir: LOG_PATH is opened beneath it, no symlinks */
   const char *exit_dir;
   const char *pid_file;         /* the container's, passed to create; default a private one */
   const char *monitor_pid_file; /* our own, for huskd to signal us after a restart */
@@ -75,7 +76,9 @@ int console_socket_receive (int listen_fd, struct husk_error **err);
 /* ------------------------------------------------------------ io.c */
 
 /* Copies the container's output to the log (and stdin_fd to its stdin)
- * until its init exits, then drains what is left; fills EXIT. */
+ * until its init exits, then drains what is left; fills EXIT.  The attach
+ * clients are finished by the caller (attach_finish), once the exit file
+ * is written: a slow one does not hold it back. */
 int monitor_run (struct monitor *monitor, struct monitor_exit *exit, struct husk_error **err);
 
 /* Reaps every exited child; returns true (and the wait status) when one of

@@ -14,6 +14,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "cri/streaming/http.h"
+#include "cri/streaming/http_head.h"
 #include "cri/streaming/server.h"
 #include "cri/streaming/session.h"
 #include "cri/streaming/tokens.h"
@@ -21,27 +23,27 @@
 #include "husk/cleanup.h"
 #include "husk/util.h"
 
-#define REQUEST_MAX 8192
-#define REQUEST_TIMEOUT_MS 10000
-
 struct streaming_server
 {
   int listen_fd;
-  int stop_fd; /* eventfd: readable once stopping */
-  pthread_t listener;
+  int stop_fd; /* eventfd: readable once stopping, for the sessions */
+  struct http_acceptor *acceptor;
+  struct http_workers sessions;
   char *base;
   struct streaming_callbacks cb;
   struct streaming_tokens *tokens;
   int64_t stream_wait_ms;
-  pthread_mutex_t lock;
-  pthread_cond_t idle;
-  unsigned connections;
 };
 
-struct conn
+/* A connection whose token was good, handed to a session thread. */
+struct session_start
 {
   struct streaming_server *srv;
   int fd;
+  struct streaming_request *req;
+  enum streaming_protocol protocol;
+  bool websocket;
+  char *upgrade; /* the 101 answer */
 };
 
 static void
@@ -61,20 +63,17 @@ free_request (void *value)
 
 struct http_request
 {
-  char method[16];
-  char path[512];
-  char *upgrade;
+  const char *method;
+  char *path; /* in the head */
+  const char *upgrade;
   char **protocols;    /* every X-Stream-Protocol-Version value, in order */
   char **ws_protocols; /* every Sec-WebSocket-Protocol value, in order */
-  char *ws_key, *ws_version;
+  const char *ws_key, *ws_version;
 };
 
 static void
 http_request_clear (struct http_request *r)
 {
-  free (r->upgrade);
-  free (r->ws_key);
-  free (r->ws_version);
   husk_strvfreep (&r->protocols);
   husk_strvfreep (&r->ws_protocols);
 }
@@ -82,40 +81,7 @@ http_request_clear (struct http_request *r)
 static void
 send_error (int fd, int code, const char *reason, const char *message)
 {
-  cleanup_free char *body = xasprintf ("%s\n", message);
-  cleanup_free char *resp
-      = xasprintf ("HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: %zu\r\n"
-                   "Connection: close\r\n\r\n%s",
-                   code, reason, strlen (body), body);
-
-  (void) husk_write_all (fd, resp, strlen (resp));
-}
-
-/* Reads up to the blank line: 0, or -1 when the client went or sent more
- * than REQUEST_MAX or nothing in REQUEST_TIMEOUT_MS. */
-static int
-read_head (int fd, char *buf, size_t cap, size_t *len)
-{
-  *len = 0;
-  while (*len < cap - 1)
-    {
-      struct pollfd p = { .fd = fd, .events = POLLIN };
-      if (poll (&p, 1, REQUEST_TIMEOUT_MS) <= 0)
-        return -1;
-      /* Byte by byte up to the blank line: what follows is SPDY's. */
-      ssize_t n = read (fd, buf + *len, 1);
-      if (n <= 0)
-        {
-          if (n < 0 && errno == EINTR)
-            continue;
-          return -1;
-        }
-      *len += 1;
-      buf[*len] = '\0';
-      if (*len >= 4 && memcmp (buf + *len - 4, "\r\n\r\n", 4) == 0)
-        return 0;
-    }
-  return -1;
+  http_send_status (fd, code, reason, NULL, message);
 }
 
 static void
@@ -128,40 +94,24 @@ add_protocols (char ***list, const char *value)
     *list = husk_strv_append (*list, tok);
 }
 
-static void
-set_string (char **field, const char *value)
-{
-  free (*field);
-  *field = xstrdup (value);
-}
-
+/* HEAD (NUL-terminated) into R, whose strings point into it. */
 static int
 parse_head (char *head, struct http_request *r)
 {
-  char *save = NULL, *line = strtok_r (head, "\r\n", &save);
-  char version[16];
+  struct http_head h;
 
-  if (line == NULL || sscanf (line, "%15s %511s %15s", r->method, r->path, version) != 3
-      || strncmp (version, "HTTP/1.", 7) != 0)
+  if (http_head_parse (head, &h) < 0)
     return -1;
-  while ((line = strtok_r (NULL, "\r\n", &save)) != NULL)
-    {
-      char *colon = strchr (line, ':');
-      if (colon == NULL)
-        return -1;
-      *colon = '\0';
-      char *value = colon + 1 + strspn (colon + 1, " \t");
-      if (strcasecmp (line, "Upgrade") == 0)
-        set_string (&r->upgrade, value);
-      else if (strcasecmp (line, "X-Stream-Protocol-Version") == 0)
-        add_protocols (&r->protocols, value);
-      else if (strcasecmp (line, "Sec-WebSocket-Protocol") == 0)
-        add_protocols (&r->ws_protocols, value);
-      else if (strcasecmp (line, "Sec-WebSocket-Key") == 0)
-        set_string (&r->ws_key, value);
-      else if (strcasecmp (line, "Sec-WebSocket-Version") == 0)
-        set_string (&r->ws_version, value);
-    }
+  r->method = h.method;
+  r->path = (char *) h.target;
+  r->upgrade = http_head_get (&h, "Upgrade");
+  r->ws_key = http_head_get (&h, "Sec-WebSocket-Key");
+  r->ws_version = http_head_get (&h, "Sec-WebSocket-Version");
+  for (size_t i = 0; i < h.n_headers; i++)
+    if (strcasecmp (h.headers[i].name, "X-Stream-Protocol-Version") == 0)
+      add_protocols (&r->protocols, h.headers[i].value);
+    else if (strcasecmp (h.headers[i].name, "Sec-WebSocket-Protocol") == 0)
+      add_protocols (&r->ws_protocols, h.headers[i].value);
   return 0;
 }
 
@@ -171,10 +121,14 @@ static const struct
   enum streaming_protocol protocol;
   bool portforward, websocket;
 } protocols[] = {
-  { "v4.channel.k8s.io", PROTO_V4, false, false },          { "v3.channel.k8s.io", PROTO_V3, false, false },
-  { "v2.channel.k8s.io", PROTO_V2, false, false },          { "channel.k8s.io", PROTO_V1, false, false },
-  { "portforward.k8s.io", PROTO_PORTFORWARD, true, false }, { "v5.channel.k8s.io", PROTO_V5, false, true },
+  { "v4.channel.k8s.io", PROTO_V4, false, false },
+  { "v3.channel.k8s.io", PROTO_V3, false, false },
+  { "v2.channel.k8s.io", PROTO_V2, false, false },
+  { "channel.k8s.io", PROTO_V1, false, false },
+  { "portforward.k8s.io", PROTO_PORTFORWARD, true, false },
+  { "v5.channel.k8s.io", PROTO_V5, false, true },
   { "v4.channel.k8s.io", PROTO_V4, false, true },
+  { "v4.channel.k8s.io", PROTO_PORTFORWARD, true, true },
 };
 
 static bool
@@ -205,6 +159,8 @@ negotiate (const struct http_request *r, enum streaming_kind kind, const char **
 static const char *
 protocol_hint (const struct http_request *r, enum streaming_kind kind)
 {
+  if (is_websocket (r) && kind == STREAMING_PORTFORWARD)
+    return "streaming: unable to negotiate a protocol: Sec-WebSocket-Protocol must offer v4.channel.k8s.io";
   if (is_websocket (r))
     return "streaming: unable to negotiate a protocol: Sec-WebSocket-Protocol must offer v5.channel.k8s.io "
            "or "
@@ -234,12 +190,14 @@ upgrade_response (const struct http_request *r, const char *name)
 
 static const char *const kind_paths[] = { "/exec/", "/attach/", "/portforward/" };
 
-/* Checks the request and takes its token: the request, or NULL after an
- * error reply. */
-static struct streaming_request *
-accept_request (struct conn *c, struct http_request *r, enum streaming_protocol *protocol, bool *websocket)
+/* Checks the request and takes its token: what its session needs, or
+ * NULL after an error reply. */
+static struct session_start *
+accept_request (struct streaming_server *srv, int fd, struct http_request *r)
 {
   struct streaming_request *req = NULL;
+  struct session_start *start;
+  enum streaming_protocol protocol;
   const char *token = NULL, *name = NULL;
   int kind = -1;
   char *query = strchr (r->path, '?');
@@ -250,143 +208,106 @@ accept_request (struct conn *c, struct http_request *r, enum streaming_protocol 
     if (husk_str_has_prefix (r->path, kind_paths[k]))
       kind = k, token = r->path + strlen (kind_paths[k]);
   if (kind < 0)
-    return send_error (c->fd, 404, "Not Found",
+    return send_error (fd, 404, "Not Found",
                        "streaming: no such path (expected /exec/, /attach/ or /portforward/TOKEN)"),
            NULL;
   if (strcmp (r->method, "GET") != 0 && strcmp (r->method, "POST") != 0)
-    return send_error (c->fd, 405, "Method Not Allowed", "streaming: only GET and POST"), NULL;
+    return send_error (fd, 405, "Method Not Allowed", "streaming: only GET and POST"), NULL;
   if (is_websocket (r) && (r->ws_key == NULL || r->ws_version == NULL || strcmp (r->ws_version, "13") != 0))
     return send_error (
-               c->fd, 400, "Bad Request",
+               fd, 400, "Bad Request",
                "streaming: a WebSocket upgrade needs Sec-WebSocket-Key and Sec-WebSocket-Version: 13"),
            NULL;
-  if (is_websocket (r) && kind == STREAMING_PORTFORWARD)
-    return send_error (c->fd, 400, "Bad Request", "streaming: port forward is served over SPDY/3.1 only"),
-           NULL;
   if (!is_websocket (r) && (r->upgrade == NULL || strcasecmp (r->upgrade, "SPDY/3.1") != 0))
-    return send_error (c->fd, 400, "Bad Request",
+    return send_error (fd, 400, "Bad Request",
                        "streaming: expected `Upgrade: SPDY/3.1` or `Upgrade: websocket`"),
            NULL;
-  req = streaming_tokens_take (c->srv->tokens, token);
+  req = streaming_tokens_take (srv->tokens, token);
   if (req == NULL)
-    return send_error (c->fd, 404, "Not Found", "streaming: unknown, used or expired token"), NULL;
+    return send_error (fd, 404, "Not Found", "streaming: unknown, used or expired token"), NULL;
   if ((int) req->kind != kind)
     {
       free_request (req);
-      return send_error (c->fd, 400, "Bad Request", "streaming: the token is for another kind of session"),
+      return send_error (fd, 400, "Bad Request", "streaming: the token is for another kind of session"), NULL;
+    }
+  if (is_websocket (r) && req->kind == STREAMING_PORTFORWARD && req->n_ports == 0)
+    {
+      free_request (req);
+      return send_error (
+                 fd, 400, "Bad Request",
+                 "streaming: a port forward over WebSocket needs the ports in the PortForward request"),
              NULL;
     }
-  *protocol = negotiate (r, req->kind, &name);
-  if (*protocol == 0)
+  protocol = negotiate (r, req->kind, &name);
+  if (protocol == 0)
     {
       free_request (req);
-      send_error (c->fd, 403, "Forbidden", protocol_hint (r, kind));
+      send_error (fd, 403, "Forbidden", protocol_hint (r, kind));
       return NULL;
     }
-  cleanup_free char *resp = upgrade_response (r, name);
-  if (husk_write_all (c->fd, resp, strlen (resp)) < 0)
-    {
-      free_request (req);
-      return NULL;
-    }
-  *websocket = is_websocket (r);
-  return req;
-}
-
-static void *
-conn_main (void *arg)
-{
-  struct conn *c = arg;
-  struct streaming_server *srv = c->srv;
-  char head[REQUEST_MAX];
-  size_t len;
-  struct http_request r = { 0 };
-  enum streaming_protocol protocol = 0;
-  struct streaming_request *req = NULL;
-  bool websocket = false;
-
-  if (read_head (c->fd, head, sizeof head, &len) < 0)
-    send_error (c->fd, 400, "Bad Request", "streaming: no complete HTTP request head");
-  else if (parse_head (head, &r) < 0)
-    send_error (c->fd, 400, "Bad Request", "streaming: malformed HTTP request");
-  else
-    req = accept_request (c, &r, &protocol, &websocket);
-  http_request_clear (&r);
-  if (req)
-    {
-      struct streaming_session_args args = { .fd = c->fd,
-                                             .stop_fd = srv->stop_fd,
-                                             .protocol = protocol,
-                                             .websocket = websocket,
-                                             .req = req,
-                                             .cb = &srv->cb,
-                                             .stream_wait_ms = srv->stream_wait_ms };
-      streaming_session_run (&args); /* closes the fd */
-      free_request (req);
-    }
-  else
-    close (c->fd);
-  free (c);
-  pthread_mutex_lock (&srv->lock);
-  if (--srv->connections == 0)
-    pthread_cond_broadcast (&srv->idle);
-  pthread_mutex_unlock (&srv->lock);
-  return NULL;
+  start = xcalloc (1, sizeof *start);
+  *start = (struct session_start){ .srv = srv,
+                                   .fd = fd,
+                                   .req = req,
+                                   .protocol = protocol,
+                                   .websocket = is_websocket (r),
+                                   .upgrade = upgrade_response (r, name) };
+  return start;
 }
 
 static void
-spawn_conn (struct streaming_server *srv, int fd)
+session_start_free (struct session_start *start)
 {
-  pthread_attr_t attr;
-  pthread_t thread;
-  struct conn *c;
-
-  pthread_mutex_lock (&srv->lock);
-  if (srv->connections >= STREAMING_MAX_CONNECTIONS)
-    {
-      pthread_mutex_unlock (&srv->lock);
-      send_error (fd, 503, "Service Unavailable", "streaming: too many sessions at once");
-      close (fd);
-      return;
-    }
-  srv->connections++;
-  pthread_mutex_unlock (&srv->lock);
-  c = xcalloc (1, sizeof *c);
-  c->srv = srv, c->fd = fd;
-  pthread_attr_init (&attr);
-  pthread_attr_setdetachstate (&attr, PTHREAD_CREATE_DETACHED);
-  pthread_attr_setstacksize (&attr, 256 * 1024);
-  if (pthread_create (&thread, &attr, conn_main, c) != 0)
-    {
-      husk_log (HUSK_LOG_WARNING, "streaming: no thread for a connection: %s", strerror (errno));
-      close (fd);
-      free (c);
-      pthread_mutex_lock (&srv->lock);
-      if (--srv->connections == 0)
-        pthread_cond_broadcast (&srv->idle);
-      pthread_mutex_unlock (&srv->lock);
-    }
-  pthread_attr_destroy (&attr);
+  free_request (start->req);
+  free (start->upgrade);
+  free (start);
 }
 
-static void *
-listener_main (void *arg)
+/* A session thread: the 101 answer, then the upgraded protocol. */
+static void
+session_main (void *arg)
 {
-  struct streaming_server *srv = arg;
+  struct session_start *start = arg;
+  struct streaming_server *srv = start->srv;
 
-  for (;;)
+  if (http_send_all (start->fd, start->upgrade, strlen (start->upgrade), HTTP_REPLY_TIMEOUT_MS) < 0)
+    close (start->fd);
+  else
     {
-      struct pollfd p[2]
-          = { { .fd = srv->listen_fd, .events = POLLIN }, { .fd = srv->stop_fd, .events = POLLIN } };
-      if (poll (p, 2, -1) < 0)
-        continue;
-      if (p[1].revents)
-        return NULL;
-      int fd = accept4 (srv->listen_fd, NULL, NULL, SOCK_CLOEXEC);
-      if (fd >= 0)
-        spawn_conn (srv, fd);
-      else if (errno == EMFILE || errno == ENFILE)
-        usleep (100000);
+      struct streaming_session_args args = { .fd = start->fd,
+                                             .stop_fd = srv->stop_fd,
+                                             .protocol = start->protocol,
+                                             .websocket = start->websocket,
+                                             .req = start->req,
+                                             .cb = &srv->cb,
+                                             .stream_wait_ms = srv->stream_wait_ms };
+      streaming_session_run (&args); /* closes the fd */
+    }
+  session_start_free (start);
+}
+
+/* On the acceptor's thread, so nothing here waits: a request without a
+ * good token is answered and closed at once; only one with a token takes
+ * a session (and a thread). */
+static void
+on_head (void *user, int fd, char *head, size_t len)
+{
+  struct streaming_server *srv = user;
+  struct http_request r = { 0 };
+  struct session_start *start = NULL;
+
+  if (parse_head (head, &r) < 0)
+    send_error (fd, 400, "Bad Request", "streaming: malformed HTTP request head");
+  else
+    start = accept_request (srv, fd, &r);
+  http_request_clear (&r);
+  if (start == NULL)
+    close (fd);
+  else if (http_workers_spawn (&srv->sessions, session_main, start) < 0)
+    {
+      send_error (fd, 503, "Service Unavailable", "streaming: too many sessions at once");
+      close (fd);
+      session_start_free (start);
     }
 }
 
@@ -429,12 +350,16 @@ streaming_server_start (const struct streaming_options *opts, const struct strea
                         struct streaming_server **out, struct husk_error **err)
 {
   struct streaming_server *srv = xcalloc (1, sizeof *srv);
+  struct http_acceptor_options front = { .max_pending = STREAMING_MAX_HEADS,
+                                         .head_timeout_ms = opts->head_timeout_ms,
+                                         .name = "streaming",
+                                         .on_head = on_head,
+                                         .user = srv };
 
   srv->listen_fd = -1;
   srv->cb = *cb;
   srv->stream_wait_ms = opts->stream_wait_ms > 0 ? opts->stream_wait_ms : 30000;
-  pthread_mutex_init (&srv->lock, NULL);
-  pthread_cond_init (&srv->idle, NULL);
+  http_workers_init (&srv->sessions, STREAMING_MAX_SESSIONS);
   srv->tokens = streaming_tokens_new (
       STREAMING_MAX_PENDING, opts->token_ttl_ms > 0 ? opts->token_ttl_ms : STREAMING_DEFAULT_TOKEN_TTL_MS,
       free_request);
@@ -443,11 +368,9 @@ streaming_server_start (const struct streaming_options *opts, const struct strea
     husk_error_make (err, errno, "streaming server: eventfd");
   if (srv->stop_fd < 0 || listen_on (opts, srv, err) < 0)
     goto fail;
-  if (pthread_create (&srv->listener, NULL, listener_main, srv) != 0)
-    {
-      husk_error_make (err, errno, "streaming server: thread");
-      goto fail;
-    }
+  front.listen_fd = srv->listen_fd;
+  if (http_acceptor_start (&front, &srv->acceptor, err) < 0)
+    goto fail;
   *out = srv;
   return 0;
 fail:
@@ -455,6 +378,7 @@ fail:
     close (srv->listen_fd);
   if (srv->stop_fd >= 0)
     close (srv->stop_fd);
+  http_workers_drain (&srv->sessions);
   streaming_tokens_free (srv->tokens);
   free (srv->base);
   free (srv);
@@ -468,18 +392,12 @@ streaming_server_stop (struct streaming_server *srv)
 
   if (srv == NULL)
     return;
+  http_acceptor_stop (srv->acceptor); /* closes the listener */
   if (write (srv->stop_fd, &one, sizeof one) < 0)
     husk_log (HUSK_LOG_WARNING, "streaming: cannot signal the stop: %s", strerror (errno));
-  pthread_join (srv->listener, NULL);
-  close (srv->listen_fd);
-  pthread_mutex_lock (&srv->lock);
-  while (srv->connections > 0)
-    pthread_cond_wait (&srv->idle, &srv->lock);
-  pthread_mutex_unlock (&srv->lock);
+  http_workers_drain (&srv->sessions);
   close (srv->stop_fd);
   streaming_tokens_free (srv->tokens);
-  pthread_mutex_destroy (&srv->lock);
-  pthread_cond_destroy (&srv->idle);
   free (srv->base);
   free (srv);
 }
@@ -504,12 +422,7 @@ streaming_server_base (const struct streaming_server *srv)
 }
 
 unsigned
-streaming_server_connections (struct streaming_server *srv)
+streaming_server_sessions (struct streaming_server *srv)
 {
-  unsigned n;
-
-  pthread_mutex_lock (&srv->lock);
-  n = srv->connections;
-  pthread_mutex_unlock (&srv->lock);
-  return n;
+  return http_workers_running (&srv->sessions);
 }

@@ -1,7 +1,9 @@
 /* The streaming server kubelet hands URLs to (Exec, Attach, PortForward):
- * HTTP/1.1 on its own listener thread, one thread per connection (at most
- * STREAMING_MAX_CONNECTIONS), a one-time token per URL, and SPDY/3.1 with
- * the k8s channel protocols after the Upgrade:
+ * HTTP/1.1 through the shared front door of http.h (request heads read on
+ * one thread, at most STREAMING_MAX_HEADS at once, each within
+ * HTTP_HEAD_TIMEOUT_MS), a one-time token per URL, one thread per session
+ * whose token was good (at most STREAMING_MAX_SESSIONS), and SPDY/3.1 or
+ * WebSocket with the k8s channel protocols after the Upgrade:
  *
  *   client                                   server
  *   POST /exec/TOKEN  Upgrade: SPDY/3.1
@@ -20,6 +22,10 @@
  *   POST /portforward/TOKEN (portforward.k8s.io): per requestID a pair of
  *   streams, streamType=error and data, with a `port` header;
  *   callbacks.connect_port gives a socket, and bytes flow both ways.
+ *   Over WebSocket (v4.channel.k8s.io, as kubelet serves it) the ports are
+ *   the request's: port N of the list has data channel 2N and error
+ *   channel 2N+1, each opened by the server with the port number (2 bytes,
+ *   little-endian); the session ends when every target has closed.
  *
  * The server knows no CRI message: cri/ describes a session when it asks
  * for a URL and says in its callbacks what running one means. */
@@ -31,9 +37,15 @@
 
 #include "husk/error.h"
 
-#define STREAMING_MAX_CONNECTIONS 256
+/* Sessions: connections that brought a good token (and so came from
+ * someone the CRI gave a URL).  Heads: connections still sending their
+ * request head, whoever they are; when full, the oldest is closed. */
+#define STREAMING_MAX_SESSIONS 256
+#define STREAMING_MAX_HEADS 512
 #define STREAMING_MAX_PENDING 1000
 #define STREAMING_DEFAULT_TOKEN_TTL_MS 60000
+/* A WebSocket port forward has two one-byte channels per port. */
+#define STREAMING_MAX_PORTS 127
 
 enum streaming_kind
 {
@@ -46,6 +58,8 @@ struct streaming_request
 {
   enum streaming_kind kind;
   bool want_stdin, want_stdout, want_stderr, tty;
+  uint16_t ports[STREAMING_MAX_PORTS]; /* port forward: the ports asked for (WebSocket uses them) */
+  unsigned n_ports;
   void *data;                     /* the caller's: handed to its callbacks */
   void (*free_data) (void *data); /* called once the session is over or the token is gone */
 };
@@ -82,10 +96,11 @@ struct streaming_callbacks
 
 struct streaming_options
 {
-  const char *address;    /* numeric IPv4 or IPv6; NULL: 127.0.0.1 */
-  const char *port;       /* NULL or "0": a free one */
-  int64_t token_ttl_ms;   /* 0: STREAMING_DEFAULT_TOKEN_TTL_MS */
-  int64_t stream_wait_ms; /* how long a client has to open its streams; 0: 30 s */
+  const char *address;     /* numeric IPv4 or IPv6; NULL: 127.0.0.1 */
+  const char *port;        /* NULL or "0": a free one */
+  int64_t token_ttl_ms;    /* 0: STREAMING_DEFAULT_TOKEN_TTL_MS */
+  int64_t stream_wait_ms;  /* how long a client has to open its streams; 0: 30 s */
+  int64_t head_timeout_ms; /* how long a client has to send its request head; 0: HTTP_HEAD_TIMEOUT_MS */
 };
 
 struct streaming_server;
@@ -103,7 +118,7 @@ char *streaming_server_url (struct streaming_server *srv, const struct streaming
 
 /* "http://ADDRESS:PORT", the base of the URLs. */
 const char *streaming_server_base (const struct streaming_server *srv);
-/* Sessions (connections) being served now. */
-unsigned streaming_server_connections (struct streaming_server *srv);
+/* Sessions (connections past their token) being served now. */
+unsigned streaming_server_sessions (struct streaming_server *srv);
 
 #endif

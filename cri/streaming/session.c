@@ -166,8 +166,8 @@ send_data (struct session *s, struct stream *st, const void *data, size_t len)
 {
   if (st == NULL || st->local_closed || (st->remote_closed && st->type != ST_ERROR && st->type != ST_DATA))
     return;
-  if (s->args->websocket)
-    ws_put_channel (&s->out, ws_channels[st->type], data, len);
+  if (s->args->websocket) /* a WebSocket stream's id is its channel */
+    ws_put_channel (&s->out, (uint8_t) st->id, data, len);
   else
     spdy_put_data (&s->out, st->id, 0, data, len);
   st->send_window -= (int64_t) len;
@@ -555,11 +555,13 @@ pair_for (struct session *s, const char *request_id, uint16_t port)
   return pair;
 }
 
-/* A pair both of whose directions are over. */
+/* A pair both of whose directions are over.  WebSocket v4 has no way for
+ * the client to close a channel: there the target's end is the pair's. */
 static void
 maybe_free_pair (struct session *s, struct pf_pair *pair)
 {
-  if (pair->target_eof && pair->data && pair->data->local_closed && pair->data->remote_closed)
+  if (pair->target_eof && pair->data && pair->data->local_closed
+      && (pair->data->remote_closed || (s->args->websocket && pair->to_target.len == 0)))
     free_pair (s, pair);
 }
 
@@ -869,6 +871,37 @@ ws_open_streams (struct session *s)
       }
 }
 
+/* A WebSocket port forward: for the request's Nth port a pair of
+ * channels, 2N (data) and 2N+1 (error), each opened with the port number
+ * (2 bytes, little-endian), and the connection to the target made now. */
+static void
+ws_open_pairs (struct session *s)
+{
+  const struct streaming_request *req = s->args->req;
+
+  for (unsigned i = 0; i < req->n_ports && i < MAX_PAIRS; i++)
+    {
+      char request_id[16];
+      const uint8_t port_le[2] = { req->ports[i] & 0xff, req->ports[i] >> 8 };
+      struct pf_pair *pair;
+
+      snprintf (request_id, sizeof request_id, "%u", i);
+      pair = pair_for (s, request_id, req->ports[i]);
+      for (int k = 0; k < 2; k++)
+        {
+          struct stream *st = xcalloc (1, sizeof *st);
+          st->id = 2 * i + (uint32_t) k;
+          st->type = k == 0 ? ST_DATA : ST_ERROR;
+          st->pair = pair;
+          s->streams[s->n_streams++] = st;
+          *(k == 0 ? &pair->data : &pair->error) = st;
+          send_data (s, st, port_le, sizeof port_le);
+        }
+      pair_connect (s, pair);
+      maybe_free_pair (s, pair); /* a target that refused: its error is sent */
+    }
+}
+
 /* One whole k8s message: its channel byte, then data. */
 static void
 ws_message (struct session *s, const uint8_t *msg, size_t len)
@@ -877,6 +910,16 @@ ws_message (struct session *s, const uint8_t *msg, size_t len)
 
   if (len == 0)
     return;
+  if (s->args->protocol == PROTO_PORTFORWARD)
+    {
+      st = find_stream (s, msg[0]);
+      if (st && st->type == ST_DATA && st->pair->fd >= 0)
+        {
+          spdy_buf_append (&st->pair->to_target, msg + 1, len - 1);
+          pair_write_target (s, st->pair);
+        }
+      return;
+    }
   if (msg[0] == WS_CLOSE_CHANNEL && s->args->protocol >= PROTO_V5)
     {
       if (len >= 2 && (st = find_stream (s, msg[1])) != NULL && !st->remote_closed)
@@ -1033,7 +1076,14 @@ exec_loop (struct session *s)
 static void
 pf_loop (struct session *s)
 {
-  while (!s->broken && !(s->peer_gone && s->n_pairs == 0))
+  if (s->args->websocket)
+    {
+      ws_open_pairs (s);
+      flush_out (s);
+    }
+  /* WebSocket: no pair left, or no client to tell (SPDY waits for both). */
+  while (!s->broken && !(s->peer_gone && s->n_pairs == 0)
+         && !(s->args->websocket && (s->n_pairs == 0 || s->peer_gone)))
     {
       struct pollfd fds[2 + MAX_PAIRS];
       size_t n = 2;
@@ -1062,6 +1112,14 @@ pf_loop (struct session *s)
             pair_read_target (s, polled[i]);
           maybe_free_pair (s, polled[i]);
         }
+      /* A WebSocket pair can also end unpolled (its target write failed). */
+      for (size_t i = s->n_pairs; s->args->websocket && i > 0; i--)
+        maybe_free_pair (s, s->pairs[i - 1]);
+      flush_out (s);
+    }
+  if (s->args->websocket && !s->broken)
+    {
+      ws_put_close (&s->out, 1000);
       flush_out (s);
     }
 }

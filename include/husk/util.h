@@ -49,6 +49,9 @@ int husk_write_file (const char *path, const char *data, size_t len, struct husk
 int husk_mkdir_p (const char *path, mode_t mode, struct husk_error **err);
 /* rm -rf that does not cross mount points. */
 int husk_rm_rf (const char *path, struct husk_error **err);
+/* The same for NAME (one component, never followed if a symlink) inside
+ * the directory PARENT_FD, staying on PARENT_FD's filesystem. */
+int husk_rm_rf_at (int parent_fd, const char *name, struct husk_error **err);
 
 bool husk_str_has_prefix (const char *s, const char *prefix);
 bool husk_str_has_suffix (const char *s, const char *suffix);

@@ -25,6 +25,7 @@ enum
   OPT_NO_NEW_PRIVS,
   OPT_CONSOLE_SIZE,
   OPT_PRESERVE_FDS,
+  OPT_APPARMOR,
   OPT_IGNORED_ARG,
 };
 
@@ -34,7 +35,8 @@ struct exec_cli
   bool tty, detach, no_new_privs;
   unsigned console_rows, console_cols;
   const char *cwd, *user;
-  char **env; /* added K=V */
+  const char *apparmor; /* --apparmor: the process's profile */
+  char **env;           /* added K=V */
   char **caps;
   char **gids;
   struct exec_options opts;
@@ -58,7 +60,7 @@ parse_exec_options (int argc, char **argv, struct exec_cli *cli, struct husk_err
     { "no-new-privs", no_argument, NULL, OPT_NO_NEW_PRIVS },
     { "preserve-fds", required_argument, NULL, OPT_PRESERVE_FDS },
     { "process-label", required_argument, NULL, OPT_IGNORED_ARG },
-    { "apparmor", required_argument, NULL, OPT_IGNORED_ARG },
+    { "apparmor", required_argument, NULL, OPT_APPARMOR },
     { NULL, 0, NULL, 0 },
   };
   long long n;
@@ -117,6 +119,9 @@ parse_exec_options (int argc, char **argv, struct exec_cli *cli, struct husk_err
         if (husk_parse_int64 (optarg, 0, 65536, &n) < 0)
           return cli_usage_error ("exec", err, "--preserve-fds `%s`: not a number of fds", optarg);
         cli->opts.preserve_fds = (int) n;
+        break;
+      case OPT_APPARMOR:
+        cli->apparmor = optarg;
         break;
       case OPT_IGNORED_ARG:
         break;
@@ -178,6 +183,11 @@ apply_overrides (struct spec_process *process, struct exec_cli *cli, char **args
       process->caps.effective |= 1ULL << cap;
       process->caps.permitted |= 1ULL << cap;
       process->caps.ambient |= 1ULL << cap;
+    }
+  if (cli->apparmor)
+    {
+      free (process->apparmor_profile);
+      process->apparmor_profile = xstrdup (cli->apparmor);
     }
   process->terminal = cli->tty;
   if (cli->console_rows)

@@ -62,6 +62,7 @@ static const struct cli_opt exec_opts[] = {
   { "console-size", 0, "ROWSxCOLS", "the terminal's size from the start (with --tty; a husk extension)" },
   { "no-new-privs", 0, NULL, "set no_new_privs for the process" },
   { "preserve-fds", 0, "N", "pass N more file descriptors, from fd 3, to the process" },
+  { "apparmor", 0, "PROFILE", "the process's AppArmor profile (default: the container's)" },
   { NULL, 0, NULL, NULL },
 };
 static const struct cli_opt spec_opts[] = {

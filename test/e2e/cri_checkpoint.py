@@ -77,7 +77,7 @@ def test_refusals(c, s):
        "an existing location: ALREADY_EXISTS, the file untouched", e)
     os.unlink(taken)
     e = rpc_error(lambda: checkpoint(c, cid, "/proc/husk-checkpoint.tar"))
-    ok(e is not None and "location `/proc/husk-checkpoint.tar`: create a work dir beside it" in e.details(),
+    ok(e is not None and "location `/proc/husk-checkpoint.tar`: create the archive beside it" in e.details(),
        "an unwritable location is refused naming it", e)
     ok(not glob.glob("/proc/husk-checkpoint.tar*"), "... nothing is left there")
     ok(running(c, cid), "... and the container still runs")
@@ -127,20 +127,40 @@ def test_criu(c, s):
     ok(leftovers() == ["counter.tar"], "only the archive is left", leftovers())
 
 
-def fake_archive(path, config):
-    """A checkpoint archive in CRI-O's layout with CONFIG as config.dump."""
+def tar_member(tar, name, data=None, link=None, hardlink=None):
+    import io
+    info = tarfile.TarInfo(name)
+    if link is not None:
+        info.type, info.linkname = tarfile.SYMTYPE, link
+    elif hardlink is not None:
+        info.type, info.linkname = tarfile.LNKTYPE, hardlink
+    else:
+        info.size = len(data)
+    tar.addfile(info, io.BytesIO(data) if data is not None else None)
+
+
+def fake_archive(path, config, diff_members=(("restored-file", b"hello", None),), deleted=None,
+                 top_links=()):
+    """A checkpoint archive in CRI-O's layout with CONFIG as config.dump,
+    DIFF_MEMBERS (name, data, symlink target) in rootfs-diff.tar, DELETED
+    as deleted.files and TOP_LINKS (name, target) as symlinks at the top
+    level (in place of rootfs-diff.tar when they name it)."""
     import io
     diff = io.BytesIO()
     with tarfile.open(fileobj=diff, mode="w") as tar:
-        info = tarfile.TarInfo("restored-file")
-        info.size = 5
-        tar.addfile(info, io.BytesIO(b"hello"))
+        for name, data, link in diff_members:
+            tar_member(tar, name, data, link)
+    members = [("config.dump", json.dumps(config).encode()), ("spec.dump", b"{}"),
+               ("checkpoint/inventory.img", b"x"), ("rootfs-diff.tar", diff.getvalue())]
+    if deleted is not None:
+        members.append(("deleted.files", json.dumps(deleted).encode()))
+    linked = {name for name, _ in top_links}
     with tarfile.open(path, "w") as tar:
-        for name, data in (("config.dump", json.dumps(config).encode()), ("spec.dump", b"{}"),
-                           ("checkpoint/inventory.img", b"x"), ("rootfs-diff.tar", diff.getvalue())):
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
+        for name, data in members:
+            if name not in linked:
+                tar_member(tar, name, data)
+        for name, target in top_links:
+            tar_member(tar, name, link=target)
 
 
 def test_create_from_archive(c, s):
@@ -172,12 +192,91 @@ def test_create_from_archive(c, s):
     # A fake image: criu refuses it (here or anywhere); the plumbing shows.
     ok(e is not None and "restore" in e.details() and "criu restore failed" in e.details(),
        "StartContainer runs the runtime's restore through the monitor (criu refuses a fake image)", e)
-    ok(st.state == pb.CONTAINER_CREATED and os.path.exists(restore),
-       "... the container stays CREATED with its images, as after a failed create", st)
+    ok(st.state == pb.CONTAINER_EXITED and st.exit_code == 128 and st.reason == "StartError"
+       and "criu restore failed" in st.message and os.path.exists(restore),
+       "... the container is EXITED 128, reason StartError with criu's error, its images kept", st)
     c.remove(cid)
     ok(c.list() == before, "RemoveContainer leaves no record", c.list())
     ok(not os.path.exists(os.path.join(ROOT, "containers", cid)), "... and no container dir",
        os.listdir(os.path.join(ROOT, "containers")))
+
+
+def container_dirs():
+    return sorted(os.listdir(os.path.join(ROOT, "containers")))
+
+
+def create_refused(c, s, name, path):
+    """CreateContainer from PATH, expected to fail: its error, or None
+    (the container made is removed again)."""
+    try:
+        cid = c.create(s["pod"], cri_client.container_config(name, path, ["true"]), s["pod_config"])
+    except grpc.RpcError as e:
+        print(f"# {name}: {e.code().name}: {e.details()}")
+        return e
+    c.remove(cid)
+    return None
+
+
+def test_hostile_archives(c, s):
+    """Archives made to reach the host: a symlink in the rootfs diff that
+    deleted.files walks through (absolute and relative), a top-level
+    rootfs-diff.tar or deleted.files that is a symlink to a host file, a
+    diff writing through its own symlink."""
+    config = {"id": "abc", "name": "counter", "rootfsImageName": IMAGE}
+    host = os.path.join(WORK, "host-dir")
+    os.makedirs(host, exist_ok=True)
+    victim = os.path.join(host, "victim")
+    with open(victim, "w") as f:
+        f.write("host data")
+    climb = "../" * 40 + host.lstrip("/")
+    before, dirs_before = c.list(), container_dirs()
+    for kind, target in (("absolute", host), ("relative", climb)):
+        path = os.path.join(WORK, f"evil-delete-{kind}.tar")
+        fake_archive(path, config, [("evil", None, target), ("data/x", b"x", None), ("alias", None, "/data")],
+                     deleted=["evil/victim", "alias/x"])
+        cid = None
+        try:
+            cid = c.create(s["pod"], cri_client.container_config(f"evil-{kind}", path, ["true"]), s["pod_config"])
+        except grpc.RpcError as e:
+            ok(False, f"CreateContainer from an archive whose deleted.files climbs an {kind} symlink", e)
+        ok(os.path.exists(victim), f"deleted.files `evil/victim` through the {kind} symlink to a host dir: "
+           "the host file survives")
+        if cid:
+            merged = os.path.join(ROOT, "containers", cid, "merged")
+            ok(not os.path.exists(os.path.join(merged, "data", "x")) and os.path.islink(os.path.join(merged, "evil")),
+               "... paths resolve inside the rootfs: `alias/x` (alias -> /data) removed <rootfs>/data/x, "
+               "the symlink itself stays", os.listdir(merged))
+            c.remove(cid)
+    # A top-level member that is a symlink to a host file.
+    host_tar = os.path.join(WORK, "host.tar")
+    with tarfile.open(host_tar, "w") as tar:
+        tar_member(tar, "stolen", b"host secret")
+    for name, target in (("rootfs-diff.tar", host_tar), ("deleted.files", victim)):
+        path = os.path.join(WORK, f"evil-top-{name}.tar")
+        fake_archive(path, config, top_links=[(name, target)])
+        e = create_refused(c, s, "evil-top", path)
+        ok(e is not None and e.code() == grpc.StatusCode.INVALID_ARGUMENT
+           and f"member `{name}`: a symlink; only regular files and directories may be" in e.details(),
+           f"a top-level {name} that is a symlink to a host file: INVALID_ARGUMENT naming the member", e)
+    hard = os.path.join(WORK, "evil-top-hardlink.tar")
+    fake_archive(hard, config)
+    with tarfile.open(hard, "a") as tar:
+        tar_member(tar, "extra", hardlink="spec.dump")
+    e = create_refused(c, s, "evil-hard", hard)
+    ok(e is not None and e.code() == grpc.StatusCode.INVALID_ARGUMENT and "member `extra`: a hard link" in e.details(),
+       "a top-level hard link: INVALID_ARGUMENT naming the member", e)
+    # The rootfs diff writing through a symlink it made itself.
+    through = os.path.join(WORK, "evil-through.tar")
+    fake_archive(through, config, [("evil", None, host), ("evil/planted", b"x", None)])
+    e = create_refused(c, s, "evil-through", through)
+    ok(e is not None and e.code() == grpc.StatusCode.INVALID_ARGUMENT and "evil/planted" in e.details()
+       and not os.path.exists(os.path.join(host, "planted")),
+       "a rootfs diff writing `evil/planted` through its own symlink `evil` -> host dir: INVALID_ARGUMENT, "
+       "nothing written on the host", e)
+    ok(os.path.exists(victim) and os.listdir(host) == ["victim"], "the host dir holds only its own file",
+       os.listdir(host))
+    ok(c.list() == before and container_dirs() == dirs_before, "... and the refusals leave no container and no dir",
+       container_dirs())
 
 
 def main():
@@ -188,7 +287,7 @@ def main():
         c.pull(IMAGE)
         s["pod_config"] = cri_client.pod_config("ckpt", LOGS)
         s["pod"] = c.run_pod(s["pod_config"])
-        for test in (test_refusals, test_criu, test_create_from_archive):
+        for test in (test_refusals, test_criu, test_create_from_archive, test_hostile_archives):
             try:
                 test(c, s)
             except Exception as e:  # a crash of one test is one failure

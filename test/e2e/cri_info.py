@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""End-to-end tests of what crictl shows of huskd, over real gRPC on a temp
-socket and through crictl itself: verbose Status (the effective config, the
+"""End-to-end tests of what a CRI client shows of huskd, over real gRPC on a
+temp socket and through a crictl-like command line (cri_cli.py): verbose Status (the effective config, the
 CNI network and its load status, runtime handlers with the default "" and
 the features each runtime's `features` reports), verbose ContainerStatus
 (the container's real pid, its pod, the bundle's runtime spec, the
@@ -11,7 +11,7 @@ a pull downloaded, HTTP errors) and ListMetricDescriptors /
 ListPodSandboxMetrics (values checked against the container's cgroup and
 the pod's traffic).  Prints TAP.
 
-  cri_info.py HUSKD REGISTRY WORKDIR      (CRICTL in the environment)
+  cri_info.py HUSKD REGISTRY WORKDIR
 """
 import http.client
 import json
@@ -40,7 +40,7 @@ CONFIG = os.path.join(WORK, "config-info.json")
 NET_D = os.path.join(WORK, "net.d")
 IMAGE = f"{REGISTRY}/test/busybox:latest"
 LOGS = os.path.join(WORK, "logs")
-CRICTL = os.environ.get("CRICTL", "crictl")
+CLI = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cri_cli.py")
 ROOT_USER = pb.Int64Value(value=0)
 MIB = 1024 * 1024
 SLEEPER = "trap 'exit 0' TERM; while :; do sleep 0.1; done"
@@ -57,11 +57,13 @@ def free_port():
 METRICS_PORT = free_port()
 
 
-def crictl(*args):
-    r = subprocess.run([CRICTL, "-r", "unix://" + SOCK, "-i", "unix://" + SOCK, "-t", "30s", *args],
-                       capture_output=True, text=True, timeout=60)
+def cli(*args):
+    """husk's command-line client (crictl's verbs and output)."""
+    r = subprocess.run([sys.executable, CLI, "-r", "unix://" + SOCK, "-i", "unix://" + SOCK, "-t", "30s", *args],
+                       capture_output=True, text=True, timeout=60,
+                       env=dict(os.environ, HUSK_CRI_GEN=os.path.join(WORK, "gen")))
     if r.returncode != 0:
-        raise RuntimeError(f"crictl {' '.join(args)}: {r.stderr.strip()}")
+        raise RuntimeError(f"cri_cli {' '.join(args)}: {r.stderr.strip()}")
     return r.stdout
 
 
@@ -174,10 +176,10 @@ def test_status(c, s):
     plain = c.call("Status", pb.StatusRequest(), pb.StatusResponse)
     ok(len(plain.info) == 0 and [h.name for h in plain.runtime_handlers] == names,
        "Status without verbose: handlers, no info")
-    shown = json.loads(crictl("info"))
+    shown = json.loads(cli("info"))
     ok(shown["config"]["root"] == ROOT and shown["lastCNILoadStatus"] == "OK"
        and shown["cniconfig"]["Networks"][0]["Config"]["Name"] == os.environ["NET"]
-       and shown["status"]["conditions"][1]["status"] is True, "crictl info shows config, cniconfig, status",
+       and shown["status"]["conditions"][1]["status"] is True, "cri_cli info shows config, cniconfig, status",
        json.dumps(shown)[:800])
     # The CNI config gone: the load status says why.
     hidden = NET_D + ".hidden"
@@ -245,13 +247,13 @@ def test_inspect(c, s):
     ok(free.status.HasField("resources") and free.status.resources.linux.cpu_shares == spec_cpu.get("shares", 0)
        and free.status.resources.linux.memory_limit_in_bytes == 0,
        "no resources given: status.resources from the bundle's linux.resources", (free.status.resources, spec_cpu))
-    shown = json.loads(crictl("inspect", s["limited"]))
+    shown = json.loads(cli("inspect", s["limited"]))
     ok(shown["info"]["pid"] == pid and shown["info"]["sandboxID"] == s["pod"]
        and shown["info"]["runtimeSpec"]["process"]["args"][-1] == SLEEPER
        and shown["status"]["resources"]["linux"]["memoryLimitInBytes"] == str(64 * MIB),
-       "crictl inspect: info.pid, sandboxID, runtimeSpec, resources", json.dumps(shown)[:600])
-    templ = crictl("inspect", "-o", "go-template", "--template", "{{.info.pid}}", s["limited"]).strip()
-    ok(templ == str(pid), f"crictl inspect --template {{{{.info.pid}}}}: {templ}")
+       "cri_cli inspect: info.pid, sandboxID, runtimeSpec, resources", json.dumps(shown)[:600])
+    templ = cli("inspect", "-o", "go-template", "--template", "{{.info.pid}}", s["limited"]).strip()
+    ok(templ == str(pid), f"cri_cli inspect --template {{{{.info.pid}}}}: {templ}")
     # Exited: no pid.
     done = c.create(s["pod"], container_config("done", "exit 3"), s["pod_config"])
     c.start(done)
@@ -276,10 +278,10 @@ def test_inspecti(c, s):
        "info.imageSpec is the image config the registry serves", json.dumps(info)[:600])
     ok(info["chainID"].startswith("sha256:") and info["manifestDigest"].startswith("sha256:"),
        "info: chainID and manifestDigest", info)
-    shown = json.loads(crictl("inspecti", IMAGE))
+    shown = json.loads(cli("inspecti", IMAGE))
     ok(shown["info"]["imageSpec"]["config"]["Env"] == config["config"]["Env"]
        and shown["info"]["imageSpec"]["rootfs"]["diff_ids"] == config["rootfs"]["diff_ids"],
-       "crictl inspecti: info.imageSpec with Env and rootfs", json.dumps(shown)[:600])
+       "cri_cli inspecti: info.imageSpec with Env and rootfs", json.dumps(shown)[:600])
     s["layer_bytes"] = sum(layer["size"] for layer in manifest["layers"])
 
 
@@ -412,9 +414,9 @@ def test_cri_metrics(c, s):
                                                    pb.StreamPodSandboxMetricsResponse, timeout=30)
                 for p in m.pod_sandbox_metrics]
     ok(streamed == [s["pod"]], "StreamPodSandboxMetrics: the same pods", streamed)
-    shown = json.loads(crictl("stats", "-o", "json"))
+    shown = json.loads(cli("stats", "-o", "json"))
     ids = {x["attributes"]["id"] for x in shown["stats"]}
-    ok(ids == {s["limited"], s["free"]}, "crictl stats lists both containers", ids)
+    ok(ids == {s["limited"], s["free"]}, "cri_cli stats lists both containers", ids)
 
 
 def test_bad_metrics_address(c, s):

@@ -7,6 +7,8 @@
 #
 #   cri_setup NAME [--portmap] [--registry]
 #   cri_run_py SCRIPT ARGS...     (SCRIPT under test/e2e)
+#   cri_cli -r unix://SOCK VERB ARGS...  (test/e2e/cri_cli.py: husk's own
+#                                 command-line CRI client, crictl's verbs)
 #
 # After cri_setup: E2E (work dir), NET, BRIDGE, SUBNET_PREFIX (a free
 # 10.x.y, held for this run: hack/free-subnet.sh), IPAM_DIR, HUSKD, and
@@ -95,6 +97,10 @@ cri_setup() { # NAME [--portmap] [--registry]
 		not_ok "build and push the test images" "$(tail -5 "$E2E/images.log")"
 		finish
 	fi
+}
+
+cri_cli() { # ARGS...: test/e2e/cri_cli.py with the messages of cri_setup
+	HUSK_CRI_GEN=$E2E/gen "$PY" "$REPO_DIR/test/e2e/cri_cli.py" "$@"
 }
 
 cri_run_py() { # SCRIPT ARGS...

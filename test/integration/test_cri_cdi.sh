@@ -8,7 +8,7 @@
 # against a spec of fake GPUs (char nodes 195:N under $E2E/fakedev) with
 # each nvidia_visible_devices mode (huskd restarted with the setting), an
 # image with NVIDIA_VISIBLE_DEVICES in its Env (test/e2e/image_with_env.py),
-# verbose Status and crictl info, and cdi_numa_align.  cri_lib.sh's trap
+# verbose Status and `cri_cli.py info`, and cdi_numa_align.  cri_lib.sh's trap
 # removes what the test made, even when it fails.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/cri_lib.sh"

@@ -3,7 +3,7 @@
 # as a dry run against hack/fake-nvidia.sh's fake driver tree
 # (FAKE_NVIDIA=1), so that the script itself works when a GPU machine is
 # at hand: generate, list, an image made offline, `husk container run
-# --gpus all`, and huskd + crictl with a CDI annotation and with
+# --gpus all`, and huskd (through husk's CRI client) with a CDI annotation and with
 # NVIDIA_VISIBLE_DEVICES. Its TAP lines are passed on as "gpu-check: ...".
 . "$(dirname "$0")/lib.sh"
 require_runtime

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# huskd as a service, driven by crictl (../shared/tools/bin): every RPC in
+# huskd as a service, driven by husk's crictl-like command-line client
+# (test/e2e/cri_cli.py, with crictl's crictl.yaml): every RPC in
 # the log at debug with its method, status, duration and ids; a failing
 # RPC at warning/error with its cause; what CNI ADD and DEL did; timestamps;
 # --log-format json parsing line by line; READY=1, STATUS= and STOPPING=1
@@ -13,16 +14,11 @@
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/cri_lib.sh"
 
-CRICTL=${CRICTL:-$REPO_DIR/../shared/tools/bin/crictl}
 STAMP='^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z (error|warning|info|debug): '
 
 cri_setup svc
-if [ ! -x "$CRICTL" ]; then
-	not_ok "crictl at $CRICTL (set CRICTL)"
-	finish
-fi
 SOCK=$E2E/huskd.sock
-C=("$CRICTL" -r "unix://$SOCK" -i "unix://$SOCK" --timeout 30s)
+C=(cri_cli -r "unix://$SOCK" -i "unix://$SOCK" --timeout 30s)
 
 cat >"$E2E/notify.py" <<'PY'
 # A stand-in for systemd's notify socket: each line of each datagram, and
@@ -74,13 +70,24 @@ NOTIFY_SOCKET=$E2E/notify.sock start_huskd "$E2E/huskd.log" --log-level debug
 cat >"$E2E/pod.json" <<JSON
 {"metadata": {"name": "svc-pod", "namespace": "svc-ns", "uid": "svc-$$"}, "log_directory": "$E2E/logs"}
 JSON
-# The README's /etc/crictl.yaml, pointed at this huskd.
-printf 'runtime-endpoint: unix://%s\nimage-endpoint: unix://%s\ntimeout: 30\n' "$SOCK" "$SOCK" >"$E2E/crictl.yaml"
-out=$(CRI_CONFIG_FILE=$E2E/crictl.yaml "$CRICTL" version 2>&1)
-assert_contains "crictl with the README's crictl.yaml reaches huskd" "$out" "RuntimeName:  husk"
-pod=$("${C[@]}" runp "$E2E/pod.json" 2>"$E2E/crictl.err") || not_ok "crictl runp" "$(cat "$E2E/crictl.err")"
+# The README's /etc/crictl.yaml, pointed at this huskd: its lines as the
+# README gives them, read by the client as crictl reads that file.
+sed -n '/^runtime-endpoint:/,/^timeout:/p' "$REPO_DIR/README.md" | sed "s|unix:///run/husk/husk.sock|unix://$SOCK|" \
+	>"$E2E/crictl.yaml"
+assert_eq "README.md shows the three lines of /etc/crictl.yaml" 3 "$(wc -l <"$E2E/crictl.yaml")"
+out=$(CRI_CONFIG_FILE=$E2E/crictl.yaml cri_cli version 2>&1)
+assert_contains "a client with the README's crictl.yaml reaches huskd" "$out" "RuntimeName:  husk"
+pod=$("${C[@]}" runp "$E2E/pod.json" 2>"$E2E/cli.err") || not_ok "cri_cli runp" "$(cat "$E2E/cli.err")"
 "${C[@]}" inspectp "$pod" >/dev/null
-timeout -s INT 1 "${C[@]}" events >/dev/null 2>&1
+# An event stream, its client gone once huskd has logged its start.
+(exec env HUSK_CRI_GEN="$E2E/gen" "$PY" "$REPO_DIR/test/e2e/cri_cli.py" -r "unix://$SOCK" events >/dev/null 2>&1) &
+events_pid=$!
+for _ in $(seq 150); do
+	grep -q 'rpc stream started method=/runtime.v1.RuntimeService/GetContainerEvents' "$E2E/huskd.log" && break
+	sleep 0.1
+done
+kill -TERM "$events_pid"
+wait "$events_pid" 2>/dev/null
 "${C[@]}" inspect no-such-container >/dev/null 2>&1
 "${C[@]}" pull 127.0.0.1:1/svc/none:1 >/dev/null 2>&1
 "${C[@]}" stopp "$pod" >/dev/null

@@ -5,25 +5,20 @@
 # is a tmpfs: what `make install` put in a DESTDIR is copied into it, and
 # nothing is written to the host's files.  Its cgroups are subtrees of the
 # test's own (in every hierarchy), removed at the end.  Checked with
-# systemctl and crictl inside: the Type=notify unit is active only once
-# huskd says READY=1, with its STATUS=; a host-network pod survives
+# systemctl and husk's crictl-like client (test/e2e/cri_cli.py) inside: the
+# Type=notify unit is active only once huskd says READY=1, with its STATUS=; a host-network pod survives
 # `systemctl restart huskd` (KillMode=process, /run/husk kept); stop is
 # clean (STOPPING=1, Result=success, the socket gone, /run/husk kept); a
 # broken /etc/husk/huskd.json fails the start with its one line in
 # `systemctl status` and the journal.
 . "$(dirname "$0")/lib.sh"
 
-CRICTL=${CRICTL:-$REPO_DIR/../shared/tools/bin/crictl}
 SYSTEMD=/lib/systemd/systemd
 SD_CG=husk-sd-test-$$
 SD_PID=
 
 if [ ! -x "$SYSTEMD" ] || ! command -v systemctl >/dev/null; then
 	echo "not ok - systemd is installed ($SYSTEMD, systemctl)"
-	finish
-fi
-if [ ! -x "$CRICTL" ]; then
-	echo "not ok - crictl at $CRICTL (set CRICTL)"
 	finish
 fi
 
@@ -66,7 +61,15 @@ if ! make -C "$REPO_DIR" --no-print-directory BUILD="$BUILD_DIR" install DESTDIR
 	finish
 fi
 mkdir -p "$STAGE/etc/systemd/system" "$STAGE/etc/husk-test" "$ROOT"
-cp "$CRICTL" "$STAGE/usr/local/bin/crictl"
+# The client and its Python CRI messages, where the booted system sees them.
+CLI_DIR=/usr/local/lib/husk-test
+mkdir -p "$STAGE$CLI_DIR/gen"
+cp "$REPO_DIR"/test/e2e/{cri_cli,cri_client,spdy_client}.py "$STAGE$CLI_DIR/"
+if ! protoc --python_out="$STAGE$CLI_DIR/gen" -I "$REPO_DIR/cri/proto" "$REPO_DIR/cri/proto/api.proto" \
+	2>"$WORK/protoc.err"; then
+	not_ok "generate the Python CRI messages" "$(cat "$WORK/protoc.err")"
+	finish
+fi
 printf '[Unit]\nDescription=husk systemd test\nWants=huskd.service\n' >"$STAGE/etc/systemd/system/husk-test.target"
 cat >"$STAGE/etc/husk-test/pod.json" <<'JSON'
 {"metadata": {"name": "sd-pod", "namespace": "sd", "uid": "sd-pod-1"}, "log_directory": "/var/log/sd-pod",
@@ -139,7 +142,10 @@ show() { # PROPERTY... -> their values, space-separated, in that order
 	for p in "$@"; do values+=("$(sd show huskd -p "$p" --value 2>/dev/null)"); done
 	echo "${values[*]}"
 }
-crictl() { "${IN[@]}" /usr/local/bin/crictl -r unix:///run/husk/husk.sock --timeout 20s "$@"; }
+cli() {
+	"${IN[@]}" env HUSK_CRI_GEN=$CLI_DIR/gen "$PY" "$CLI_DIR/cri_cli.py" -r unix:///run/husk/husk.sock \
+		--timeout 20s "$@"
+}
 wait_state() { # STATE [SECONDS]
 	for _ in $(seq $((${2:-30} * 10))); do
 		[ "$(show ActiveState)" = "$1" ] && return 0
@@ -156,30 +162,30 @@ assert_eq "the unit is Type=notify, KillMode=process" "notify process" \
 	"$(show Type KillMode)"
 main_pid=$(show MainPID)
 assert_eq "its main process is huskd" "huskd" "$("${IN[@]}" cat /proc/"$main_pid"/comm 2>/dev/null)"
-out=$(crictl version 2>&1)
-assert_contains "crictl reaches the service's huskd" "$out" "RuntimeName:  husk"
+out=$(cli version 2>&1)
+assert_contains "the CRI client reaches the service's huskd" "$out" "RuntimeName:  husk"
 
-pod=$(crictl runp /etc/husk-test/pod.json 2>&1)
+pod=$(cli runp /etc/husk-test/pod.json 2>&1)
 if [[ $pod =~ ^[0-9a-f]{64}$ ]]; then
 	ok "a host-network pod runs under the service"
 	"${IN[@]}" /usr/local/bin/husk image --root /var/lib/husk import /etc/husk-test/busybox \
 		test/busybox:latest >"$WORK/import.log" 2>&1 || not_ok "husk image import" "$(cat "$WORK/import.log")"
-	ctr=$(crictl create "$pod" /etc/husk-test/sleeper.json /etc/husk-test/pod.json 2>&1) &&
-		crictl start "$ctr" >/dev/null 2>&1
+	ctr=$(cli create "$pod" /etc/husk-test/sleeper.json /etc/husk-test/pod.json 2>&1) &&
+		cli start "$ctr" >/dev/null 2>&1
 	monitor=$("${IN[@]}" pgrep -x husk-monitor)
 	assert_eq "a container runs in it, under its monitor" "CONTAINER_RUNNING:yes" \
-		"$(crictl inspect -o go-template --template '{{.status.state}}' "$ctr" 2>&1):$([ -n "$monitor" ] && echo yes)"
+		"$(cli inspect -o go-template --template '{{.status.state}}' "$ctr" 2>&1):$([ -n "$monitor" ] && echo yes)"
 	sd restart huskd
 	wait_state active 30
 	assert_eq "systemctl restart huskd: active again, a new main process" "active:yes" \
 		"$(show ActiveState):$([ "$(show MainPID)" != "$main_pid" ] && echo yes)"
 	assert_eq "the pod is still there and ready after the restart" "SANDBOX_READY" \
-		"$(crictl inspectp -o go-template --template '{{.status.state}}' "$pod" 2>&1)"
+		"$(cli inspectp -o go-template --template '{{.status.state}}' "$pod" 2>&1)"
 	assert_eq "... and its container still runs, under the same monitor (KillMode=process)" \
 		"CONTAINER_RUNNING:$monitor" \
-		"$(crictl inspect -o go-template --template '{{.status.state}}' "$ctr" 2>&1):$("${IN[@]}" pgrep -x husk-monitor)"
-	crictl stopp "$pod" >/dev/null 2>&1
-	crictl rmp "$pod" >/dev/null 2>&1
+		"$(cli inspect -o go-template --template '{{.status.state}}' "$ctr" 2>&1):$("${IN[@]}" pgrep -x husk-monitor)"
+	cli stopp "$pod" >/dev/null 2>&1
+	cli rmp "$pod" >/dev/null 2>&1
 else
 	not_ok "a host-network pod runs under the service" "$pod" "$("${IN[@]}" journalctl -u huskd --no-pager | tail -5)"
 fi

@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "cri/cdi/hook.h"
+#include "husk/in_root.h"
 #include "husk/cleanup.h"
 #include "husk/util.h"
 
@@ -187,7 +188,7 @@ test_check_path (void **state)
 typedef int (*open_fn) (int root_fd, const char *path, int flags);
 
 /* Both resolvers must agree on every case. */
-static const open_fn resolvers[] = { cdi_hook_open_in_root, cdi_hook_open_in_root_walk };
+static const open_fn resolvers[] = { husk_open_in_root, husk_open_in_root_walk };
 
 /* The inode PATH resolves to under ROOT_FD, compared with the one the
  * plain path REL under the root has. */
@@ -272,7 +273,7 @@ test_open_parent (void **state)
   int fd;
 
   root_symlink (f, f->host, "hostdir");
-  fd = cdi_hook_open_parent (f->root_fd, "/hostdir/x/y/name", true, &name, &err);
+  fd = husk_open_parent_in_root (f->root_fd, "/hostdir/x/y/name", true, &name, &err);
   assert_true (fd >= 0);
   assert_string_equal (name, "name");
   close (fd);
@@ -286,18 +287,18 @@ test_open_parent (void **state)
     assert_int_equal (stat (inside, &st), 0);
     assert_true (S_ISDIR (st.st_mode));
   }
-  assert_int_equal (cdi_hook_open_parent (f->root_fd, "/nothere/name", false, &name, &err), -1);
+  assert_int_equal (husk_open_parent_in_root (f->root_fd, "/nothere/name", false, &name, &err), -1);
   assert_non_null (strstr (err->msg, "/nothere/name"));
   husk_error_free (&err);
   /* A dangling symlink is created through, inside the root: absolute,
    * relative and climbing past the root. */
   root_symlink (f, "/gone/deeper", "dang");
   root_symlink (f, "../../../../rel/target", "dang2");
-  fd = cdi_hook_open_parent (f->root_fd, "/dang/name", true, &name, &err);
+  fd = husk_open_parent_in_root (f->root_fd, "/dang/name", true, &name, &err);
   assert_true (fd >= 0);
   close (fd);
   free (name);
-  fd = cdi_hook_open_parent (f->root_fd, "/dang2/sub/name", true, &name, &err);
+  fd = husk_open_parent_in_root (f->root_fd, "/dang2/sub/name", true, &name, &err);
   assert_true (fd >= 0);
   close (fd);
   free (name);
@@ -306,7 +307,7 @@ test_open_parent (void **state)
   /* A loop is not. */
   root_symlink (f, "/loopb", "loopa");
   root_symlink (f, "/loopa", "loopb");
-  assert_int_equal (cdi_hook_open_parent (f->root_fd, "/loopa/name", true, &name, &err), -1);
+  assert_int_equal (husk_open_parent_in_root (f->root_fd, "/loopa/name", true, &name, &err), -1);
   assert_non_null (strstr (err->msg, "/loopa"));
   husk_error_free (&err);
 }

@@ -1,7 +1,8 @@
 /* Unit tests for the attach socket's messages: what huskd's client sends
  * (cri/attach.c) decoded by the monitor (cri/monitor/attach.c) over a
  * SOCK_SEQPACKET pair, messages that break the protocol, the output copies
- * and exit message, a client that cannot take more being dropped, and
+ * and exit message, a slow client's bounded queue and back-pressure and
+ * a stalled one dropped with an error, and
  * sockets at paths longer than sun_path and fds passed over a socket
  * (common/unix_socket.c). */
 #include <errno.h>
@@ -106,10 +107,8 @@ test_broadcast_and_exit (void **state)
   (void) state;
   seqpacket_pair (a);
   seqpacket_pair (b);
-  server.clients = xcalloc (2, sizeof *server.clients);
-  server.clients[0] = a[0];
-  server.clients[1] = b[0];
-  server.n_clients = 2;
+  attach_add_client (&server, a[0]);
+  attach_add_client (&server, b[0]);
   attach_broadcast (&server, ATTACH_OUT_STDERR, "err", 3);
   for (int i = 0; i < 2; i++)
     {
@@ -134,32 +133,91 @@ test_broadcast_and_exit (void **state)
     }
 }
 
+/* Reads every message waiting on FD; checks that each is stdout and
+ * counts its data bytes. */
+static size_t
+read_all_waiting (int fd, char *buf, size_t size)
+{
+  size_t got = 0;
+  ssize_t n;
+
+  while ((n = recv (fd, buf, size, MSG_DONTWAIT)) > 0)
+    {
+      assert_int_equal (buf[0], ATTACH_OUT_STDOUT);
+      got += (size_t) n - 1;
+    }
+  return got;
+}
+
+/* A client that stops reading: its output waits in its queue, none is
+ * lost; once the queue is full the monitor holds the container's output
+ * (back-pressure); the client that reads is not held up; the stalled one
+ * is dropped with an error message after ATTACH_STALL_MS, and the reader
+ * gets everything and the exit code.  Before the queue, the stalled
+ * client was closed at its first full socket buffer, without a word. */
 static void
-test_full_client_dropped (void **state)
+test_slow_client_queued (void **state)
 {
   struct attach_server server = { .listen_fd = -1 };
   static char chunk[ATTACH_DATA_MAX];
+  static char buf[1 + ATTACH_DATA_MAX];
   int stuck[2], reader[2];
-  char buf[1 + ATTACH_DATA_MAX];
-  int sent = 0;
+  size_t sent = 0, read_stuck = 0, read_reader = 0;
+  ssize_t n;
 
   (void) state;
   seqpacket_pair (stuck);
   seqpacket_pair (reader);
-  server.clients = xcalloc (2, sizeof *server.clients);
-  server.clients[0] = stuck[0];
-  server.clients[1] = reader[0];
-  server.n_clients = 2;
-  /* The reader keeps up, the other never reads: it alone is dropped. */
-  while (server.n_clients == 2 && sent < 100000)
+  attach_add_client (&server, stuck[0]);
+  attach_add_client (&server, reader[0]);
+  while (!attach_backpressure (&server))
     {
       attach_broadcast (&server, ATTACH_OUT_STDOUT, chunk, sizeof chunk);
-      assert_int_equal (recv (reader[1], buf, sizeof buf, 0), (ssize_t) sizeof buf);
-      sent++;
+      sent += sizeof chunk;
+      read_reader += read_all_waiting (reader[1], buf, sizeof buf);
+      assert_true (sent < 4 * (size_t) ATTACH_QUEUE_MAX);
     }
+  assert_int_equal (server.n_clients, 2);
+  assert_true (attach_client_waiting (&server, 0));
+  assert_int_equal (read_reader, sent);
+  assert_true (attach_expire (&server) > 0); /* not yet */
+  /* The stalled one reads everything (its socket, then its queue). */
+  while ((read_stuck += read_all_waiting (stuck[1], buf, sizeof buf)) < sent)
+    attach_flush (&server, 0);
+  assert_false (attach_backpressure (&server));
+  assert_false (attach_client_waiting (&server, 0));
+  /* Full again, and past the stall: dropped, told why. */
+  while (!attach_backpressure (&server))
+    {
+      attach_broadcast (&server, ATTACH_OUT_STDOUT, chunk, sizeof chunk);
+      sent += sizeof chunk;
+      read_reader += read_all_waiting (reader[1], buf, sizeof buf);
+    }
+  server.clients[0].full_since_ms -= ATTACH_STALL_MS;
+  assert_int_equal (attach_expire (&server), -1);
   assert_int_equal (server.n_clients, 1);
-  assert_int_equal (server.clients[0], reader[0]);
+  assert_int_equal (server.clients[0].fd, reader[0]);
+  assert_false (attach_backpressure (&server));
+  /* Its socket still holds what it did not read: then the end, no exit. */
+  while ((n = recv (stuck[1], buf, sizeof buf, MSG_DONTWAIT)) > 0 && buf[0] == ATTACH_OUT_STDOUT)
+    ;
+  if (n > 0)
+    {
+      assert_int_equal (buf[0], ATTACH_OUT_ERROR);
+      buf[n] = '\0';
+      assert_non_null (strstr (buf + 1, "too slow"));
+      n = recv (stuck[1], buf, sizeof buf, MSG_DONTWAIT);
+    }
+  assert_int_equal (n, 0);
   attach_finish (&server, 0);
+  while ((n = recv (reader[1], buf, sizeof buf, MSG_DONTWAIT)) > 0 && buf[0] == ATTACH_OUT_STDOUT)
+    read_reader += (size_t) n - 1;
+  assert_int_equal (n, 2);
+  assert_memory_equal (buf,
+                       "\x03"
+                       "0",
+                       2);
+  assert_int_equal (read_reader, sent); /* the reader got every byte */
   close (stuck[1]);
   close (reader[1]);
 }
@@ -255,7 +313,7 @@ main (void)
 {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test (test_client_messages_round_trip), cmocka_unit_test (test_bad_requests),
-    cmocka_unit_test (test_broadcast_and_exit),         cmocka_unit_test (test_full_client_dropped),
+    cmocka_unit_test (test_broadcast_and_exit),         cmocka_unit_test (test_slow_client_queued),
     cmocka_unit_test (test_long_socket_path),           cmocka_unit_test (test_pass_fd),
   };
 

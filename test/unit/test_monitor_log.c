@@ -391,7 +391,7 @@ test_file_appends_and_reopens (void **state)
   cleanup_free char *new_text = NULL;
   struct stat st;
 
-  assert_int_equal (log_file_open (&fx->file, fx->path, 0, &err), 0);
+  assert_int_equal (log_file_open (&fx->file, NULL, fx->path, 0, &err), 0);
   write_line (fx, "before\nhalf ");
   assert_int_equal (rename (fx->path, rotated), 0);
   write_line (fx, "still old\n");
@@ -414,7 +414,7 @@ test_file_max_size_truncates (void **state)
   size_t record_len = LOG_TIMESTAMP_LEN + strlen (" stdout F line-N\n");
   cleanup_free char *text = NULL;
 
-  assert_int_equal (log_file_open (&fx->file, fx->path, (long long) (2 * record_len), &err), 0);
+  assert_int_equal (log_file_open (&fx->file, NULL, fx->path, (long long) (2 * record_len), &err), 0);
   write_line (fx, "line-1\n");
   write_line (fx, "line-2\n");
   write_line (fx, "line-3\n");
@@ -429,9 +429,59 @@ test_file_open_error_names_path (void **state)
   struct husk_error *err = NULL;
   cleanup_free char *bad = xasprintf ("%s/missing/ctr.log", fx->dir);
 
-  assert_int_equal (log_file_open (&fx->file, bad, 0, &err), -1);
+  assert_int_equal (log_file_open (&fx->file, NULL, bad, 0, &err), -1);
   assert_non_null (strstr (err->msg, bad));
   husk_error_free (&err);
+}
+
+/* With the pod's log dir given, a symlink below it (the log file itself,
+ * a directory on the way, a climb out) is refused naming it, and nothing
+ * is made where it points; a plain file in a subdirectory opens, and so
+ * does a reopen after rotation. */
+static void
+test_file_symlinks_under_log_dir (void **state)
+{
+  struct file_fixture *fx = *state;
+  struct husk_error *err = NULL;
+  cleanup_free char *logs = xasprintf ("%s/logs", fx->dir);
+  cleanup_free char *host = xasprintf ("%s/host", fx->dir);
+  cleanup_free char *target = xasprintf ("%s/target.log", host);
+  cleanup_free char *link_file = xasprintf ("%s/evil.log", logs);
+  cleanup_free char *link_dir = xasprintf ("%s/evildir", logs);
+  cleanup_free char *climb = xasprintf ("%s/climb", logs);
+  cleanup_free char *sub = xasprintf ("%s/ctr", logs);
+  const char *bad[] = { "evil.log", "evildir/0.log", "climb/0.log" };
+
+  assert_int_equal (mkdir (logs, 0755), 0);
+  assert_int_equal (mkdir (host, 0755), 0);
+  assert_int_equal (mkdir (sub, 0755), 0);
+  assert_int_equal (symlink (target, link_file), 0);
+  assert_int_equal (symlink (host, link_dir), 0);
+  assert_int_equal (symlink ("../host", climb), 0);
+  for (size_t i = 0; i < 3; i++)
+    {
+      cleanup_free char *path = xasprintf ("%s/%s", logs, bad[i]);
+      assert_int_equal (log_file_open (&fx->file, logs, path, 0, &err), -1);
+      assert_non_null (strstr (err->msg, "a symlink under the log dir"));
+      assert_non_null (strstr (err->msg, path));
+      husk_error_free (&err);
+    }
+  assert_int_equal (access (target, F_OK), -1);
+  {
+    cleanup_free char *through = xasprintf ("%s/0.log", host);
+    assert_int_equal (access (through, F_OK), -1);
+  }
+  {
+    cleanup_free char *outside = xasprintf ("%s/other.log", fx->dir);
+    assert_int_equal (log_file_open (&fx->file, logs, outside, 0, &err), -1);
+    assert_non_null (strstr (err->msg, "not under the log dir"));
+    husk_error_free (&err);
+  }
+  free (fx->path);
+  fx->path = xasprintf ("%s/0.log", sub);
+  assert_int_equal (log_file_open (&fx->file, logs, fx->path, 0, &err), 0);
+  write_line (fx, "kept\n");
+  assert_int_equal (log_file_reopen (&fx->file, &err), 0);
 }
 
 /* A full disk, played by RLIMIT_FSIZE in a child (a write past the limit
@@ -458,7 +508,7 @@ write_with_size_limit (struct file_fixture *fx, rlim_t limit, const char *const 
 
       signal (SIGXFSZ, SIG_IGN);
       if (dup2 (warnings[1], 2) < 0 || getrlimit (RLIMIT_FSIZE, &rl) < 0
-          || log_file_open (&fx->file, fx->path, 0, &err) < 0)
+          || log_file_open (&fx->file, NULL, fx->path, 0, &err) < 0)
         _exit (2);
       rl.rlim_cur = limit;
       if (setrlimit (RLIMIT_FSIZE, &rl) < 0)
@@ -654,6 +704,7 @@ main (void)
     cmocka_unit_test_setup_teardown (test_file_appends_and_reopens, setup_file, teardown_file),
     cmocka_unit_test_setup_teardown (test_file_max_size_truncates, setup_file, teardown_file),
     cmocka_unit_test_setup_teardown (test_file_open_error_names_path, setup_file, teardown_file),
+    cmocka_unit_test_setup_teardown (test_file_symlinks_under_log_dir, setup_file, teardown_file),
     cmocka_unit_test_setup_teardown (test_file_full_drops_whole_records, setup_file, teardown_file),
     cmocka_unit_test_setup_teardown (test_file_full_keeps_the_whole_records_of_a_batch, setup_file,
                                      teardown_file),

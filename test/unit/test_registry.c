@@ -1370,6 +1370,59 @@ test_fake_trickle (void **state)
   close (fd);
 }
 
+/* A registry that answers an error with a body that never ends (fast, one
+ * byte every 0.5 s, or none at all after the headers): the pull fails on
+ * the status, quoting it, rather
+ * than reading until the request deadline (a manifest) or forever (a
+ * blob, which has none).  The client here gives up at 30 s: before the
+ * cut, that deadline was the error. */
+static void
+test_fake_endless_error_body (void **state)
+{
+  struct registry_options opts;
+  struct husk_error *err = NULL;
+  struct registry_manifest *m = NULL;
+  long long give_up;
+  int fd = temp_file ("endless");
+  static const struct
+  {
+    const char *repo;
+    bool blob;
+    const char *want;
+  } cases[] = {
+    { "endless", false, "HTTP status 404: manifest unknown (error body cut: over 64 KiB or 5 s)" },
+    { "endless", true, "HTTP status 500: HTTP status 500 (error body cut: over 64 KiB or 5 s)" },
+    { "drip", false, "HTTP status 404: manifest unknown (error body cut: over 64 KiB or 5 s)" },
+    { "silent", false, "HTTP status 404: manifest unknown (error body cut: over 64 KiB or 5 s)" },
+    { "silent", true, "HTTP status 500: HTTP status 500 (error body cut: over 64 KiB or 5 s)" },
+  };
+
+  registry_options_init (&opts);
+  opts.retries = 0;
+  opts.connect_timeout_ms = 5000;
+  opts.request_timeout_ms = 30000;
+  opts.cancelled = past_deadline;
+  opts.cancelled_user = &give_up;
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+    {
+      struct registry_client *client = registry_client_new (&opts);
+      struct reference *ref = parse_reff ("%s/%s", live.fake_addr, cases[i].repo);
+      int rc;
+
+      give_up = now_ms () + 30000;
+      rc = cases[i].blob ? fake_fetch_blob (client, cases[i].repo, fd, &err)
+                         : registry_fetch_manifest (client, ref, NULL, &m, &err);
+      assert_int_equal (rc, -1);
+      if (strstr (err->msg, cases[i].want) == NULL)
+        fail_msg ("%s %s: `%s` lacks `%s`", cases[i].repo, cases[i].blob ? "blob" : "manifest", err->msg,
+                  cases[i].want);
+      husk_error_free (&err);
+      reference_free (ref);
+      registry_client_free (client);
+    }
+  close (fd);
+}
+
 /* Bytes already in the file are kept when right, dropped when wrong. */
 static void
 test_fake_resume_existing (void **state)
@@ -1558,14 +1611,14 @@ main (void)
     cmocka_unit_test (test_url_and_errors),
   };
   const struct CMUnitTest registries[] = {
-    cmocka_unit_test (test_live_manifest),     cmocka_unit_test (test_live_blobs),
-    cmocka_unit_test (test_live_big_parallel), cmocka_unit_test (test_live_multiarch),
-    cmocka_unit_test (test_live_not_found),    cmocka_unit_test (test_live_unreachable),
-    cmocka_unit_test (test_live_basic_auth),   cmocka_unit_test (test_live_mirrors),
-    cmocka_unit_test (test_fake_corrupt_blob), cmocka_unit_test (test_fake_retries),
-    cmocka_unit_test (test_fake_trickle),      cmocka_unit_test (test_fake_resume_existing),
-    cmocka_unit_test (test_fake_bearer),       cmocka_unit_test (test_fake_manifest_types),
-    cmocka_unit_test (test_fake_tls_insecure),
+    cmocka_unit_test (test_live_manifest),        cmocka_unit_test (test_live_blobs),
+    cmocka_unit_test (test_live_big_parallel),    cmocka_unit_test (test_live_multiarch),
+    cmocka_unit_test (test_live_not_found),       cmocka_unit_test (test_live_unreachable),
+    cmocka_unit_test (test_live_basic_auth),      cmocka_unit_test (test_live_mirrors),
+    cmocka_unit_test (test_fake_corrupt_blob),    cmocka_unit_test (test_fake_retries),
+    cmocka_unit_test (test_fake_trickle),         cmocka_unit_test (test_fake_endless_error_body),
+    cmocka_unit_test (test_fake_resume_existing), cmocka_unit_test (test_fake_bearer),
+    cmocka_unit_test (test_fake_manifest_types),  cmocka_unit_test (test_fake_tls_insecure),
   };
   int failed = cmocka_run_group_tests_name ("registry (pure)", pure, NULL, NULL);
 

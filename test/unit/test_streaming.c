@@ -1,7 +1,8 @@
 /* The streaming server's parts (cri/streaming/): SPDY frames, header
  * blocks through zlib with the SPDY/3 dictionary, one-time tokens that
- * expire, the error stream's status, and a whole exec session against the
- * server with a run callback of the test's. */
+ * expire, the error stream's status, a whole exec session against the
+ * server with a run callback of the test's, and the front door: request
+ * heads, clients that vanish (a reset), drip or idle. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -19,6 +20,7 @@
 
 #include <cmocka.h>
 
+#include "cri/streaming/http_head.h"
 #include "cri/streaming/server.h"
 #include "cri/streaming/session.h"
 #include "cri/streaming/spdy.h"
@@ -445,9 +447,211 @@ test_server_stop_with_client (void **state)
   head = request (url, "portforward.k8s.io");
   fd = dial (url, head, reply, sizeof reply);
   assert_true (husk_str_has_prefix (reply, "HTTP/1.1 101"));
-  assert_int_equal (streaming_server_connections (srv), 1);
+  assert_int_equal (streaming_server_sessions (srv), 1);
   streaming_server_stop (srv);
   close (fd);
+}
+
+/* ------------------------------------------------------------------ */
+/* The front door: request heads, clients that drip or vanish            */
+
+static void
+test_http_head (void **state)
+{
+  char ok_head[] = "POST /exec/abc?x=1 HTTP/1.1\r\nHost: h\r\nUpgrade:  SPDY/3.1 \r\n"
+                   "X-Stream-Protocol-Version: v4.channel.k8s.io\r\nx-stream-protocol-version: v3\r\n\r\n";
+  static const char *const bad[] = {
+    "\r\n\r\n",
+    "GET\r\n\r\n",
+    "GET /\r\n\r\n",
+    "GET / SPDY/3\r\n\r\n",
+    "GET  / HTTP/1.1\r\n\r\n",
+    "GET / HTTP/1.1 x\r\n\r\n",
+    "GET / HTTP/1.1\r\nno colon\r\n\r\n",
+    "GET / HTTP/1.1\r\n: empty\r\n\r\n",
+    "GET / HTTP/1.1\r\nsp ace: x\r\n\r\n",
+  };
+  struct http_head h;
+  cleanup_free char *many = NULL;
+
+  assert_int_equal (http_head_end ("GET / HTTP/1.1\r\n", 16), 0);
+  assert_int_equal (http_head_end ("GET / HTTP/1.1\r\n\r\nSPDY", 22), 18);
+  assert_int_equal (http_head_end ("GET / HTTP/1.1\n\n", 16), 16);
+  assert_int_equal (http_head_end ("\n", 1), 0);
+  assert_int_equal (http_head_parse (ok_head, &h), 0);
+  assert_string_equal (h.method, "POST");
+  assert_string_equal (h.target, "/exec/abc?x=1");
+  assert_string_equal (h.version, "HTTP/1.1");
+  assert_int_equal (h.n_headers, 4);
+  assert_string_equal (http_head_get (&h, "upgrade"), "SPDY/3.1");
+  assert_string_equal (http_head_get (&h, "X-STREAM-PROTOCOL-VERSION"), "v4.channel.k8s.io");
+  assert_null (http_head_get (&h, "Sec-WebSocket-Key"));
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+    {
+      cleanup_free char *copy = xstrdup (bad[i]);
+      assert_int_equal (http_head_parse (copy, &h), -1);
+    }
+  /* More fields than HTTP_HEADERS_MAX: refused, not overrun. */
+  many = xstrdup ("GET / HTTP/1.1\r\n");
+  for (int i = 0; i <= HTTP_HEADERS_MAX; i++)
+    {
+      char *more = xasprintf ("%sa%d: b\r\n", many, i);
+      free (many);
+      many = more;
+    }
+  assert_int_equal (http_head_parse (many, &h), -1);
+}
+
+static int
+connect_to (const char *url)
+{
+  unsigned port = 0;
+  struct sockaddr_in addr = { .sin_family = AF_INET, .sin_addr.s_addr = htonl (INADDR_LOOPBACK) };
+  int fd = socket (AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+  sscanf (url, "http://127.0.0.1:%u", &port);
+  addr.sin_port = htons ((uint16_t) port);
+  assert_int_equal (connect (fd, (struct sockaddr *) &addr, sizeof addr), 0);
+  return fd;
+}
+
+/* A close that resets the connection: the peer that vanishes. */
+static void
+reset_close (int fd)
+{
+  struct linger hard = { .l_onoff = 1, .l_linger = 0 };
+
+  setsockopt (fd, SOL_SOCKET, SO_LINGER, &hard, sizeof hard);
+  close (fd);
+}
+
+/* This process does not block SIGPIPE (huskd does): a write of the server
+ * to a reset connection without MSG_NOSIGNAL would end the test here. */
+static void
+test_peer_vanishes (void **state)
+{
+  struct streaming_callbacks cb = { .run = fake_run, .connect_port = fake_connect };
+  struct streaming_options opts = { 0 };
+  struct streaming_server *srv = NULL;
+  struct streaming_request req = { .kind = STREAMING_PORTFORWARD };
+  struct husk_error *err = NULL;
+  static const char *const heads[] = { "GET /metrics HTTP/1.1\r\n", "GET / HTTP/1.1\r\n\r\n", "BAD\r\n\r\n",
+                                       "POST /exec/00000000000000000000000000000000 HTTP/1.1\r\n"
+                                       "Upgrade: SPDY/3.1\r\n\r\n" };
+
+  assert_int_equal (streaming_server_start (&opts, &cb, &srv, &err), 0);
+  for (int round = 0; round < 20; round++)
+    {
+      for (size_t i = 0; i < sizeof heads / sizeof heads[0]; i++)
+        {
+          int fd = connect_to (streaming_server_base (srv));
+          assert_int_equal (husk_write_all (fd, heads[i], strlen (heads[i])), 0);
+          if (round % 2)
+            usleep (2000); /* the answer on its way when the reset comes */
+          reset_close (fd);
+        }
+      /* A good token, reset as its 101 goes out. */
+      cleanup_free char *url = streaming_server_url (srv, &req, &err);
+      cleanup_free char *head = request (url, "portforward.k8s.io");
+      int fd = connect_to (url);
+      assert_int_equal (husk_write_all (fd, head, strlen (head)), 0);
+      reset_close (fd);
+    }
+  usleep (100000);
+  /* Still serving. */
+  {
+    cleanup_free char *url = streaming_server_url (srv, &req, &err);
+    cleanup_free char *head = request (url, "portforward.k8s.io");
+    char reply[1024];
+    close (dial (url, head, reply, sizeof reply));
+    assert_true (husk_str_has_prefix (reply, "HTTP/1.1 101"));
+  }
+  streaming_server_stop (srv);
+}
+
+/* Reads what FD's server sends until it closes, up to WAIT_MS: the bytes
+ * read (NUL-terminated in BUF), or -1 when it stayed open. */
+static ssize_t
+read_until_closed (int fd, char *buf, size_t cap, int wait_ms)
+{
+  size_t len = 0;
+
+  for (;;)
+    {
+      struct pollfd p = { .fd = fd, .events = POLLIN };
+      if (poll (&p, 1, wait_ms) <= 0)
+        return -1;
+      ssize_t n = read (fd, buf + len, cap - 1 - len);
+      if (n <= 0)
+        break;
+      len += (size_t) n;
+    }
+  buf[len] = '\0';
+  return (ssize_t) len;
+}
+
+/* A client that drips its head a byte at a time is answered 408 and closed
+ * once the whole head's time is up, however regularly it drips. */
+static void
+test_head_deadline (void **state)
+{
+  struct streaming_callbacks cb = { .run = fake_run, .connect_port = fake_connect };
+  struct streaming_options opts = { .head_timeout_ms = 300 };
+  struct streaming_server *srv = NULL;
+  struct husk_error *err = NULL;
+  const char *text = "POST /exec/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+  char reply[512];
+  int fd, sent = 0;
+
+  assert_int_equal (streaming_server_start (&opts, &cb, &srv, &err), 0);
+  fd = connect_to (streaming_server_base (srv));
+  /* A byte every 50 ms, for up to 2.5 s: far past the 300 ms. */
+  for (; text[sent]; sent++)
+    {
+      struct pollfd p = { .fd = fd, .events = POLLIN };
+      if (poll (&p, 1, 50) > 0)
+        break;
+      if (send (fd, text + sent, 1, MSG_NOSIGNAL) != 1)
+        break;
+    }
+  assert_true (text[sent] != '\0'); /* closed before it ran out of bytes */
+  assert_true (read_until_closed (fd, reply, sizeof reply, 1000) >= 0);
+  assert_true (husk_str_has_prefix (reply, "HTTP/1.1 408"));
+  close (fd);
+  streaming_server_stop (srv);
+}
+
+/* Connections that never send a head take no session: with more of them
+ * held open than there are sessions, a client with a token is served. */
+static void
+test_idle_connections_take_no_session (void **state)
+{
+  struct streaming_callbacks cb = { .run = fake_run, .connect_port = fake_connect };
+  struct streaming_options opts = { 0 };
+  struct streaming_server *srv = NULL;
+  struct streaming_request req = { .kind = STREAMING_PORTFORWARD };
+  struct husk_error *err = NULL;
+  int idle[STREAMING_MAX_SESSIONS + 44];
+  const size_t n_idle = sizeof idle / sizeof idle[0];
+  cleanup_free char *url = NULL, *head = NULL;
+  char reply[1024];
+  int fd;
+
+  assert_int_equal (streaming_server_start (&opts, &cb, &srv, &err), 0);
+  for (size_t i = 0; i < n_idle; i++)
+    {
+      idle[i] = connect_to (streaming_server_base (srv));
+      assert_int_equal (send (idle[i], "P", 1, MSG_NOSIGNAL), 1);
+    }
+  url = streaming_server_url (srv, &req, &err);
+  head = request (url, "portforward.k8s.io");
+  fd = dial (url, head, reply, sizeof reply);
+  assert_true (husk_str_has_prefix (reply, "HTTP/1.1 101"));
+  assert_int_equal (streaming_server_sessions (srv), 1);
+  close (fd);
+  for (size_t i = 0; i < n_idle; i++)
+    close (idle[i]);
+  streaming_server_stop (srv);
 }
 
 int
@@ -463,6 +667,10 @@ main (void)
     cmocka_unit_test (test_websocket_frames),
     cmocka_unit_test (test_server_session),
     cmocka_unit_test (test_server_stop_with_client),
+    cmocka_unit_test (test_http_head),
+    cmocka_unit_test (test_peer_vanishes),
+    cmocka_unit_test (test_head_deadline),
+    cmocka_unit_test (test_idle_connections_take_no_session),
   };
 
   return cmocka_run_group_tests (tests, NULL, NULL);

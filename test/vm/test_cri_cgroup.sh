@@ -1,10 +1,11 @@
-# huskd's cgroup driver on pure cgroup v2, through crictl: with
+# huskd's cgroup driver on pure cgroup v2, through husk's CRI client
+# (test/vm/cri_cli.c): with
 # cgroup_driver systemd a kubelet-style slice parent becomes
 # a.slice/a-b.slice/a-b-pod.slice/husk-<id>.scope with the container's
 # limits in memory.max and cpu.max; the slices husk made go with the last
 # pod under them and one it did not make stays; cgroupfs paths the same;
 # a parent of the other form is refused naming it and the driver.  Runs in
-# the VM (see test/vm/lib.sh; hack/vm-test.sh adds huskd, crictl and the
+# the VM (see test/vm/lib.sh; hack/vm-test.sh adds huskd, husk's CRI client and the
 # busybox image).
 . /vm/tests/lib.sh
 CRI=/run/cri-cgroup
@@ -16,7 +17,7 @@ stop_huskd() {
 }
 trap 'stop_huskd; cleanup' EXIT
 
-c() { timeout 60 /husk/bin/crictl -r "unix://$CRI/huskd.sock" -i "unix://$CRI/huskd.sock" "$@"; }
+c() { timeout 60 /husk/bin/cri-cli -r "unix://$CRI/huskd.sock" -i "unix://$CRI/huskd.sock" "$@"; }
 
 start_huskd() { # DRIVER
 	local i=0
@@ -47,14 +48,14 @@ CTR_JSON=$CRI/ctr.json
 run_pod() { # NAME PARENT
 	local pod
 	pod=$(pod_json "$1" "$2")
-	POD=$(c runp "$pod" 2>&1) || not_ok "crictl runp $1 ($2)" "$POD" "$(tail -5 "$CRI/huskd.log")"
-	CID=$(c create "$POD" "$CTR_JSON" "$pod" 2>&1) || not_ok "crictl create in $1" "$CID"
-	c start "$CID" >/dev/null 2>&1 || not_ok "crictl start in $1" "$(tail -5 "$CRI/huskd.log")"
+	POD=$(c runp "$pod" 2>&1) || not_ok "runp $1 ($2)" "$POD" "$(tail -5 "$CRI/huskd.log")"
+	CID=$(c create "$POD" "$CTR_JSON" "$pod" 2>&1) || not_ok "create in $1" "$CID"
+	c start "$CID" >/dev/null 2>&1 || not_ok "start in $1" "$(tail -5 "$CRI/huskd.log")"
 }
 
 remove_pod() { # POD
 	c stopp "$1" >/dev/null 2>&1
-	c rmp "$1" >/dev/null 2>&1 || not_ok "crictl rmp $1" "$(tail -5 "$CRI/huskd.log")"
+	c rmp "$1" >/dev/null 2>&1 || not_ok "rmp $1" "$(tail -5 "$CRI/huskd.log")"
 }
 
 t_setup() {

@@ -1,12 +1,13 @@
-# crictl checkpoint against huskd with a real CRIU: a running container
+# CheckpointContainer (crictl's `checkpoint` verb, through husk's CRI
+# client) against huskd with a real CRIU: a running container
 # counting in memory is checkpointed into one archive in CRI-O's layout
 # (checkpoint/, config.dump, spec.dump, rootfs-diff.tar) and keeps
-# running; refusals leave nothing; crictl create with the archive as the
+# running; refusals leave nothing; CreateContainer with the archive as the
 # image and start restore it into a new container that counts on from
 # the dumped memory, watched by its monitor.  The pod and container use
 # their own pid namespace (kubelet's default): CRIU cannot dump a part of
 # a shared one.  Runs in the VM (see test/vm/lib.sh;
-# hack/vm-test.sh adds huskd, crictl, criu and the busybox image).
+# hack/vm-test.sh adds huskd, husk's CRI client, criu and the busybox image).
 . /vm/tests/lib.sh
 CRI=/run/cri-ckpt
 HUSKD_PID=
@@ -17,7 +18,7 @@ stop_huskd() {
 }
 trap 'stop_huskd; cleanup' EXIT
 
-c() { timeout 120 /husk/bin/crictl -t 110s -r "unix://$CRI/huskd.sock" -i "unix://$CRI/huskd.sock" "$@"; }
+c() { timeout 120 /husk/bin/cri-cli -t 110s -r "unix://$CRI/huskd.sock" -i "unix://$CRI/huskd.sock" "$@"; }
 
 start_huskd() {
 	local i=0
@@ -33,7 +34,7 @@ start_huskd() {
 	[ -S "$CRI/huskd.sock" ] || not_ok "huskd listens" "$(tail -5 "$CRI/huskd.log")"
 }
 
-t_crictl_checkpoint() {
+t_cri_checkpoint() {
 	local pod cid out n1 n2 t0 t1
 	ip link set lo up
 	[ -e /etc/resolv.conf ] || : >/etc/resolv.conf
@@ -49,16 +50,16 @@ t_crictl_checkpoint() {
 		>"$CRI/ctr.json"
 	sed -e 's|"name": "counter"|"name": "restored"|' -e "s|\"image\": \"busybox:latest\"|\"image\": \"$CRI/out/counter.tar\"|" \
 		-e 's|counter.log|restored.log|' "$CRI/ctr.json" >"$CRI/restored.json"
-	pod=$(c runp "$CRI/pod.json" 2>&1) || not_ok "crictl runp" "$pod" "$(tail -5 "$CRI/huskd.log")"
-	cid=$(c create "$pod" "$CRI/ctr.json" "$CRI/pod.json" 2>&1) || not_ok "crictl create" "$cid"
-	c start "$cid" >/dev/null 2>&1 || not_ok "crictl start" "$(tail -5 "$CRI/huskd.log")"
+	pod=$(c runp "$CRI/pod.json" 2>&1) || not_ok "runp" "$pod" "$(tail -5 "$CRI/huskd.log")"
+	cid=$(c create "$pod" "$CRI/ctr.json" "$CRI/pod.json" 2>&1) || not_ok "create" "$cid"
+	c start "$cid" >/dev/null 2>&1 || not_ok "start" "$(tail -5 "$CRI/huskd.log")"
 	sleep 1
 	t0=$(awk '{ print int($1 * 100) }' /proc/uptime)
 	out=$(c checkpoint --export="$CRI/out/counter.tar" "$cid" 2>&1)
-	assert_eq "crictl checkpoint of a running container succeeds" 0 $? "$out
+	assert_eq "checkpoint of a running container succeeds" 0 $? "$out
 $(grep -h -B4 -m1 'Error (' "$CRI"/state/runtime/*/criu-dump.log 2>/dev/null | head -n 8)"
 	t1=$(awk '{ print int($1 * 100) }' /proc/uptime)
-	diag "crictl checkpoint: $(((t1 - t0) * 10)) ms"
+	diag "checkpoint: $(((t1 - t0) * 10)) ms"
 	out=$(tar -tf "$CRI/out/counter.tar" 2>&1)
 	assert_contains "the archive holds checkpoint/inventory.img" "$out" "checkpoint/inventory.img"
 	assert_contains "... config.dump" "$out" "config.dump"
@@ -73,9 +74,9 @@ $(grep -h -B4 -m1 'Error (' "$CRI"/state/runtime/*/criu-dump.log 2>/dev/null | h
 	assert_eq "only the archive is left where it was written" "counter.tar" "$(ls "$CRI/out")"
 	out=$(c ps --state Running -q --no-trunc 2>&1)
 	assert_contains "the container keeps running" "$out" "$cid"
-	n1=$(c exec "$cid" cat /tmp/count 2>&1)
+	n1=$(c exec -s "$cid" cat /tmp/count 2>&1)
 	sleep 0.5
-	n2=$(c exec "$cid" cat /tmp/count 2>&1)
+	n2=$(c exec -s "$cid" cat /tmp/count 2>&1)
 	if [ "$n2" -gt "$n1" ] 2>/dev/null; then ok "... and counting ($n1 -> $n2)"; else not_ok "... and counting" "$n1 -> $n2"; fi
 	out=$(c checkpoint --export="$CRI/out/counter.tar" "$cid" 2>&1)
 	assert_fails "a second checkpoint to the same path is refused" $?
@@ -97,16 +98,16 @@ restore_from_archive() { # POD
 	n0=$(tar -xOf "$CRI/out/counter.tar" rootfs-diff.tar | tar -xO tmp/count 2>/dev/null)
 	t0=$(awk '{ print int($1 * 100) }' /proc/uptime)
 	rid=$(c create "$1" "$CRI/restored.json" "$CRI/pod.json" 2>&1)
-	assert_eq "crictl create from the checkpoint archive succeeds" 0 $? "$rid"
+	assert_eq "create from the checkpoint archive succeeds" 0 $? "$rid"
 	out=$(c start "$rid" 2>&1)
-	assert_eq "crictl start restores it" 0 $? "$out
+	assert_eq "start restores it" 0 $? "$out
 $(grep -h -B4 -m1 'Error (' "$CRI"/root/containers/*/restore/checkpoint/restore.log 2>/dev/null | head -n 8)"
 	t1=$(awk '{ print int($1 * 100) }' /proc/uptime)
-	diag "crictl create + start from the archive: $(((t1 - t0) * 10)) ms"
+	diag "create + start from the archive: $(((t1 - t0) * 10)) ms"
 	out=$(c ps --state Running -q --no-trunc 2>&1)
 	assert_contains "the restored container is RUNNING" "$out" "$rid"
 	sleep 1
-	n1=$(c exec "$rid" cat /tmp/count 2>&1)
+	n1=$(c exec -s "$rid" cat /tmp/count 2>&1)
 	if [ -n "$n0" ] && [ "$n1" -gt "$n0" ] 2>/dev/null; then
 		ok "it counts on from the dumped memory ($n0 at the checkpoint, now $n1)"
 	else
@@ -121,4 +122,4 @@ $(grep -h -B4 -m1 'Error (' "$CRI"/root/containers/*/restore/checkpoint/restore.
 	c rm "$rid" >/dev/null 2>&1
 }
 
-t_crictl_checkpoint
+t_cri_checkpoint
