@@ -31,7 +31,7 @@ rules=(
 	# stats beside them, server (method table, handlers, reply) on top; the
 	# debug CLI stands on container, pod and spec, never on the handlers.
 	"cri/spec:cri/spec/ cri/proto/ runtime/spec/ runtime/cgroup/ runtime/lsm/ image/"
-	"cri/config:cri/config/ cri/spec/ cri/cdi/"
+	"cri/config:cri/config/ cri/spec/ cri/cdi/ runtime/spec/"
 	"cri/pod:cri/pod/ cri/config/ cri/spec/ cri/cni/ cri/proto/ runtime/cgroup/ runtime/lsm/"
 	"cri/container:cri/container/ cri/pod/ cri/config/ cri/spec/ cri/cdi/ cri/cni/ cri/rpc/ cri/proto/ runtime/ image/"
 	"cri/stats:cri/stats/ cri/streaming/ cri/proto/ runtime/cgroup/"

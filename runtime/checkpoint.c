@@ -70,6 +70,72 @@ prepare_output_dir (const char *what, const char *path, bool *made, struct husk_
   return 0;
 }
 
+/* The names in PATH, sorted (NULL-terminated; *N gets the count). */
+static char **
+dir_names (const char *path, size_t *n)
+{
+  cleanup_dir DIR *dir = opendir (path);
+  char **names = xcalloc (1, sizeof *names);
+  struct dirent *entry;
+
+  *n = 0;
+  while (dir && (entry = readdir (dir)) != NULL)
+    if (strcmp (entry->d_name, ".") != 0 && strcmp (entry->d_name, "..") != 0)
+      {
+        names = husk_strv_append (names, entry->d_name);
+        (*n)++;
+      }
+  /* husk_strv_sorted_copy copies the pointers: sort them in place. */
+  {
+    cleanup_free char **sorted = husk_strv_sorted_copy (names, *n);
+    memcpy (names, sorted, *n * sizeof *names);
+  }
+  return names;
+}
+
+/* A work directory the caller gave and that exists already: podman passes
+ * its userdata directory (config.json, its attach socket...), as it does to
+ * runc.  We take it as it is and remember what was there, so that undo
+ * removes only what appeared since: criu's files, never the caller's. */
+static int
+prepare_work_dir (const char *path, bool *made, char ***before, size_t *n_before, struct husk_error **err)
+{
+  struct stat st;
+
+  if (mkdir (path, 0700) == 0)
+    {
+      *made = true;
+      return 0;
+    }
+  if (errno != EEXIST)
+    return husk_error_make (err, errno, "create work directory `%s`", path);
+  if (stat (path, &st) < 0 || !S_ISDIR (st.st_mode))
+    return husk_error_kind (err, EINVAL, "work directory `%s` exists and is not a directory", path);
+  *made = false;
+  *before = dir_names (path, n_before);
+  return 0;
+}
+
+/* Removes from PATH what is not in BEFORE (sorted, N names), but KEEP. */
+static void
+undo_work_dir (const char *path, char **before, size_t n, const char *keep)
+{
+  size_t n_now;
+  cleanup_strv char **now = dir_names (path, &n_now);
+
+  for (size_t i = 0; i < n_now; i++)
+    {
+      cleanup_free char *entry = NULL;
+      struct husk_error *ignored = NULL;
+
+      if (husk_sorted_strv_contains (before, n, now[i]) || (keep && strcmp (now[i], keep) == 0))
+        continue;
+      entry = xasprintf ("%s/%s", path, now[i]);
+      if (husk_rm_rf (entry, &ignored) < 0)
+        husk_error_free (&ignored);
+    }
+}
+
 /* Puts a directory back as prepare_output_dir found it. */
 static void
 undo_output_dir (const char *path, bool made)
@@ -92,6 +158,8 @@ struct checkpoint_job
   char *image_dir, *work_dir;
   bool image_made, work_made, work_separate;
   bool image_prepared, work_prepared; /* ours to empty again on failure */
+  char **work_before;                 /* what a work dir we did not make held (sorted) */
+  size_t n_work_before;
   struct container_state *state;
   struct spec *spec;
 };
@@ -139,7 +207,8 @@ keep_failed_log (struct checkpoint_job *job, struct husk_error **err)
   cleanup_free char *kept = xasprintf ("%s/criu-%s", job->state->state_dir, CRIU_DUMP_LOG);
   char *at;
 
-  if (rename (log, kept) < 0 || *err == NULL)
+  /* A work dir of the caller's keeps it: only ours go. */
+  if ((job->work_separate && !job->work_made) || rename (log, kept) < 0 || *err == NULL)
     return;
   at = strstr ((*err)->msg, log);
   if (at)
@@ -188,7 +257,7 @@ checkpoint_steps (struct checkpoint_job *job, struct husk_error **err)
   job->image_prepared = true;
   if (job->work_separate)
     {
-      if (prepare_output_dir ("work directory", job->work_dir, &job->work_made, err) < 0)
+      if (prepare_work_dir (job->work_dir, &job->work_made, &job->work_before, &job->n_work_before, err) < 0)
         return -1;
       job->work_prepared = true;
     }
@@ -215,8 +284,12 @@ container_checkpoint (const struct runtime_ctx *ctx, const char *id, const struc
     ret = checkpoint_steps (&job, err);
   if (ret < 0 && job.image_prepared)
     undo_output_dir (job.image_dir, job.image_made);
-  if (ret < 0 && job.work_prepared)
-    undo_output_dir (job.work_dir, job.work_made);
+  if (ret < 0 && job.work_prepared && job.work_made)
+    undo_output_dir (job.work_dir, true);
+  /* criu's log stays where the caller looks for it, as with runc. */
+  if (ret < 0 && job.work_prepared && !job.work_made)
+    undo_work_dir (job.work_dir, job.work_before, job.n_work_before, CRIU_DUMP_LOG);
+  husk_strvfreep (&job.work_before);
   if (ret < 0)
     husk_error_wrap (err, "checkpoint container `%s`", id);
   /* As runc: a container checkpointed without --leave-running is gone

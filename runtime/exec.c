@@ -22,6 +22,7 @@
 #include "runtime/cgroup/cgroup.h"
 #include "runtime/container.h"
 #include "runtime/init.h"
+#include "runtime/security.h"
 #include "runtime/sync.h"
 
 #ifndef CLONE_NEWTIME
@@ -86,6 +87,9 @@ exec_child (int pidfd, int ns_flags, const struct container_state *state, const 
       husk_error_make (&err, errno, "become root in the user namespace of container `%s`", state->id);
       sync_child_fail (sync_fd, err);
     }
+  /* The same check as create's, for the same one-line answer. */
+  if (security_check_caps (process, &err) < 0)
+    sync_child_fail (sync_fd, err);
   if (process->terminal && terminal_setup_child (console_fd, process, &err) < 0)
     sync_child_fail (sync_fd, err);
   if (init_enter_cwd (process, &err) < 0)

@@ -212,6 +212,10 @@ setup_before_pivot (const struct init_config *cfg, const char *state_json, struc
     return -1;
   if (cfg->new_cgroup_ns && unshare (CLONE_NEWCGROUP) < 0)
     return husk_error_make (err, errno, "unshare the cgroup namespace");
+  /* Here, in the user namespace the process will run in: a new one gives
+   * every capability back, the host's keeps the host's limits. */
+  if (spec->has_process && security_check_caps (&spec->process, err) < 0)
+    return -1;
   if (cfg->new_net_ns && loopback_up (err) < 0)
     return -1;
   if (!cfg->opts->no_new_keyring)

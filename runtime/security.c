@@ -444,6 +444,75 @@ security_apply_caps (const struct spec_process *process, struct husk_error **err
   return set_ambient_caps (process->caps.ambient, process->caps.permitted & process->caps.inheritable, err);
 }
 
+/* The first capability in MASK, or -1. */
+static int
+first_cap (uint64_t mask)
+{
+  for (int cap = 0; cap <= last_cap (); cap++)
+    if (cap_in (mask, cap))
+      return cap;
+  return -1;
+}
+
+static uint64_t
+our_bounding_set (void)
+{
+  uint64_t mask = 0;
+
+  for (int cap = 0; cap <= last_cap (); cap++)
+    if (prctl (PR_CAPBSET_READ, (unsigned long) cap, 0, 0, 0) == 1)
+      mask |= 1ULL << cap;
+  return mask;
+}
+
+static int
+cap_refused (int cap, const char *set, const char *why, struct husk_error **err)
+{
+  char name[64];
+
+  cap_name (cap, name, sizeof name);
+  return husk_error_kind (err, EPERM, "process.capabilities.%s: %s %s", set, name, why);
+}
+
+int
+security_check_caps (const struct spec_process *process, struct husk_error **err)
+{
+  const struct spec_capabilities *caps = &process->caps;
+  const struct
+  {
+    const char *name;
+    uint64_t mask;
+  } sets[] = {
+    { "bounding", caps->bounding },       { "permitted", caps->permitted }, { "effective", caps->effective },
+    { "inheritable", caps->inheritable }, { "ambient", caps->ambient },
+  };
+  uint64_t known = last_cap () >= 63 ? ~0ULL : (1ULL << (last_cap () + 1)) - 1;
+  uint64_t bounding = our_bounding_set ();
+  cleanup_cap cap_t current = NULL;
+  int cap;
+
+  if (!process->has_capabilities)
+    return 0;
+  for (size_t s = 0; s < sizeof sets / sizeof sets[0]; s++)
+    if ((cap = first_cap (sets[s].mask & known & ~bounding)) >= 0)
+      return cap_refused (cap, sets[s].name,
+                          "is not in the runtime's bounding set: it cannot be granted here", err);
+  current = cap_get_proc ();
+  if (current && (cap = first_cap (caps->permitted & known & ~cap_mask_of (current, CAP_PERMITTED))) >= 0)
+    return cap_refused (cap, "permitted", "is not in the runtime's permitted set: it cannot be granted here",
+                        err);
+  if ((cap = first_cap (caps->effective & known & ~caps->permitted)) >= 0)
+    return cap_refused (cap, "effective", "is not in process.capabilities.permitted", err);
+  /* capset takes an inheritable one only within the (dropped) bounding
+   * set or the inheritable set we already have. */
+  if (current
+      && (cap = first_cap (caps->inheritable & known
+                           & ~(caps->bounding | cap_mask_of (current, CAP_INHERITABLE))))
+             >= 0)
+    return cap_refused (cap, "inheritable", "is not in process.capabilities.bounding", err);
+  return 0;
+}
+
 int
 security_apply_no_new_privs (const struct spec_process *process, struct husk_error **err)
 {

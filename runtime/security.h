@@ -53,4 +53,12 @@ int security_drop_bounding (const struct spec_process *process, struct husk_erro
 int security_apply_caps (const struct spec_process *process, struct husk_error **err);
 int security_apply_no_new_privs (const struct spec_process *process, struct husk_error **err);
 
+/* Before the start handshake, in the container's user namespace: fails
+ * naming the first capability of process.capabilities that
+ * security_drop_bounding and security_apply_caps could not give (one
+ * outside our bounding or permitted set, an effective one not permitted,
+ * an inheritable one outside the bounding set asked for), so that create
+ * fails instead of the process dying after start. */
+int security_check_caps (const struct spec_process *process, struct husk_error **err);
+
 #endif

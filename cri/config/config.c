@@ -512,6 +512,7 @@ huskd_config_clear (struct huskd_config *cfg)
       free (cfg->runtimes[i].name);
       free (cfg->runtimes[i].path);
       free (cfg->runtimes[i].root);
+      free (cfg->runtimes[i].unusable);
     }
   free (cfg->runtimes);
   free (cfg->cni_conf_dir);

@@ -23,6 +23,9 @@ struct huskd_runtime
   char *name; /* the runtime_handler ("" means the default) */
   char *path; /* the binary */
   char *root; /* its --root */
+  /* Found by cri/runtime_probe.c when huskd starts: */
+  bool console_size; /* `exec --console-size` (husk's extension, in its features) */
+  char *unusable;    /* why it cannot run containers here; NULL: it can */
 };
 
 struct huskd_config

@@ -18,6 +18,7 @@
 #include "cri/config/config.h"
 #include "cri/rpc/server.h"
 #include "cri/server/service.h"
+#include "cri/config/runtime_probe.h"
 #include "husk/cleanup.h"
 #include "husk/sd_notify.h"
 #include "husk/util.h"
@@ -301,13 +302,18 @@ serve (struct huskd_config *cfg, struct sd_notifier *notifier, struct husk_error
   if (lock_dir (cfg->root, "--root", err) < 0 || lock_dir (cfg->state, "--state", err) < 0)
     return -1;
   sweep_stale_tmp (cfg);
+  cri_runtime_probe_start (cfg);
   notify (notifier, "STATUS=recovering pods and containers under %s and %s", cfg->root, cfg->state);
   if (cri_service_init (&svc, cfg, err) < 0)
-    return -1;
+    {
+      cri_runtime_probe_join ();
+      return -1;
+    }
   methods = cri_service_methods (&svc, &n);
   if (rpc_server_start (&opts, methods, n, &server, err) < 0)
     {
       cri_service_clear (&svc);
+      cri_runtime_probe_join ();
       free ((void *) methods);
       return -1;
     }
@@ -318,6 +324,7 @@ serve (struct huskd_config *cfg, struct sd_notifier *notifier, struct husk_error
   notify (notifier, "STOPPING=1\nSTATUS=shutting down (signal %d)", sig);
   rpc_server_shutdown (server);
   cri_service_clear (&svc);
+  cri_runtime_probe_join ();
   free ((void *) methods);
   return 0;
 }

@@ -10,6 +10,7 @@
 #include "cri/server/cri_json.h"
 #include "runtime/cgroup/cgroup.h"
 #include "cri/config/runtime_exec.h"
+#include "cri/spec/cri_spec.h"
 #include "husk/cleanup.h"
 #include "husk/util.h"
 
@@ -33,7 +34,7 @@ cri_container_info_json (struct cri_service *svc, const struct cri_container *c)
   cleanup_free char *bundle = NULL;
   json_t *spec = load_spec (svc, c->id, &bundle);
   const struct huskd_runtime *rt = huskd_config_runtime (svc->cfg, c->runtime_handler);
-  json_t *doc;
+  json_t *doc, *note;
   char *text;
 
   /* containerd's keys first (sandboxID, pid, removing, snapshotKey,
@@ -53,6 +54,11 @@ cri_container_info_json (struct cri_service *svc, const struct cri_container *c)
   json_object_set_new (doc, "rootfs", json_incref (json_object_get (json_object_get (spec, "root"), "path")));
   if (c->oom_killed)
     json_object_set_new (doc, "oomKilled", json_true ());
+  /* The operator's first question about a Guaranteed pod on a node
+   * without CAP_SYS_RESOURCE: did it get -997? */
+  note = json_object_get (json_object_get (spec, "annotations"), CRI_SPEC_OOM_SCORE_ADJ_ANNOTATION);
+  if (json_is_string (note))
+    json_object_set_new (doc, "oomScoreAdjNotApplied", json_incref (note));
   text = json_dumps (doc, JSON_COMPACT);
   json_decref (doc);
   return text;

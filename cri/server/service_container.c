@@ -34,6 +34,7 @@
 #include "cri/config/runtime_exec.h"
 #include "cri/pod/sandbox.h"
 #include "cri/server/service.h"
+#include "cri/config/runtime_probe.h"
 #include "husk/cleanup.h"
 #include "husk/in_root.h"
 #include "husk/util.h"
@@ -549,6 +550,10 @@ create_container (struct create_job *job, char **id, struct husk_error **err)
     return -1;
   if (job->sb->state != SANDBOX_READY)
     return husk_error_kind (err, EAGAIN, "pod sandbox %s is not ready", job->sb->id);
+  if (cri_runtime_usable (huskd_config_runtime (job->svc->cfg, job->sb->runtime_handler), "CreateContainer",
+                          err)
+      < 0)
+    return -1;
   if (cri_is_checkpoint_archive (req->config->image->image))
     {
       if (cri_checkpoint_archive_image (req->config->image->image, &archive_image, err) < 0)

@@ -14,6 +14,7 @@
 #include "cri/cni/cni.h"
 #include "cri/config/runtime_exec.h"
 #include "cri/server/service.h"
+#include "cri/config/runtime_probe.h"
 #include "husk/cleanup.h"
 #include "husk/idmap.h"
 #include "husk/util.h"
@@ -283,9 +284,9 @@ cni_info (const struct huskd_config *cfg, char **load_status)
 /* crictl info prints each info value parsed as JSON under its key. */
 struct status_info
 {
-  Runtime__V1__StatusResponse__InfoEntry entries[5];
-  Runtime__V1__StatusResponse__InfoEntry *ptrs[5];
-  char *values[5];
+  Runtime__V1__StatusResponse__InfoEntry entries[6];
+  Runtime__V1__StatusResponse__InfoEntry *ptrs[6];
+  char *values[6];
   size_t n;
 };
 
@@ -299,6 +300,29 @@ status_info_add (struct status_info *info, const char *key, char *json_text)
   e->value = json_text;
   info->values[info->n] = json_text;
   info->ptrs[info->n++] = e;
+}
+
+/* What huskd's start-up probe found of each handler (runtime_probe.h):
+ * {"crun": {"path": ..., "usable": false, "reason": "..."}}; "probing"
+ * while it runs. */
+static char *
+handler_probes_info (const struct huskd_config *cfg)
+{
+  json_t *doc = cri_runtime_probe_done () ? json_object () : json_string ("probing");
+  char *text;
+
+  for (size_t i = 0; json_is_object (doc) && i < cfg->n_runtimes; i++)
+    {
+      const struct huskd_runtime *rt = &cfg->runtimes[i];
+      json_t *entry = json_pack ("{s:s, s:b}", "path", rt->path, "usable", rt->unusable == NULL);
+
+      if (rt->unusable)
+        json_object_set_new (entry, "reason", json_string (rt->unusable));
+      json_object_set_new (doc, rt->name, entry);
+    }
+  text = json_dumps (doc, JSON_COMPACT | JSON_ENCODE_ANY);
+  json_decref (doc);
+  return text;
 }
 
 static void
@@ -318,6 +342,7 @@ status_info_fill (struct status_info *info, struct cri_service *svc)
     json_decref (s);
   }
   status_info_add (info, "cdi", cdi_info (svc));
+  status_info_add (info, "runtimeHandlerProbes", handler_probes_info (svc->cfg));
   free (load_status);
   json_decref (config);
   json_decref (cni);

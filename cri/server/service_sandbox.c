@@ -12,6 +12,7 @@
 #include "cri/pod/sandbox.h"
 #include "cri/server/pod_status.h"
 #include "cri/server/service.h"
+#include "cri/config/runtime_probe.h"
 #include "husk/cleanup.h"
 #include "husk/util.h"
 
@@ -43,6 +44,10 @@ cri_run_pod_sandbox (struct rpc_call *call, const void *req, size_t len, void *u
                 "RunPodSandbox: runtime_handler `%s` is not configured (configured: %s; \"\" is %s)",
                 request->runtime_handler, names, svc->cfg->default_runtime);
     }
+  else if (cri_runtime_usable (huskd_config_runtime (svc->cfg, request->runtime_handler), "RunPodSandbox",
+                               &err)
+           < 0)
+    cri_fail (call, &err);
   else if (sandbox_run (svc->sandboxes, request->config, request->runtime_handler, &id, &err) < 0)
     fail (call, "RunPodSandbox", &err);
   else

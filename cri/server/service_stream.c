@@ -11,10 +11,12 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
@@ -26,6 +28,7 @@
 #include "cri/config/runtime_exec.h"
 #include "cri/pod/sandbox.h"
 #include "cri/server/service.h"
+#include "cri/config/runtime_probe.h"
 #include "cri/streaming/server.h"
 #include "husk/cleanup.h"
 #include "husk/unix_socket.h"
@@ -67,6 +70,8 @@ struct exec_child
   char *pid_file;
   char *console_path; /* tty: the socket husk exec sends the master to */
   int console_fd;
+  struct streaming_resize first_size; /* the client's, when it came at once */
+  bool has_first_size;
 };
 
 static void
@@ -84,9 +89,53 @@ exec_child_clear (struct exec_child *x)
   free (x->console_path);
 }
 
+/* The pid in PID_FILE, or -1; async-signal-safe. */
+static pid_t
+read_pid_file (const char *pid_file)
+{
+  char text[32];
+  int fd = open (pid_file, O_RDONLY | O_CLOEXEC);
+  ssize_t n = fd < 0 ? -1 : read (fd, text, sizeof text - 1);
+  long pid = 0;
+
+  if (fd >= 0)
+    close (fd);
+  for (ssize_t i = 0; i < n && text[i] >= '0' && text[i] <= '9' && pid < INT32_MAX / 10; i++)
+    pid = pid * 10 + (text[i] - '0');
+  return pid > 1 ? (pid_t) pid : -1;
+}
+
+/* runc and crun take --console-socket only with --detach: the runtime
+ * starts the process and exits, and the process is orphaned.  As conmon
+ * and containerd's shim do, this child becomes a subreaper, so the orphan
+ * comes to it; it waits for it and exits with its status, which is then
+ * what the exec's caller sees of this child.  Async-signal-safe only. */
+static void __attribute__ ((noreturn)) exec_detached_and_reap (char *const *argv, const char *pid_file)
+{
+  int status = 0;
+  pid_t runtime, process;
+
+  prctl (PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+  runtime = fork ();
+  if (runtime == 0)
+    {
+      execv (argv[0], argv);
+      _exit (127);
+    }
+  while (runtime > 0 && waitpid (runtime, &status, 0) < 0 && errno == EINTR)
+    ;
+  if (runtime < 0 || !WIFEXITED (status) || WEXITSTATUS (status) != 0
+      || (process = read_pid_file (pid_file)) < 0)
+    _exit (runtime < 0 ? 127 : WIFEXITED (status) ? WEXITSTATUS (status) : 128 + WTERMSIG (status));
+  while (waitpid (process, &status, 0) < 0)
+    if (errno != EINTR)
+      _exit (255); /* not ours after all (a pid namespace in between) */
+  _exit (WIFEXITED (status) ? WEXITSTATUS (status) : 128 + WTERMSIG (status));
+}
+
 /* Only async-signal-safe calls: huskd has other threads. */
 static void __attribute__ ((noreturn))
-exec_child_main (char *const *argv, const struct streaming_io *io, int null_fd)
+exec_child_main (char *const *argv, const struct streaming_io *io, int null_fd, const char *reap_pid_file)
 {
   sigset_t none;
 
@@ -96,6 +145,8 @@ exec_child_main (char *const *argv, const struct streaming_io *io, int null_fd)
   dup2 (io->tty || io->stdin_fd < 0 ? null_fd : io->stdin_fd, 0);
   dup2 (io->tty || io->stdout_fd < 0 ? null_fd : io->stdout_fd, 1);
   dup2 (io->tty || io->stderr_fd < 0 ? null_fd : io->stderr_fd, 2);
+  if (reap_pid_file)
+    exec_detached_and_reap (argv, reap_pid_file);
   execv (argv[0], argv);
   _exit (127);
 }
@@ -142,7 +193,6 @@ spawn_exec (struct cri_service *svc, const struct cri_container *c, const struct
   unsigned n_serial = atomic_fetch_add (&serial, 1);
   cleanup_free const char **argv = NULL;
   cleanup_close int null_fd = open ("/dev/null", O_RDWR | O_CLOEXEC);
-  struct streaming_resize size;
   char size_arg[32];
   size_t n = 0;
 
@@ -158,12 +208,20 @@ spawn_exec (struct cri_service *svc, const struct cri_container *c, const struct
   argv = xcalloc (husk_strv_len (t->cmd) + 16, sizeof *argv);
   argv[n++] = rt->path, argv[n++] = "--root", argv[n++] = rt->root, argv[n++] = "exec";
   argv[n++] = "--pid-file", argv[n++] = x->pid_file;
+  cri_runtime_probe_wait (); /* for rt->console_size */
   if (io->tty)
     argv[n++] = "--tty", argv[n++] = "--console-socket", argv[n++] = x->console_path, argv[n++] = "--env",
     argv[n++] = "TERM=xterm";
-  if (io->tty && first_size (io, &size))
+  /* husk keeps a console exec in the foreground; the others must detach. */
+  if (io->tty && !rt->console_size)
+    argv[n++] = "--detach";
+  x->has_first_size = io->tty && first_size (io, &x->first_size);
+  /* husk's extension (its features say so); for runc and crun the size
+   * goes on the pty master once it comes (receive_master). */
+  if (x->has_first_size && rt->console_size)
     {
-      snprintf (size_arg, sizeof size_arg, "%ux%u", (unsigned) size.height, (unsigned) size.width);
+      snprintf (size_arg, sizeof size_arg, "%ux%u", (unsigned) x->first_size.height,
+                (unsigned) x->first_size.width);
       argv[n++] = "--console-size", argv[n++] = size_arg;
     }
   argv[n++] = c->id;
@@ -173,7 +231,7 @@ spawn_exec (struct cri_service *svc, const struct cri_container *c, const struct
   if (x->pid < 0)
     return husk_error_make (err, errno, "fork `%s exec`", rt->path);
   if (x->pid == 0)
-    exec_child_main ((char *const *) argv, io, null_fd);
+    exec_child_main ((char *const *) argv, io, null_fd, io->tty && !rt->console_size ? x->pid_file : NULL);
   x->pidfd = (int) syscall (SYS_pidfd_open, x->pid, 0);
   return 0;
 }
@@ -241,6 +299,12 @@ receive_master (struct exec_child *x, const struct streaming_io *io, struct husk
     return husk_error_make (err, 0, "exec --tty: the runtime sent no pty master");
   if (master < 0)
     return husk_error_make (err, errno, "exec --tty: receive the pty master");
+  /* A runtime without --console-size (runc, crun): size the pty now. */
+  if (x->has_first_size)
+    {
+      struct winsize ws = { .ws_row = x->first_size.height, .ws_col = x->first_size.width };
+      ioctl (master, TIOCSWINSZ, &ws);
+    }
   return master;
 }
 

@@ -205,21 +205,29 @@ cri_spec_capability_name (const char *name)
   return full;
 }
 
-/* "Every capability" is every one huskd's bounding set holds: asking for
- * one the node took away (CAP_SYS_RESOURCE here) fails in the runtime. */
+/* One of huskd's capability sets from /proc/self/status ("CapBnd: %llx"),
+ * limited to the capabilities the kernel knows. */
 static uint64_t
-all_caps (void)
+own_caps (const char *format)
 {
   int last = spec_cap_last_cap ();
   uint64_t known = last >= 63 ? UINT64_MAX : (UINT64_C (1) << (last + 1)) - 1;
   cleanup_file FILE *status = fopen ("/proc/self/status", "re");
   char line[256];
-  unsigned long long bounding;
+  unsigned long long mask;
 
   while (status && fgets (line, sizeof line, status))
-    if (sscanf (line, "CapBnd: %llx", &bounding) == 1)
-      return known & bounding;
+    if (sscanf (line, format, &mask) == 1)
+      return known & mask;
   return known;
+}
+
+/* "Every capability" is every one huskd's bounding set holds: asking for
+ * one the node took away (CAP_SYS_RESOURCE here) fails in the runtime. */
+static uint64_t
+all_caps (void)
+{
+  return own_caps ("CapBnd: %llx");
 }
 
 static uint64_t
@@ -272,6 +280,27 @@ apply_caps (uint64_t *mask, char **names, size_t n, bool add, const char *field,
   return 0;
 }
 
+/* In the host's user namespace a container gets at most what huskd's
+ * bounding set holds; the runtime would refuse the rest at start, so refuse
+ * it here, where the answer is CreateContainer's.  A pod's own user
+ * namespace gives every capability back (namespaced). */
+static int
+check_caps_grantable (const struct cri_spec_input *in, uint64_t wanted, struct husk_error **err)
+{
+  uint64_t missing = wanted & ~all_caps ();
+
+  if (in->sandbox.userns_path != NULL || missing == 0)
+    return 0;
+  for (int cap = 0; cap < 64; cap++)
+    if (missing & (UINT64_C (1) << cap))
+      return husk_error_kind (
+          err, EINVAL,
+          "linux.security_context.capabilities: %s is not in huskd's bounding set (the node "
+          "does not hold it): it cannot be granted",
+          spec_capability_name (cap));
+  return 0;
+}
+
 /* Kubernetes' order: "drop ALL" empties the default set first, so that
  * `drop: [ALL], add: [X]` leaves exactly X; other drops win over adds. */
 static int
@@ -313,6 +342,8 @@ add_capabilities (json_t *config, const struct cri_spec_input *in, struct husk_e
           return -1;
       ambient &= mask;
     }
+  if (check_caps_grantable (in, mask | ambient, err) < 0)
+    return -1;
   json_object_set_new (json_object_get (config, "process"), "capabilities",
                        json_pack ("{s:o, s:o, s:o, s:o, s:o}", "bounding", caps_json (mask), "effective",
                                   caps_json (mask), "permitted", caps_json (mask), "inheritable",
@@ -336,6 +367,36 @@ own_oom_score_adj (void)
   return (int) value;
 }
 
+/* A container inherits huskd's oom_score_adj.  A higher value is set (a
+ * container never keeps huskd's own protection, OOMScoreAdjust=-999 in
+ * huskd.service); a lower one needs CAP_SYS_RESOURCE.  Without it the value
+ * is left out (so that no runtime fails on it: runc and crun would), and
+ * the container says so: an annotation its verbose status shows, and a
+ * line in huskd's log.  0 is kubelet's "not set". */
+static void
+set_oom_score_adj (json_t *config, const struct cri_spec_input *in, int64_t asked)
+{
+  int current = own_oom_score_adj ();
+  const char *name = in->config->metadata && in->config->metadata->name ? in->config->metadata->name : "";
+  cleanup_free char *note = NULL;
+
+  if (asked == current)
+    return;
+  if (asked > current || (own_caps ("CapEff: %llx") & (UINT64_C (1) << CAP_SYS_RESOURCE)))
+    {
+      json_object_set_new (json_object_get (config, "process"), "oomScoreAdj", json_integer (asked));
+      return;
+    }
+  if (asked == 0)
+    return;
+  note = xasprintf (
+      "asked %lld, kept %d: lowering oom_score_adj needs CAP_SYS_RESOURCE, which huskd does not hold",
+      (long long) asked, current);
+  json_object_set_new (object_member (config, "annotations"), CRI_SPEC_OOM_SCORE_ADJ_ANNOTATION,
+                       json_string (note));
+  husk_warn ("container %s (%s): oom_score_adj %s", in->container_id ? in->container_id : "?", name, note);
+}
+
 static int
 set_process_flags (json_t *config, const struct cri_spec_input *in, struct husk_error **err)
 {
@@ -346,11 +407,8 @@ set_process_flags (json_t *config, const struct cri_spec_input *in, struct husk_
   json_object_set_new (process, "noNewPrivileges", json_boolean (sc && sc->no_new_privs));
   /* The runtime's rlimits are inherited, as with containerd. */
   json_object_del (process, "rlimits");
-  /* Never lower oom_score_adj below what the container inherits from
-   * huskd (no CAP_SYS_RESOURCE on these nodes), and never let it inherit
-   * huskd's own protection (OOMScoreAdjust=-999 in huskd.service). */
-  if (res && res->oom_score_adj > own_oom_score_adj ())
-    json_object_set_new (process, "oomScoreAdj", json_integer (res->oom_score_adj));
+  if (res)
+    set_oom_score_adj (config, in, res->oom_score_adj);
   return 0;
 }
 
@@ -1100,7 +1158,8 @@ set_annotations (json_t *config, const struct cri_spec_input *in, struct husk_er
 
   /* protobuf-c keeps duplicate map keys: the last one wins. */
   for (size_t i = 0; i < cc->n_annotations; i++)
-    json_object_set_new (annotations, cc->annotations[i]->key, json_string (cc->annotations[i]->value));
+    if (strcmp (cc->annotations[i]->key, CRI_SPEC_OOM_SCORE_ADJ_ANNOTATION) != 0) /* huskd's word only */
+      json_object_set_new (annotations, cc->annotations[i]->key, json_string (cc->annotations[i]->value));
   json_object_set_new (annotations, "io.kubernetes.cri.container-type", json_string ("container"));
   if (in->sandbox.id)
     json_object_set_new (annotations, "io.kubernetes.cri.sandbox-id", json_string (in->sandbox.id));

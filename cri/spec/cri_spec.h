@@ -55,6 +55,10 @@ struct cri_spec_input
   const struct cri_apparmor *apparmor;
 };
 
+/* On a container whose oom_score_adj could not be set as asked (lowering
+ * it needs CAP_SYS_RESOURCE): "asked -997, kept 0: ...". */
+#define CRI_SPEC_OOM_SCORE_ADJ_ANNOTATION "io.husk.oom-score-adj"
+
 /* Builds the OCI config.  Bad input fails with errnum EINVAL (or the
  * errno of a missing host path) and a message naming the CRI field:
  * `mounts[1].host_path `/x`: No such file or directory`. */

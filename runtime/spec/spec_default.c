@@ -6,11 +6,13 @@
 #include <seccomp.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/capability.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <jansson.h>
 
+#include "husk/cleanup.h"
 #include "husk/idmap.h"
 #include "husk/util.h"
 #include "runtime/lsm/apparmor.h"
@@ -328,18 +330,45 @@ linux_features (void)
                     "mountExtensions", "idmap", "enabled", husk_idmap_supported ("/"));
 }
 
+static bool
+can_lower_oom_score_adj (void)
+{
+  cap_t caps = cap_get_proc ();
+  cap_flag_value_t value = CAP_CLEAR;
+
+  if (caps)
+    cap_get_flag (caps, CAP_SYS_RESOURCE, CAP_EFFECTIVE, &value);
+  cap_free (caps);
+  return value == CAP_SET;
+}
+
+/* runtime-specific facts, as the features schema keeps them: `exec
+ * --console-size` (huskd looks for it), a deviation from the spec's MUST
+ * on oomScoreAdj, and whether it applies here. */
+static json_t *
+features_annotations (void)
+{
+  const struct scmp_version *libseccomp = seccomp_version ();
+  cleanup_free char *libseccomp_version
+      = xasprintf ("%u.%u.%u", libseccomp->major, libseccomp->minor, libseccomp->micro);
+
+  return json_pack (
+      "{s:s, s:s, s:s, s:s}", "io.github.seccomp.libseccomp.version", libseccomp_version,
+      "io.husk.exec.consoleSize", "true", "io.husk.oomScoreAdj",
+      "a value below the current one needs CAP_SYS_RESOURCE; without it husk warns and keeps the "
+      "current value instead of failing",
+      "io.husk.oomScoreAdj.canLower", can_lower_oom_score_adj () ? "true" : "false");
+}
+
 char *
 spec_features_json (void)
 {
-  const struct scmp_version *libseccomp = seccomp_version ();
-  char *libseccomp_version = xasprintf ("%u.%u.%u", libseccomp->major, libseccomp->minor, libseccomp->micro);
-  json_t *features = json_pack (
-      "{s:s, s:s, s:o, s:o, s:o, s:{s:s}}", "ociVersionMin", "1.0.0", "ociVersionMax", "1.2.0", "hooks",
-      hook_kind_array (), "mountOptions", string_array (mount_option_names, N_ELEMENTS (mount_option_names)),
-      "linux", linux_features (), "annotations", "io.github.seccomp.libseccomp.version", libseccomp_version);
+  json_t *features = json_pack ("{s:s, s:s, s:o, s:o, s:o, s:o}", "ociVersionMin", "1.0.0", "ociVersionMax",
+                                "1.2.0", "hooks", hook_kind_array (), "mountOptions",
+                                string_array (mount_option_names, N_ELEMENTS (mount_option_names)), "linux",
+                                linux_features (), "annotations", features_annotations ());
   char *text;
 
-  free (libseccomp_version);
   if (features == NULL)
     abort (); /* a bad json_pack format: a bug, caught by the unit test */
   text = json_dumps (features, JSON_INDENT (2));

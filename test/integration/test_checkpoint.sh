@@ -2,7 +2,9 @@
 # husk checkpoint / restore on this host: the command line, every refusal
 # (missing id, stopped container, no criu, criu itself refusing, an
 # unwritable or non-empty image path, a restore without an image) with a
-# clear one-line error and nothing left behind.  Where `criu check` passes
+# clear one-line error and nothing left behind; podman's arguments (a work
+# path that already holds the bundle) accepted, the caller's files kept.
+# Where `criu check` passes
 # here, a real dump and restore of a counting process too; where it fails
 # (CRIU 3.17 does not know kernel 6.18's vDSO), that refusal is the case
 # tested, and the dump/restore itself runs in the VM (test/vm/test_checkpoint.sh).
@@ -116,6 +118,48 @@ t_not_empty() {
 	assert_running "... and the container still runs" "$CID"
 }
 
+# podman 4.3 (libpod CheckpointContainer) runs the runtime as
+#   RUNTIME checkpoint --image-path USERDATA/checkpoint --work-path USERDATA
+#           [--leave-running] [--tcp-established] [--file-locks] ID
+# where USERDATA is the bundle dir, already holding config.json and more.
+# The work path is taken as it is: criu's failure (or success) is what the
+# caller gets, and nothing of the caller's is removed or changed.
+t_podman_work_path() {
+	local out before after sums leave rc
+	start_counter
+	echo podman >"$B/attach"
+	mkdir "$B/artifacts"
+	echo keep >"$B/artifacts/x"
+	before=$(cd "$B" && ls -A | sort | tr '\n' ' ')
+	sums=$(cd "$B" && sha256sum config.json attach artifacts/x)
+	for leave in --leave-running ""; do
+		# shellcheck disable=SC2086
+		out=$(rt checkpoint --image-path "$B/checkpoint" --work-path "$B" $leave --file-locks "$CID" 2>&1)
+		rc=$?
+		assert_not_contains "podman's args ${leave:-without --leave-running}: the non-empty work path is accepted" \
+			"$out" "not empty"
+		if [ "$rc" -ne 0 ]; then
+			assert_contains "... the failure is criu's" "$out" "criu dump failed"
+			assert_contains "... naming its log in the work path" "$out" "full log: $B/dump.log"
+			assert_contains "... which holds criu's dump log" "$(cat "$B/dump.log" 2>/dev/null)" "Error ("
+			after=$(cd "$B" && ls -A | grep -vx dump.log | sort | tr '\n' ' ')
+			assert_eq "... nothing else is added to or removed from the work path" "$before" "$after"
+			assert_running "... and the container still runs" "$CID"
+		else
+			assert_true "... the dump is in the image path" test -s "$B/checkpoint/inventory.img"
+			rm -rf "${B:?}/checkpoint"
+			[ -n "$leave" ] || break
+		fi
+		assert_eq "... config.json and the caller's files are untouched" "$sums" \
+			"$(cd "$B" && sha256sum config.json attach artifacts/x)"
+		rm -f "$B/dump.log"
+	done
+	: >"$WORK/a-file"
+	out=$(rt checkpoint --image-path "$B/checkpoint" --work-path "$WORK/a-file" "$CID" 2>&1)
+	assert_fails "a work path that is a file is refused" $?
+	assert_contains "... naming it" "$out" "work directory \`$WORK/a-file\` exists and is not a directory"
+}
+
 # criu on this host: either a real dump/restore or its refusal, reported.
 t_criu() {
 	local d out count1 count2 log
@@ -185,7 +229,7 @@ t_restore_errors() {
 	assert_contains "... naming the file" "$out" "$d/empty/descriptors.json: not a JSON array"
 }
 
-for t in t_cli t_missing_id t_stopped t_no_criu t_unwritable_path t_not_empty t_criu t_restore_errors; do
+for t in t_cli t_missing_id t_stopped t_no_criu t_unwritable_path t_not_empty t_podman_work_path t_criu t_restore_errors; do
 	run_test "$t"
 done
 finish

@@ -8,7 +8,10 @@
 #     fd as --cwd /proc/self/fd/N, or a symlink to it: CVE-2024-21626);
 #   - /proc/PID/mem of an exec child still running husk (CVE-2016-9962);
 #   - linux.sysctl keys that would change the host's value;
-#   - shell injection through `husk ps ID ARGS`.
+#   - shell injection through `husk ps ID ARGS`;
+#   - a capability the runtime cannot grant (outside its bounding set):
+#     create fails naming it and leaves nothing behind, instead of a
+#     container whose process dies after start.
 # Run alone: ./test/integration/test_security.sh
 . "$(dirname "$0")/lib.sh"
 require_runtime
@@ -179,6 +182,123 @@ t_sysctl_namespaces() {
 	assert_sysctl_refused "kernel.shmmni without an ipc namespace" kernel.shmmni 1234 /proc/sys/kernel/shmmni
 }
 
+# ---------------------------------------------------------------- capabilities
+
+CAP_SYS_RESOURCE_BIT=24
+
+# Creates $B with the capability sets edited by EXPR (Python, caps in `k`);
+# the process would leave a marker on the host if it ever ran.
+create_with_caps() { # EXPR
+	BUNDLE=$B spec_set "k = c[\"process\"][\"capabilities\"]
+$1"
+	BUNDLE=$B create_ctr
+	if [ "$RC" -eq 0 ]; then
+		start_ctr "$CID"
+		wait_status "$CID" stopped 5 >/dev/null 2>&1
+	fi
+}
+
+assert_caps_refused() { # NAME SET
+	local name=$1 set=$2
+	assert_fails "$name: create fails" "$RC"
+	assert_contains "$name: the error names the set and the capability" "$ERR" \
+		"process.capabilities.$set: CAP_SYS_RESOURCE"
+	assert_eq "$name: the error is one line" 1 "$(printf '%s\n' "$ERR" | grep -c .)"
+	assert_true "$name: no state left" test ! -e "$ROOT/$CID"
+	assert_eq "$name: no cgroup left" "" "$(find /sys/fs/cgroup -maxdepth 4 -name "*$CID*" 2>/dev/null)"
+	assert_eq "$name: no mount left" "" "$(grep -F "$B/rootfs" /proc/self/mountinfo)"
+	assert_true "$name: the process never ran" test ! -e "$B/mark/ran"
+	rm -f "$B/mark/ran"
+}
+
+t_caps_outside_bounding() {
+	local bnd
+	bnd=$(awk '/^CapBnd:/ { print $2 }' /proc/self/status)
+	if (((0x$bnd >> CAP_SYS_RESOURCE_BIT) & 1)); then
+		skip "caps outside the bounding set" "this runtime holds CAP_SYS_RESOURCE"
+		return
+	fi
+	B=$(new_bundle)
+	mkdir "$B/mark"
+	BUNDLE=$B spec_mount /mark bind "$B/mark" rbind rw
+	BUNDLE=$B spec_args sh -c 'touch /mark/ran; grep CapEff /proc/self/status > /mark/caps'
+	create_with_caps 'for s in ("bounding","permitted","effective"): k[s].append("CAP_SYS_RESOURCE")'
+	assert_caps_refused "CAP_SYS_RESOURCE in bounding, permitted, effective" bounding
+	# The peer on the same bundle (runc 1.1.5: "unable to apply caps:
+	# operation not permitted"); crun 1.8.1 cannot run on hybrid hosts.
+	if command -v runc >/dev/null; then
+		local peer_id peer_out
+		peer_id=$(new_id)
+		peer_out=$(timeout 20 runc --root "$ROOT/runc" create --bundle "$B" "$peer_id" </dev/null 2>&1)
+		assert_fails "peer: runc create of the same bundle fails too" $?
+		diag "runc said: $peer_out"
+		timeout 20 runc --root "$ROOT/runc" delete -f "$peer_id" >/dev/null 2>&1
+	fi
+	create_with_caps 'k["bounding"].remove("CAP_SYS_RESOURCE")'
+	assert_caps_refused "CAP_SYS_RESOURCE in permitted and effective" permitted
+	create_with_caps 'k["permitted"].remove("CAP_SYS_RESOURCE"); k["effective"].remove("CAP_SYS_RESOURCE"); k["ambient"]=["CAP_SYS_RESOURCE"]'
+	assert_caps_refused "CAP_SYS_RESOURCE in ambient only" ambient
+	create_with_caps 'k["ambient"]=[]; k["inheritable"]=["CAP_SYS_RESOURCE"]'
+	assert_caps_refused "CAP_SYS_RESOURCE in inheritable only" inheritable
+	create_with_caps 'k["inheritable"]=[]; k["bounding"].append("CAP_SYS_RESOURCE")'
+	assert_caps_refused "CAP_SYS_RESOURCE in bounding only" bounding
+
+	# Sets that contradict each other: refused at create, named.
+	create_with_caps 'k["bounding"].remove("CAP_SYS_RESOURCE"); k["effective"].append("CAP_NET_ADMIN"); k["permitted"]=[x for x in k["permitted"] if x != "CAP_NET_ADMIN"]'
+	assert_fails "effective CAP_NET_ADMIN not permitted: create fails" "$RC"
+	assert_contains "... naming it" "$ERR" "process.capabilities.effective: CAP_NET_ADMIN is not in process.capabilities.permitted"
+	create_with_caps 'k["effective"].remove("CAP_NET_ADMIN"); k["bounding"]=[x for x in k["bounding"] if x != "CAP_NET_ADMIN"]; k["inheritable"]=["CAP_NET_ADMIN"]'
+	assert_fails "inheritable CAP_NET_ADMIN outside the bounding list: create fails" "$RC"
+	assert_contains "... naming it" "$ERR" "process.capabilities.inheritable: CAP_NET_ADMIN is not in process.capabilities.bounding"
+
+	# Controls: a capability the runtime holds is granted; CAP_SYS_RESOURCE
+	# in a new user namespace (which gets every capability back) too.
+	create_with_caps 'k["inheritable"]=[]; k["bounding"].append("CAP_NET_ADMIN"); k["permitted"].append("CAP_NET_ADMIN"); k["effective"].append("CAP_NET_ADMIN")'
+	assert_rc "control: CAP_NET_ADMIN (held) is granted at create" 0 "$RC" || diag "$ERR"
+	assert_true "control: ... and the process ran" test -e "$B/mark/ran"
+	rm -f "$B/mark/ran" "$B/mark/caps"
+	chown -R -h 100000:100000 "$B/rootfs" "$B/mark"
+	BUNDLE=$B spec_ns user
+	BUNDLE=$B spec_set '
+c["linux"]["uidMappings"] = [{"containerID": 0, "hostID": 100000, "size": 65536}]
+c["linux"]["gidMappings"] = [{"containerID": 0, "hostID": 100000, "size": 65536}]
+c["mounts"] = [m for m in c["mounts"] if m["destination"] != "/sys/fs/cgroup"]'
+	create_with_caps 'for s in ("bounding","permitted","effective"): k[s].append("CAP_SYS_RESOURCE")'
+	assert_rc "control: CAP_SYS_RESOURCE in a new user namespace is granted" 0 "$RC" || diag "$ERR"
+	assert_true "control: ... the process ran" test -e "$B/mark/ran"
+	local eff
+	eff=$(awk '{ print $2 }' "$B/mark/caps" 2>/dev/null)
+	assert_true "control: ... holding CAP_SYS_RESOURCE (CapEff $eff)" \
+		test -n "$eff" -a "$(((0x${eff:-0} >> CAP_SYS_RESOURCE_BIT) & 1))" = 1
+}
+
+# husk exec with a process asking for a capability we cannot grant: one
+# line naming it, as create gives.
+t_exec_caps_outside_bounding() {
+	local bnd out
+	bnd=$(awk '/^CapBnd:/ { print $2 }' /proc/self/status)
+	if (((0x$bnd >> CAP_SYS_RESOURCE_BIT) & 1)); then
+		skip "exec caps outside the bounding set" "this runtime holds CAP_SYS_RESOURCE"
+		return
+	fi
+	BUNDLE=$(new_bundle)
+	spec_args sleep 100
+	create_ctr
+	start_ctr "$CID"
+	"$PY" - "$BUNDLE/config.json" "$WORK/process.json" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))["process"]
+p["args"] = ["true"]
+for s in ("bounding", "permitted", "effective"):
+    p["capabilities"][s].append("CAP_SYS_RESOURCE")
+json.dump(p, open(sys.argv[2], "w"))
+PY
+	out=$(rt exec --process "$WORK/process.json" "$CID" 2>&1)
+	assert_fails "exec asking CAP_SYS_RESOURCE fails" $?
+	assert_contains "... naming it" "$out" "process.capabilities.bounding: CAP_SYS_RESOURCE is not in the runtime's bounding set"
+	assert_eq "control: the container still runs" running "$(state_of "$CID")"
+}
+
 # ---------------------------------------------------------------- ps
 
 t_ps_no_shell() {
@@ -199,7 +319,7 @@ t_ps_no_shell() {
 }
 
 setup
-for t in ${ONLY:-t_container_run_seccomp t_exec_cwd_outside t_exec_not_dumpable t_sysctl_namespaces t_ps_no_shell}; do
+for t in ${ONLY:-t_container_run_seccomp t_exec_cwd_outside t_exec_not_dumpable t_sysctl_namespaces t_ps_no_shell t_caps_outside_bounding t_exec_caps_outside_bounding}; do
 	run_test "$t"
 done
 finish

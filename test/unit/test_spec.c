@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/capability.h>
 #include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -1405,6 +1406,20 @@ test_features_document (void **state)
       husk_idmap_supported ("/"));
   assert_true (json_is_string (
       json_object_get (json_object_get (features, "annotations"), "io.github.seccomp.libseccomp.version")));
+  /* The oomScoreAdj deviation is stated, and whether it applies to us. */
+  assert_non_null (strstr (
+      json_string_value (json_object_get (json_object_get (features, "annotations"), "io.husk.oomScoreAdj"))
+          ?: "",
+      "keeps the current value"));
+  {
+    cap_t caps = cap_get_proc ();
+    cap_flag_value_t held = CAP_CLEAR;
+    cap_get_flag (caps, CAP_SYS_RESOURCE, CAP_EFFECTIVE, &held);
+    cap_free (caps);
+    assert_string_equal (json_string_value (json_object_get (json_object_get (features, "annotations"),
+                                                             "io.husk.oomScoreAdj.canLower")),
+                         held == CAP_SET ? "true" : "false");
+  }
 }
 
 /* Everything the features document claims must be accepted by the parser. */

@@ -132,6 +132,26 @@ $(grep Error /run/ck-cnt-work/restore.log 2>/dev/null | tail -n 3)"
 # A listener (busybox httpd) and an established connection in the
 # container's own network namespace (the nc listener's stdin is a pipe
 # that never ends: a background job's /dev/null would close it at once).
+# podman 4.3's arguments: the work path is its userdata dir (here the
+# bundle, holding config.json), the image path a dir below it.
+t_podman_args() {
+	local b id=pod out sum
+	b=$(counter_bundle pod)
+	with_pipes /run/pod.log h run -d --bundle "$b" $id
+	wait_status $id running 50
+	wait_count pod 5 || not_ok "the counter counts" "$(cat /run/pod.log)"
+	echo podman >"$b/attach"
+	sum=$(cd "$b" && sha256sum config.json attach)
+	out=$(h checkpoint --image-path "$b/checkpoint" --work-path "$b" --leave-running --file-locks $id 2>&1)
+	assert_eq "podman's args: checkpoint into a non-empty work path succeeds" 0 $? "$out
+$(grep -h -B6 -m1 Error "$b/dump.log" 2>/dev/null | head -n 8)"
+	assert_true_file "... the image is in USERDATA/checkpoint" "$b/checkpoint/inventory.img"
+	assert_true_file "... criu's log in the work path" "$b/dump.log"
+	assert_eq "... config.json and the caller's file untouched" "$sum" "$(cd "$b" && sha256sum config.json attach)"
+	assert_eq "... and the container still runs (--leave-running)" running "$(status_of $id)"
+	h delete -f $id >/dev/null 2>&1
+}
+
 t_tcp() {
 	local b id=tcp out n1 n2
 	b=$(new_bundle sh -c 'mkdir -p /tmp/w; echo hello >/tmp/w/index.html; httpd -f -p 8080 -h /tmp/w &
@@ -252,6 +272,7 @@ t_timing() {
 
 t_criu_check
 t_counter
+t_podman_args
 t_tcp
 t_runc
 t_timing
