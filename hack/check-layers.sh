@@ -51,14 +51,6 @@ rules=(
 # still call handler B.  The check fails when one of them grows or a new one
 # appears; remove a line when its circle is gone.
 known=(
-	# the gRPC layer: a call tells its server when it closes, its log line
-	# reads the call's method
-	"cri/rpc/call cri/rpc/log cri/rpc/server"
-	# StopPodSandbox & co. publish the pod's own container events through
-	# the container handlers' publisher (cri_pod_event -> publish_for, which
-	# needs the container status view): left so as not to move ~160 lines
-	# of service_container.c while other branches edit it
-	"cri/server/service_sandbox cri/server/service_container"
 	# a program: the commands' usage errors read the usage lines of the table
 	"runtime/cli/cgroup_cmds runtime/cli/checkpoint runtime/cli/completion runtime/cli/create runtime/cli/exec runtime/cli/lifecycle runtime/cli/list runtime/cli/main runtime/cli/spec"
 )

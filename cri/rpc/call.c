@@ -261,7 +261,7 @@ finish_call (struct rpc_call *call, grpc_status_code code, char *msg, grpc_byte_
   pthread_mutex_lock (&call->lock);
   ret = finish_locked (call, code, msg, reply);
   if (ret != EALREADY)
-    rpc_call_log (call, code, msg, ret == ECANCELED);
+    rpc_call_log (call, rpc_call_method (call), code, msg, ret == ECANCELED);
   pthread_mutex_unlock (&call->lock);
   if (ret != EALREADY && is_streaming (call))
     rpc_call_unref (call);
@@ -661,7 +661,7 @@ run_handler (void *arg)
   if (is_streaming (call))
     call_ref (call); /* the owner's, until the stream is finished */
   if (is_streaming (call) && !is_batched (call))
-    rpc_call_log_started (call); /* its end may be hours away */
+    rpc_call_log_started (rpc_call_method (call)); /* its end may be hours away */
   if (rpc_call_cancelled (call))
     finish_call (call, GRPC_STATUS_CANCELLED, NULL, NULL);
   else

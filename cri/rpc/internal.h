@@ -118,9 +118,14 @@ struct rpc_server
   struct rpc_tag shutdown_tag;
 };
 
+/* server_refs.c */
 void rpc_server_unref (struct rpc_server *server);
 /* After a call's close event. */
 void rpc_server_call_closed (struct rpc_server *server, const struct rpc_method_slot *slot);
+/* Wakes what waits on the counters; called with server->lock held. */
+void rpc_server_changed_locked (struct rpc_server *server);
+/* A stream that ends only when its owner says so (not a batched one). */
+bool rpc_slot_open_ended (const struct rpc_method_slot *slot);
 
 /* call.c */
 struct rpc_call *rpc_call_new (struct rpc_server *server, const struct rpc_method_slot *slot);
@@ -140,9 +145,10 @@ ssize_t rpc_batch_len (const uint8_t *bytes, size_t len, size_t limit);
 /* The call's one log line, once it has its status: debug when OK, warning
  * or error (by CODE) with MSG, the cause, when not.  CLIENT_GONE: the
  * status found no one to go to. */
-void rpc_call_log (struct rpc_call *call, grpc_status_code code, const char *msg, bool client_gone);
+void rpc_call_log (struct rpc_call *call, const char *method, grpc_status_code code, const char *msg,
+                   bool client_gone);
 /* A debug line when a long-lived stream (GetContainerEvents) starts. */
-void rpc_call_log_started (struct rpc_call *call);
+void rpc_call_log_started (const char *method);
 const char *rpc_status_name (grpc_status_code code);
 enum husk_log_level rpc_status_log_level (grpc_status_code code);
 

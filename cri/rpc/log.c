@@ -88,7 +88,8 @@ ms_since (const struct timespec *start)
 
 /* Called under call->lock. */
 void
-rpc_call_log (struct rpc_call *call, grpc_status_code code, const char *msg, bool client_gone)
+rpc_call_log (struct rpc_call *call, const char *method, grpc_status_code code, const char *msg,
+              bool client_gone)
 {
   enum husk_log_level level = rpc_status_log_level (code);
   struct husk_log_field fields[4 + RPC_LOG_FIELDS_MAX + 1];
@@ -98,7 +99,7 @@ rpc_call_log (struct rpc_call *call, grpc_status_code code, const char *msg, boo
   if (!husk_log_enabled (level))
     return;
   snprintf (duration, sizeof duration, "%.3f", ms_since (&call->arrived));
-  fields[n++] = (struct husk_log_field){ "method", rpc_call_method (call), 0 };
+  fields[n++] = (struct husk_log_field){ "method", method, 0 };
   fields[n++] = (struct husk_log_field){ "status", rpc_status_name (code), 0 };
   fields[n++] = (struct husk_log_field){ "duration_ms", duration, 1 };
   for (unsigned i = 0; i < call->n_log_fields; i++)
@@ -111,9 +112,9 @@ rpc_call_log (struct rpc_call *call, grpc_status_code code, const char *msg, boo
 }
 
 void
-rpc_call_log_started (struct rpc_call *call)
+rpc_call_log_started (const char *method)
 {
-  struct husk_log_field fields[] = { { "method", rpc_call_method (call), 0 } };
+  struct husk_log_field fields[] = { { "method", method, 0 } };
 
   husk_log_fields (HUSK_LOG_DEBUG, fields, 1, "rpc stream started");
 }

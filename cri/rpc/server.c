@@ -60,49 +60,6 @@ options_with_defaults (const struct rpc_server_options *given)
   return opts;
 }
 
-/* The last ref goes after rpc_server_shutdown() and after the last call a
- * stream owner held: only then may gRPC itself go, since releasing a call
- * still talks to it. */
-void
-rpc_server_unref (struct rpc_server *server)
-{
-  if (atomic_fetch_sub (&server->refs, 1) != 1)
-    return;
-  pthread_cond_destroy (&server->changed);
-  pthread_mutex_destroy (&server->lock);
-  free (server->slots);
-  free (server->cq_threads);
-  free (server->socket_path);
-  free (server);
-  grpc_shutdown ();
-}
-
-static void
-server_changed_locked (struct rpc_server *server)
-{
-  pthread_cond_broadcast (&server->changed);
-}
-
-/* Streams that end only when their owner says so; a batched stream ends by
- * itself like a unary call, so shutdown's grace period waits for it too. */
-static bool
-slot_open_ended (const struct rpc_method_slot *slot)
-{
-  return slot->method && (slot->method->flags & RPC_SERVER_STREAMING)
-         && !(slot->method->flags & RPC_BATCHED_STREAM);
-}
-
-void
-rpc_server_call_closed (struct rpc_server *server, const struct rpc_method_slot *slot)
-{
-  pthread_mutex_lock (&server->lock);
-  server->open_calls--;
-  if (!slot_open_ended (slot))
-    server->open_unary--;
-  server_changed_locked (server);
-  pthread_mutex_unlock (&server->lock);
-}
-
 static void
 post_request (struct rpc_server *server, const struct rpc_method_slot *slot)
 {
@@ -132,7 +89,7 @@ post_request (struct rpc_server *server, const struct rpc_method_slot *slot)
             slot->method ? slot->method->path : "unknown methods", grpc_call_error_to_string (ret));
   pthread_mutex_lock (&server->lock);
   server->posted--;
-  server_changed_locked (server);
+  rpc_server_changed_locked (server);
   pthread_mutex_unlock (&server->lock);
   rpc_call_unref (call);
 }
@@ -147,9 +104,9 @@ on_request (struct rpc_server *server, struct rpc_call *call, bool success)
   server->posted--;
   if (success)
     server->open_calls++;
-  if (success && !slot_open_ended (call->slot))
+  if (success && !rpc_slot_open_ended (call->slot))
     server->open_unary++;
-  server_changed_locked (server);
+  rpc_server_changed_locked (server);
   pthread_mutex_unlock (&server->lock);
 
   post_request (server, call->slot);
@@ -181,7 +138,7 @@ cq_thread_main (void *arg)
         {
           pthread_mutex_lock (&server->lock);
           server->shutdown_done = true;
-          server_changed_locked (server);
+          rpc_server_changed_locked (server);
           pthread_mutex_unlock (&server->lock);
         }
       else if (tag->kind == RPC_TAG_REQUEST)

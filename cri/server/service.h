@@ -11,6 +11,7 @@
 #include <stddef.h>
 
 #include "cri/config/config.h"
+#include "cri/container/container_store.h" /* enum cri_container_state */
 #include "cri/spec/apparmor.h"
 #include "cri/proto/api.pb-c.h"
 #include "cri/rpc/server.h"
@@ -102,16 +103,37 @@ void cri_attach (struct rpc_call *call, const void *req, size_t len, void *user)
 void cri_port_forward (struct rpc_call *call, const void *req, size_t len, void *user);
 void cri_reopen_container_log (struct rpc_call *call, const void *req, size_t len, void *user);
 
-/* Container events (service_container.c, over cri/container/events.h): start
- * creates svc->events and its watcher of the container store's exit
- * directory (after cri_containers_init); stop ends the streams, the watcher
- * and frees the hub; and the GetContainerEvents handler. */
+/* Container events (container_events.c, over cri/container/events.h,
+ * under the handlers): start creates svc->events and its watcher of the
+ * container store's exit directory (after cri_containers_init); stop ends
+ * the streams, the watcher and frees the hub.  The GetContainerEvents
+ * handler is service_container.c's. */
 int cri_container_events_start (struct cri_service *svc, struct husk_error **err);
 void cri_container_events_stop (struct cri_service *svc);
 void cri_get_container_events (struct rpc_call *call, const void *req, size_t len, void *user);
 /* An event for the pod itself, as containerd sends them: its id as the
  * container id (CREATED and STARTED on run, STOPPED, DELETED). */
 void cri_pod_event (struct cri_service *svc, Runtime__V1__ContainerEventType type, const char *sandbox_id);
+/* What the container handlers tell the hub: C created, ID's start begun
+ * and done (STARTED, then STOPPED when it has already exited), ID's exit
+ * file seen, C removed. */
+struct cri_container;
+void cri_note_created (struct cri_service *svc, const struct cri_container *c);
+void cri_note_starting (struct cri_service *svc, const char *id);
+void cri_note_started (struct cri_service *svc, const char *id, bool started);
+void cri_note_exit (struct cri_service *svc, const char *id);
+void cri_note_deleted (struct cri_service *svc, const struct cri_container *c);
+/* A container's CRI status (container_events.c: ContainerStatus replies
+ * with it, events carry it), pointing into C and PARTS. */
+/* What a ContainerStatus points to besides the record. */
+struct cri_status_parts
+{
+  Runtime__V1__ImageSpec image;
+  Runtime__V1__ContainerResources resources;
+};
+Runtime__V1__ContainerState cri_container_state_value (enum cri_container_state state);
+void cri_container_status_of (const struct cri_container *c, Runtime__V1__ContainerStatus *status,
+                              struct cri_status_parts *parts);
 
 /* PodSandboxStatus of SB as the PodSandboxStatus RPC builds it, pointing
  * into SB (pod_status.c); free it before SB. */
