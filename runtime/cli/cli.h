@@ -60,6 +60,9 @@ int cli_completion (struct cli_globals *g, int argc, char **argv, struct husk_er
 /* Sets HUSK_PLUGIN_DIR from the binary's location unless it is set. */
 void cli_remember_plugin_dir (void);
 
+/* usage.c: the command main() runs, whose usage line the errors below
+ * quote. */
+void cli_set_command (const struct cli_command *cmd);
 /* Prints "usage: husk USAGE" for the command named argv[0]. */
 int cli_usage_error (const char *command, struct husk_error **err, const char *fmt, ...)
     __attribute__ ((format (printf, 3, 4)));

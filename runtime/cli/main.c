@@ -195,19 +195,6 @@ print_help (FILE *out)
     fprintf (out, "  %-10s %s\n", commands[i].name, commands[i].summary);
 }
 
-int
-cli_usage_error (const char *command, struct husk_error **err, const char *fmt, ...)
-{
-  const struct cli_command *cmd = find_command (command);
-  char msg[512];
-  va_list ap;
-
-  va_start (ap, fmt);
-  vsnprintf (msg, sizeof msg, fmt, ap);
-  va_end (ap);
-  return husk_error_make (err, 0, "%s: %s (usage: husk %s)", command, msg, cmd ? cmd->usage : command);
-}
-
 /* A command with an option table prints it as every verb does
  * (husk/cli_opts.h); the others their usage line. */
 static void
@@ -242,25 +229,6 @@ cli_wants_help (int argc, char **argv, const char *command)
         break; /* exec's COMMAND may take -h itself */
     }
   return false;
-}
-
-int
-cli_bad_option (const char *command, int c, char **argv, struct husk_error **err)
-{
-  if (c == ':')
-    return cli_usage_error (command, err, "option `%s` needs a value", argv[optind - 1]);
-  return cli_usage_error (command, err, "unknown option `%s`", argv[optind - 1]);
-}
-
-int
-cli_one_id (const char *command, int argc, char **argv, const char **id, struct husk_error **err)
-{
-  if (optind >= argc)
-    return cli_usage_error (command, err, "missing container id");
-  if (optind + 1 != argc)
-    return cli_usage_error (command, err, "unexpected argument `%s`", argv[optind + 1]);
-  *id = argv[optind];
-  return 0;
 }
 
 enum
@@ -414,6 +382,7 @@ main (int argc, char **argv)
   argc -= optind;
   argv += optind;
   optind = 0; /* reset getopt for the command */
+  cli_set_command (cmd);
   if (cmd->handler != cli_image && cmd->handler != cli_container && cmd->handler != cli_cdi
       && cmd->handler != cli_cdi_hook && cli_wants_help (argc, argv, cmd->name))
     return 0;
