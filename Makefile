@@ -180,6 +180,11 @@ $(BUILD)/test/unit/test_monitor_log: $(BUILD)/test/unit/test_monitor_log.o \
 	@echo "  LD      $@"
 	@$(CC) $(LDFLAGS) -o $@ $^ $(shell pkg-config --libs jansson) -lcmocka
 
+# The debug CLI's output and exit codes live in the plugin, in no library.
+$(BUILD)/test/unit/test_cli_fmt: $(BUILD)/test/unit/test_cli_fmt.o $(call objs,cri/cli/cli_fmt.c) $(COMMON_LIB)
+	@echo "  LD      $@"
+	@$(CC) $(LDFLAGS) -o $@ $^ $(shell pkg-config --libs jansson) -lcmocka
+
 # The attach socket's both ends: the monitor's objects and huskd's client.
 $(BUILD)/test/unit/test_monitor_attach: $(BUILD)/test/unit/test_monitor_attach.o \
 		$(call objs,cri/monitor/attach.c cri/attach.c) $(COMMON_LIB)

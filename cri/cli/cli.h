@@ -33,6 +33,7 @@ enum
 {
   CLI_ERROR = -2, /* *ERR says what was wrong */
   CLI_HELP = -3,  /* the usage went to stdout: exit 0 */
+  CLI_UNKNOWN_VERB = -4,
 };
 
 /* The next option's value (optarg set), -1 after the last, or CLI_ERROR
@@ -45,6 +46,16 @@ int container_cli_inspect (const struct container_cli_env *env, int argc, char *
                            struct husk_error **err);
 int container_cli_stats (const struct container_cli_env *env, int argc, char **argv, struct husk_error **err);
 int container_cli_top (const struct container_cli_env *env, int argc, char **argv, struct husk_error **err);
+
+/* container_ls.c: ls (ps) and port */
+int container_cli_ls (const struct container_cli_env *env, int argc, char **argv, struct husk_error **err);
+int container_cli_port (const struct container_cli_env *env, int argc, char **argv, struct husk_error **err);
+/* container_cp.c */
+int container_cli_cp (const struct container_cli_env *env, int argc, char **argv, struct husk_error **err);
+/* container_life.c: start, restart, attach, kill, wait, stop, rm, prune;
+ * CLI_UNKNOWN_VERB when VERB is none of them. */
+int container_cli_life (const struct container_cli_env *env, const char *verb, int argc, char **argv,
+                        struct husk_error **err);
 
 int container_cli_exec (const struct container_cli_env *env, int argc, char **argv, struct husk_error **err);
 /* husk cdi-hook VERB ... (cdi_hook_cli.c) */

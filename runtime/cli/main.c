@@ -419,6 +419,13 @@ main (int argc, char **argv)
   ret = cmd->handler (&g, argc, argv, &err);
   if (ret >= 0)
     return ret;
+  /* The debug CLI's own failures (its plugin not found) exit as podman's:
+   * 125; the OCI runtime's commands as runc's: 1. */
+  if (cmd->handler == cli_image || cmd->handler == cli_container)
+    {
+      husk_error_report (&err, "husk");
+      return 125;
+    }
 fail:
   husk_error_report (&err, "husk");
   return 1;
