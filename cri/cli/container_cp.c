@@ -200,7 +200,7 @@ copy_out (int root_fd, const char *src, const char *dst, struct husk_error **err
   split_path (src, &src_dir, &src_name);
   from = cdi_hook_open_in_root (root_fd, src_dir, O_RDONLY | O_DIRECTORY);
   if (from < 0)
-    return husk_error_make (err, errno, "container cp: `%s` in the container", src_dir);
+    return husk_error_make (err, errno, "container cp: `%s` in the container: `%s`", src, src_dir);
   if (stat (dst, &st) == 0 && S_ISDIR (st.st_mode))
     {
       dst_dir = xstrdup (dst);
@@ -233,7 +233,7 @@ copy_in (int root_fd, const char *src, const char *dst, struct husk_error **err)
       split_path (dst, &dst_dir, &dst_name);
       to = cdi_hook_open_in_root (root_fd, dst_dir, O_RDONLY | O_DIRECTORY);
       if (to < 0)
-        return husk_error_make (err, errno, "container cp: `%s` in the container", dst_dir);
+        return husk_error_make (err, errno, "container cp: `%s` in the container: `%s`", dst, dst_dir);
     }
   return copy_entry (from, src_name, to, dst_name, src, err);
 }

@@ -306,8 +306,8 @@ t_ls_exit_codes() {
 	assert_contains "ls: the running one" "$OUT" husk-it-up
 	assert_not_contains "ls: not the exited one (podman: running only)" "$OUT" husk-it-done
 	ctr ls -a
-	assert_contains "ls -a: the exited one with its exit code" "$(echo "$OUT" | grep husk-it-done)" "exited (7)"
-	assert_contains "ls -a: the running one" "$(echo "$OUT" | grep husk-it-up)" running
+	assert_contains "ls -a: the exited one with its exit code" "$(echo "$OUT" | grep husk-it-done)" "Exited (7) "
+	assert_contains "ls -a: the running one" "$(echo "$OUT" | grep husk-it-up)" "Up "
 	ctr ls -q
 	assert_eq "ls -q: only the running id" "$run_id" "$OUT"
 	ctr ls -a -q
