@@ -276,6 +276,8 @@ install: build
 	$(if $(HOOK_PLUGIN_SRCS),install -D -m 0644 $(HOOK_PLUGIN) $(DESTDIR)$(PREFIX)/lib/husk/husk-hook.so)
 	install -d $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/bash-completion/completions
 	install -m 0644 $(BUILD)/man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -D -m 0644 cri/huskd/huskd.8 $(DESTDIR)$(PREFIX)/share/man/man8/huskd.8
+	install -D -m 0644 cri/huskd/huskd.json.5 $(DESTDIR)$(PREFIX)/share/man/man5/huskd.json.5
 	$(HUSK) completion bash >$(DESTDIR)$(PREFIX)/share/bash-completion/completions/husk
 
 # Man pages and the bash completion come from the verbs' --help, the

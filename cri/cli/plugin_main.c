@@ -73,7 +73,11 @@ husk_plugin_main (const char *group, int argc, char **argv, const char *runtime_
     ret = husk_error_make (&err, 0, "unknown verb group `%s`", group);
   if (ret >= 0)
     return ret;
-  code = strcmp (group, "image") == 0 ? image_exit_code (err) : cli_exit_code (err);
+  /* cdi keeps its 1 (a tool's failure, not a container's). */
+  if (strcmp (group, "cdi") == 0)
+    code = 1;
+  else
+    code = strcmp (group, "image") == 0 ? image_exit_code (err) : cli_exit_code (err);
   husk_error_report (&err, "husk");
   return code;
 }

@@ -405,11 +405,70 @@ t_help() {
 	done
 }
 
+complete_words() { # WORDS...: what `husk completion bash` offers for the last word
+	bash -c '
+		source <("$1" completion bash) || exit 1
+		shift
+		COMP_WORDS=("$@")
+		COMP_CWORD=$((${#COMP_WORDS[@]} - 1))
+		_husk
+		echo "${COMPREPLY[*]}"' _ "$HUSK" "$HUSK" "$@"
+}
+
+t_completion() {
+	ctr run --name cli3-compl-a --network none "$IMG" true
+	ctr run --name cli3-compl-b --network none "$IMG" true
+	assert_eq "completes container names (the group's --root)" "cli3-compl-a cli3-compl-b" \
+		"$(complete_words container --root "$STORE" rm cli3-compl | tr ' ' '\n' | sort | xargs)"
+	assert_eq "for start too, after a first name" "cli3-compl-b" \
+		"$(complete_words container --root "$STORE" start cli3-compl-a cli3-compl-b)"
+	assert_contains "completes image references for image rm" \
+		"$(complete_words image --root "$STORE" rm "")" "test/busybox:latest"
+	assert_contains "and for container run" "$(complete_words container --root "$STORE" run "")" \
+		"test/busybox:latest"
+	assert_match "completes the new verbs" "$(complete_words container "")" "attach .*cp .*kill .*port .*prune .*restart .*start .*wait"
+	ctr rm cli3-compl-a cli3-compl-b
+}
+
+t_man_pages() {
+	local dir dest opt key page
+	dir=$(new_tmpdir man)
+	capture "$REPO_DIR/hack/gen-man.sh" "$HUSK" "$dir"
+	assert_rc "hack/gen-man.sh" 0 "$RC"
+	assert_eq "no page made of a group's help under a verb's name" "" \
+		"$(cd "$dir" && ls husk-cdi-generate-list.1 husk-cdi-list-generate.1 2>/dev/null)"
+	assert_contains "husk-cdi-list(1) is list's own" "$(MANWIDTH=200 man -l "$dir/husk-cdi-list.1" 2>&1)" \
+		"husk cdi list [options]"
+	assert_not_contains "husk-cdi-list(1) is not generate's" "$(MANWIDTH=200 man -l "$dir/husk-cdi-list.1" 2>&1)" \
+		"driver-root"
+	assert_contains "husk-cdi-hook-chmod(1) is chmod's own" \
+		"$(MANWIDTH=200 man -l "$dir/husk-cdi-hook-chmod.1" 2>&1)" "husk cdi-hook chmod --mode"
+	for page in husk-container-start husk-container-cp husk-container-kill husk-image-rm; do
+		assert_true "man page $page.1" test -s "$dir/$page.1"
+	done
+	dest=$(new_tmpdir destdir)
+	make -C "$REPO_DIR" --no-print-directory BUILD="$BUILD_DIR" install DESTDIR="$dest" >"$WORK/install.log" 2>&1
+	assert_rc "make install DESTDIR=..." 0 "$?"
+	for page in man8/huskd.8 man5/huskd.json.5 man1/husk-container-start.1; do
+		assert_true "make install puts $page" test -s "$dest/usr/local/share/man/$page"
+	done
+	assert_eq "groff finds nothing wrong in huskd(8), huskd.json(5)" "" \
+		"$(groff -man -ww -z "$REPO_DIR/cri/huskd/huskd.8" "$REPO_DIR/cri/huskd/huskd.json.5" 2>&1)"
+	OUT=$(MANWIDTH=200 man -l "$REPO_DIR/cri/huskd/huskd.8" 2>&1)
+	for opt in $("$BUILD_DIR/huskd" --help | grep -oE -- '--[a-z][a-z-]*' | sort -u); do
+		assert_contains "huskd(8) describes $opt" "$OUT" "$opt"
+	done
+	OUT=$(MANWIDTH=200 man -l "$REPO_DIR/cri/huskd/huskd.json.5" 2>&1)
+	for key in $("$BUILD_DIR/huskd" --print-config | python3 -c 'import json, sys; print(" ".join(json.load(sys.stdin)))'); do
+		assert_contains "huskd.json(5) describes $key" "$OUT" "$key"
+	done
+}
+
 # ---------------------------------------------------------------- main
 
 setup
 for t in t_exit_codes t_port_in_use t_image_rm_in_use t_stop_warning t_start_attach_wait t_kill_restart \
-	t_rm_all_prune t_ls_columns t_cp t_run_hint t_help; do
+	t_rm_all_prune t_ls_columns t_cp t_run_hint t_help t_completion t_man_pages; do
 	run_test "$t"
 done
 finish
