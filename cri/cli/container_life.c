@@ -56,29 +56,30 @@ write_all (int fd, const char *data, size_t len)
   return true;
 }
 
-/* The exit code of container ID once it is no longer running (the
- * monitor writes its exit file a moment after the process ends). */
+/* How long a stopped container's exit code may take to appear: the
+ * monitor writes its exit file a moment after the process ends. */
+#define EXIT_FILE_WAIT_POLLS 100 /* of 100 ms */
+
+/* The exit code of container ID once it is no longer running. */
 static int
 wait_exit_code (const struct container_cli_env *env, const char *id, int *code, struct husk_error **err)
 {
-  for (;;)
+  for (int stopped_polls = 0;; poll (NULL, 0, 100))
     {
       struct container_record *rec = NULL;
-      bool known;
+      bool running, known;
 
       if (containers_lookup (&env->containers, id, &rec, err) < 0)
         return -1;
-      known = !containers_running (&env->containers, rec->id)
-              && containers_exit_code (&env->containers, rec, code, NULL);
-      if (!known && !containers_running (&env->containers, rec->id) && !rec->detached)
-        {
-          container_record_free (rec);
-          return husk_error_make (err, 0, "container %s: not running and no exit code recorded", id);
-        }
+      running = containers_running (&env->containers, rec->id);
+      known = !running && containers_exit_code (&env->containers, rec, code, NULL);
       container_record_free (rec);
       if (known)
         return 0;
-      poll (NULL, 0, 100);
+      /* A monitor killed before it wrote the exit file leaves none. */
+      if (!running && ++stopped_polls >= EXIT_FILE_WAIT_POLLS)
+        return husk_error_make (
+            err, 0, "container %s: stopped, but its exit code was never recorded (monitor gone?)", id);
     }
 }
 

@@ -158,7 +158,7 @@ static const struct cli_command commands[] = {
     "make a container from a bundle and a CRIU image", "ID", restore_opts },
   { "image", cli_image, "image [--root DIR] pull|ls|inspect|rm|import|export ...",
     "manage images (debug CLI)", NULL, NULL },
-  { "container", cli_container, "container [--root DIR] run|ls|exec|logs|stop|rm ...",
+  { "container", cli_container, "container [--root DIR] run|ls|exec|logs|start|stop|rm|cp ...",
     "run images directly, no daemon (debug CLI)", NULL, NULL },
   { "cdi-hook", cli_cdi_hook, "cdi-hook update-ldcache|create-symlinks|chmod [options]",
     "CDI createContainer hooks (state JSON on stdin)", NULL, NULL },

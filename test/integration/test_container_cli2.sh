@@ -229,7 +229,7 @@ t_publish() {
 		"{\"8080/tcp\":[{\"HostIp\":\"\",\"HostPort\":\"$port\"}],\"9090/udp\":[{\"HostIp\":\"127.0.0.1\",\"HostPort\":\"$uport\"}]}" \
 		"$(field husk-it-web '{{.NetworkSettings.Ports}}')"
 	ctr ls
-	assert_contains "ls: PORTS as podman's" "$OUT" "0.0.0.0:$port->8080/tcp,127.0.0.1:$uport->9090/udp"
+	assert_contains "ls: PORTS as podman's" "$OUT" "0.0.0.0:$port->8080/tcp, 127.0.0.1:$uport->9090/udp"
 	assert_true "iptables: a udp DNAT to the container for 127.0.0.1:$uport" \
 		sh -c "iptables-save -t nat | grep -- '-d 127.0.0.1/32 -p udp' | grep -- '--dport $uport ' | grep -q DNAT"
 	assert_true "iptables: portmap's DNAT rule for the port, naming the container" \
