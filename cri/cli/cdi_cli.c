@@ -31,7 +31,7 @@
   "      --sys-root DIR      where /sys is (default /)\n"                                                    \
   "      --hook-path PATH    the husk that runs the spec's hooks\n"                                          \
   "      --output FILE|-     where the spec goes (default: stdout)\n"                                        \
-  "      --format json|yaml  the format (default: json for a FILE ending .json, else yaml)\n"                                             \
+  "      --format json|yaml  the format (default: json for a FILE ending .json, else yaml)\n"                \
   "  -h, --help              this text\n"
 
 #define CDI_LIST_USAGE                                                                                       \
