@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
-#include <sys/socket.h>
 #include <sys/random.h>
 #include <sys/syscall.h>
 #include <sys/stat.h>
@@ -20,7 +19,6 @@
 #include "cri/runtime_exec.h"
 #include "cri/seccomp_default.h"
 #include "husk/cleanup.h"
-#include "husk/unix_socket.h"
 #include "husk/util.h"
 #include "image/images.h"
 #include "image/snapshot.h"
@@ -623,26 +621,18 @@ spawn_waiter (const struct containers_ctx *ctx, const char *id, int pidfd)
   _exit (0);
 }
 
-/* With ATTACH_FD, a client of the monitor's attach socket connected before
- * the process starts, so that it misses none of its output. */
 static int
-start_detached (const struct containers_ctx *ctx, struct container_record *rec, int *attach_fd,
-                struct husk_error **err)
+start_detached (const struct containers_ctx *ctx, struct container_record *rec, struct husk_error **err)
 {
   struct runtime_ctx rt = { .root = ctx->runtime_root };
-  cleanup_free char *attach_path = containers_attach_path (ctx, rec->id);
   struct husk_error *ignored = NULL;
   pid_t monitor_pid = 0;
   int pidfd;
 
-  if (attach_fd)
-    *attach_fd = -1;
   if (start_monitor (ctx, rec, &monitor_pid, err) < 0)
     return -1;
   pidfd = (int) syscall (SYS_pidfd_open, monitor_pid, 0);
-  if (pidfd >= 0 && attach_fd)
-    *attach_fd = husk_unix_connect (attach_path, SOCK_SEQPACKET, err);
-  if (pidfd < 0 || (attach_fd && *attach_fd < 0) || container_start (&rt, rec->id, err) < 0)
+  if (pidfd < 0 || container_start (&rt, rec->id, err) < 0)
     {
       if (pidfd < 0)
         husk_error_make (err, errno, "pidfd_open of husk-monitor (pid %d)", (int) monitor_pid);
@@ -650,10 +640,6 @@ start_detached (const struct containers_ctx *ctx, struct container_record *rec, 
       husk_error_free (&ignored);
       if (pidfd >= 0)
         close (pidfd);
-      if (attach_fd && *attach_fd >= 0)
-        close (*attach_fd);
-      if (attach_fd)
-        *attach_fd = -1;
       return -1;
     }
   rec->started = state_now_rfc3339 ();
@@ -680,7 +666,7 @@ containers_start (const struct containers_ctx *ctx, const char *id, int *exit_co
     return -1;
   if (rec->detached)
     {
-      ret = start_detached (ctx, rec, NULL, err);
+      ret = start_detached (ctx, rec, err);
       container_record_free (rec);
       return ret;
     }
@@ -747,8 +733,7 @@ clear_last_run (const struct containers_ctx *ctx, struct container_record *rec, 
 }
 
 int
-containers_start_again (const struct containers_ctx *ctx, const char *id, int *attach_fd,
-                        struct husk_error **err)
+containers_start_again (const struct containers_ctx *ctx, const char *id, struct husk_error **err)
 {
   cleanup_close int lock_fd = lock_containers (ctx);
   struct container_record *rec = NULL;
@@ -770,7 +755,7 @@ containers_start_again (const struct containers_ctx *ctx, const char *id, int *a
       rec->finished = NULL;
       ret = write_record (ctx, rec, err);
       if (ret == 0)
-        ret = start_detached (ctx, rec, attach_fd, err);
+        ret = start_detached (ctx, rec, err);
       if (ret < 0)
         {
           containers_network_release (ctx, rec);

@@ -104,11 +104,8 @@ int containers_start (const struct containers_ctx *ctx, const char *id, int *exi
                       struct husk_error **err);
 
 /* Starts a container that is not running again (start, restart): its
- * network made anew, then under husk-monitor as a detached one.  With
- * ATTACH_FD, *ATTACH_FD gets a client of its attach socket (cri/attach.h)
- * connected before the process starts. */
-int containers_start_again (const struct containers_ctx *ctx, const char *id, int *attach_fd,
-                            struct husk_error **err);
+ * network made anew, then under husk-monitor as a detached one. */
+int containers_start_again (const struct containers_ctx *ctx, const char *id, struct husk_error **err);
 
 /* Once the container is no longer running: its exit code into the record,
  * its network released (CNI DEL, the netns unpinned) and, when it was run

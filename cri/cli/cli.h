@@ -3,6 +3,7 @@
 #define HUSK_CRI_CLI_H
 
 #include <getopt.h>
+#include <sys/types.h>
 
 #include "cri/containers.h"
 #include "husk/error.h"
@@ -39,6 +40,11 @@ enum
 /* The next option's value (optarg set), -1 after the last, or CLI_ERROR
  * or CLI_HELP.  Set optind = 1 before the first call. */
 int cli_getopt (const struct cli_verb *verb, int argc, char **argv, struct husk_error **err);
+
+/* The output container ID's monitor logs from byte OFFSET of its log on,
+ * to our stdout and stderr, until it exits (start -a). */
+int container_cli_follow_log (const struct container_cli_env *env, const char *id, off_t offset,
+                              struct husk_error **err);
 
 /* The verbs of cli_logs.c, cli_info.c. */
 int container_cli_logs (const struct container_cli_env *env, int argc, char **argv, struct husk_error **err);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cri/attach.h"
@@ -122,7 +123,7 @@ attach_stream (const struct container_cli_env *env, const char *id, int fd, stru
 
 #define START_USAGE                                                                                          \
   "usage: husk container start [-a] CONTAINER...\n"                                                          \
-  "  -a, --attach  stay with the container: its output here, its exit code ours (one container)\n"           \
+  "  -a, --attach  stay with the container: its output (from its log) here, its exit code ours\n"            \
   "  -h, --help    this text\n"                                                                              \
   "It starts again under husk-monitor (as run -d does), with its network made anew.\n"
 
@@ -147,14 +148,23 @@ verb_start (const struct container_cli_env *env, int argc, char **argv, struct h
   for (; optind < argc; optind++)
     {
       struct container_record *rec = NULL;
-      int attach_fd = -1, ret;
+      cleanup_free char *log = NULL;
+      struct stat st;
+      int ret, code = 0;
 
       if (containers_lookup (&env->containers, argv[optind], &rec, err) < 0)
         return -1;
-      ret = containers_start_again (&env->containers, rec->id, attach ? &attach_fd : NULL, err);
-      if (ret == 0 && attach)
-        ret = attach_stream (env, rec->id, attach_fd, err);
-      else if (ret == 0)
+      /* -a: its output from the log the monitor writes, where none of it
+       * is lost (the attach socket serves a client only once the monitor
+       * has accepted it), from where the log ends now. */
+      log = containers_log_path (&env->containers, rec->id);
+      if (stat (log, &st) < 0)
+        st.st_size = 0;
+      ret = containers_start_again (&env->containers, rec->id, err);
+      if (ret == 0 && attach && (ret = container_cli_follow_log (env, rec->id, st.st_size, err)) == 0
+          && (ret = wait_exit_code (env, rec->id, &code, err)) == 0)
+        ret = code;
+      else if (ret == 0 && !attach)
         printf ("%s\n", argv[optind]);
       container_record_free (rec);
       if (ret < 0 || attach)
@@ -325,7 +335,7 @@ verb_stop_restart (const struct container_cli_env *env, bool restart, int argc, 
         return -1;
       ret = stop_one (env, rec, timeout, err);
       if (ret == 0 && restart)
-        ret = containers_start_again (&env->containers, rec->id, NULL, err);
+        ret = containers_start_again (&env->containers, rec->id, err);
       container_record_free (rec);
       if (ret < 0)
         return -1;
