@@ -196,6 +196,8 @@ container_cli_ls (const struct container_cli_env *env, int argc, char **argv, st
     return c == CLI_HELP ? 0 : -1;
   if (optind < argc)
     return husk_error_make (err, 0, "container ls: unexpected argument `%s`", argv[optind]);
+  if (format && strcmp (format, "table") == 0)
+    format = NULL; /* podman's spelling of the default */
   if (containers_list (&env->containers, &recs, &n, err) < 0)
     return -1;
   rows = json_array ();

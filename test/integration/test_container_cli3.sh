@@ -326,6 +326,8 @@ t_ls_columns() {
 	assert_match "STATUS of a running one" "$(printf '%s\n' "$OUT" | grep ' x$')" " Up (Less than a second|[0-9]+ seconds?) "
 	ctr ls --format '{{.Names}}\t{{.State}}'
 	assert_eq "--format with \\t" "$(printf 'x\trunning')" "$OUT"
+	ctr ls --format table
+	assert_match "--format table: the default columns" "$OUT" "^CONTAINER ID +IMAGE"
 	ctr ls --format 'table {{.Names}} {{.State}}'
 	assert_eq "--format table: a header row" "$(printf 'NAMES STATE\nx running')" "$OUT"
 	ctr ls -a --format json
