@@ -182,6 +182,11 @@ $(BUILD)/test/unit/test_monitor_log: $(BUILD)/test/unit/test_monitor_log.o \
 	@echo "  LD      $@"
 	@$(CC) $(LDFLAGS) -o $@ $^ $(shell pkg-config --libs jansson) -lcmocka
 
+# The debug CLI's output and exit codes live in the plugin, in no library.
+$(BUILD)/test/unit/test_cli_fmt: $(BUILD)/test/unit/test_cli_fmt.o $(call objs,cri/cli/cli_fmt.c) $(COMMON_LIB)
+	@echo "  LD      $@"
+	@$(CC) $(LDFLAGS) -o $@ $^ $(shell pkg-config --libs jansson) -lcmocka
+
 # The attach socket's both ends: the monitor's objects and huskd's client.
 $(BUILD)/test/unit/test_monitor_attach: $(BUILD)/test/unit/test_monitor_attach.o \
 		$(call objs,cri/monitor/attach.c cri/container/attach.c) $(COMMON_LIB)
@@ -295,6 +300,8 @@ install: build
 	$(if $(HOOK_PLUGIN_SRCS),install -D -m 0644 $(HOOK_PLUGIN) $(DESTDIR)$(PREFIX)/lib/husk/husk-hook.so)
 	install -d $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/bash-completion/completions
 	install -m 0644 $(BUILD)/man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -D -m 0644 cri/huskd/huskd.8 $(DESTDIR)$(PREFIX)/share/man/man8/huskd.8
+	install -D -m 0644 cri/huskd/huskd.json.5 $(DESTDIR)$(PREFIX)/share/man/man5/huskd.json.5
 	$(HUSK) completion bash >$(DESTDIR)$(PREFIX)/share/bash-completion/completions/husk
 
 # Man pages and the bash completion come from the verbs' --help, the

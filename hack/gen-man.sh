@@ -77,12 +77,15 @@ to_roff() { # PATH SUMMARY VERSION
 }
 
 pages=0
-page() { # SUMMARY COMMAND...
-	local summary=$1 help name cmd line
-	shift
+page() { # SUMMARY PARENT-HELP COMMAND...
+	local summary=$1 parent_help=$2 help name cmd line
+	shift 2
 	help=$("$husk" "$@" --help 2>/dev/null) || return 0
 	# a verb that ignores --help (prints something else) gets no page
 	[[ $help =~ ^[Uu]sage: ]] || return 0
+	# nor one whose --help prints its group's: that page would be a copy,
+	# and its list would name the group's verbs as its own
+	[[ -n $parent_help && $help == "$parent_help" ]] && return 0
 	name=husk${*:+-$*}
 	name=${name// /-}
 	to_roff "$*" "$summary" "$version" <<<"$help" >"$out/$name.1"
@@ -91,8 +94,8 @@ page() { # SUMMARY COMMAND...
 		# a verb whose --help repeats its group's list must not recurse
 		[[ " $* " == *" $cmd "* ]] && continue
 		line=$(grep -m1 -E "^  $cmd(,| |$)" <<<"$help" | sed -E "s/^  $cmd(, [a-z][a-z0-9-]*)* +//")
-		page "$line" "$@" "$cmd"
+		page "$line" "$help" "$@" "$cmd"
 	done
 }
-page "" 
+page "" ""
 echo "$pages man pages in $out"

@@ -302,8 +302,13 @@ init_find_executable (const struct spec_process *process, char **out, struct hus
 
   if (strchr (name, '/'))
     {
+      struct stat st;
+
       if (access (name, X_OK) < 0)
         return husk_error_make (err, errno, "exec `%s`", name);
+      /* root passes access(X_OK) for a directory; execve would not. */
+      if (stat (name, &st) == 0 && S_ISDIR (st.st_mode))
+        return husk_error_make (err, EACCES, "exec `%s`", name);
       *out = xstrdup (name);
       return 0;
     }

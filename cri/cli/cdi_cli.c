@@ -21,6 +21,27 @@
   "                  [--hook-path PATH] [--output FILE|-] [--format json|yaml]\n"                            \
   "  list [--spec-dir DIR]... [--format table|json]\n"
 
+#define CDI_GENERATE_USAGE                                                                                   \
+  "usage: husk cdi generate nvidia [options]\n"                                                              \
+  "write a CDI spec for the NVIDIA GPUs of this host\n\n"                                                    \
+  "Options:\n"                                                                                               \
+  "      --driver-root DIR   where the driver's libraries and binaries are (default /)\n"                    \
+  "      --dev-root DIR      where /dev is (default /)\n"                                                    \
+  "      --proc-root DIR     where /proc is (default /)\n"                                                   \
+  "      --sys-root DIR      where /sys is (default /)\n"                                                    \
+  "      --hook-path PATH    the husk that runs the spec's hooks\n"                                          \
+  "      --output FILE|-     where the spec goes (default: stdout)\n"                                        \
+  "      --format json|yaml  the format (default: json for a FILE ending .json, else yaml)\n"                \
+  "  -h, --help              this text\n"
+
+#define CDI_LIST_USAGE                                                                                       \
+  "usage: husk cdi list [options]\n"                                                                         \
+  "list the CDI devices the spec directories name\n\n"                                                       \
+  "Options:\n"                                                                                               \
+  "      --spec-dir DIR        a spec directory (repeatable; default /etc/cdi and /var/run/cdi)\n"           \
+  "      --format table|json   the output format (default table)\n"                                          \
+  "  -h, --help                this text\n"
+
 enum
 {
   OPT_DRIVER_ROOT = 256,
@@ -378,12 +399,18 @@ cdi_cli_main (int argc, char **argv, struct husk_error **err)
 {
   bool help = false;
 
-  /* `husk cdi generate --help`, `husk cdi list -h`: the usage, exit 0. */
+  /* `husk cdi generate --help`, `husk cdi list -h`: that verb's usage
+   * (hack/gen-man.sh makes a page of each), exit 0. */
   for (int i = 1; i < argc; i++)
     help = help || strcmp (argv[i], "--help") == 0 || strcmp (argv[i], "-h") == 0;
   if (argc < 2 || help)
     {
-      fputs (CDI_USAGE, help ? stdout : stderr);
+      const char *usage = CDI_USAGE;
+      if (argc >= 2 && strcmp (argv[1], "generate") == 0)
+        usage = CDI_GENERATE_USAGE;
+      else if (argc >= 2 && strcmp (argv[1], "list") == 0)
+        usage = CDI_LIST_USAGE;
+      fputs (usage, help ? stdout : stderr);
       return help ? 0 : 1;
     }
   if (strcmp (argv[1], "generate") == 0)

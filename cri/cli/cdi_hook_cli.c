@@ -17,9 +17,9 @@
 
 #define CDI_HOOK_USAGE                                                                                       \
   "usage: husk cdi-hook VERB [options]   (an OCI createContainer hook: the state JSON on stdin)\n"           \
-  "  update-ldcache [--folder DIR]...         add DIRs to the rootfs's ld.so.conf.d, run ldconfig -r\n"      \
-  "  create-symlinks [--link TARGET::LINK]... create LINK -> TARGET in the rootfs\n"                         \
-  "  chmod --mode OCTAL [--path PATH]...      chmod PATHs in the rootfs (symlinks refused)\n"
+  "  update-ldcache [--folder DIR]...          add DIRs to the rootfs's ld.so.conf.d, run ldconfig -r\n"     \
+  "  create-symlinks [--link TARGET::LINK]...  create LINK -> TARGET in the rootfs\n"                        \
+  "  chmod --mode OCTAL [--path PATH]...       chmod PATHs in the rootfs (symlinks refused)\n"
 
 /* What the options of one verb say. */
 struct hook_args
@@ -112,6 +112,30 @@ usage_error (const char *verb, struct husk_error **err, const char *what, const 
   return husk_error_kind (err, EINVAL, "cdi-hook %s: %s `%s` (see husk cdi-hook --help)", verb, what, arg);
 }
 
+/* The verb's own line of CDI_HOOK_USAGE as its usage and summary (not
+ * the group's list: hack/gen-man.sh makes a page of it). */
+static void
+print_verb_usage (const char *name)
+{
+  cleanup_free char *key = xasprintf ("\n  %s ", name);
+  const char *line = strstr (CDI_HOOK_USAGE, key), *end, *gap;
+
+  if (line == NULL)
+    {
+      fputs (CDI_HOOK_USAGE, stdout);
+      return;
+    }
+  line += 3;
+  end = strchr (line, '\n');
+  gap = strstr (line, "  ");
+  if (gap == NULL || gap > end)
+    gap = end;
+  printf ("usage: husk cdi-hook %.*s   (the state JSON on stdin)\n", (int) (gap - line), line);
+  while (gap < end && *gap == ' ')
+    gap++;
+  printf ("%.*s\n", (int) (end - gap), gap);
+}
+
 /* ARGV[0] is the verb.  Returns 1 when --help was asked for. */
 static int
 parse_args (const struct hook_verb *verb, int argc, char **argv, struct hook_args *args,
@@ -147,7 +171,7 @@ parse_args (const struct hook_verb *verb, int argc, char **argv, struct hook_arg
         args->has_mode = true;
         break;
       case 'h':
-        fputs (CDI_HOOK_USAGE, stdout);
+        print_verb_usage (verb->name);
         return 1;
       default:
         return usage_error (verb->name, err, "unknown option", husk_getopt_bad_option (argv, optbuf));

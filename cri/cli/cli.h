@@ -3,6 +3,7 @@
 #define HUSK_CRI_CLI_H
 
 #include <getopt.h>
+#include <sys/types.h>
 
 #include "cri/container/containers.h"
 #include "husk/error.h"
@@ -33,11 +34,17 @@ enum
 {
   CLI_ERROR = -2, /* *ERR says what was wrong */
   CLI_HELP = -3,  /* the usage went to stdout: exit 0 */
+  CLI_UNKNOWN_VERB = -4,
 };
 
 /* The next option's value (optarg set), -1 after the last, or CLI_ERROR
  * or CLI_HELP.  Set optind = 1 before the first call. */
 int cli_getopt (const struct cli_verb *verb, int argc, char **argv, struct husk_error **err);
+
+/* The output container ID's monitor logs from byte OFFSET of its log on,
+ * to our stdout and stderr, until it exits (start -a). */
+int container_cli_follow_log (const struct container_cli_env *env, const char *id, off_t offset,
+                              struct husk_error **err);
 
 /* The verbs of cli_logs.c, cli_info.c. */
 int container_cli_logs (const struct container_cli_env *env, int argc, char **argv, struct husk_error **err);
@@ -45,6 +52,16 @@ int container_cli_inspect (const struct container_cli_env *env, int argc, char *
                            struct husk_error **err);
 int container_cli_stats (const struct container_cli_env *env, int argc, char **argv, struct husk_error **err);
 int container_cli_top (const struct container_cli_env *env, int argc, char **argv, struct husk_error **err);
+
+/* container_ls.c: ls (ps) and port */
+int container_cli_ls (const struct container_cli_env *env, int argc, char **argv, struct husk_error **err);
+int container_cli_port (const struct container_cli_env *env, int argc, char **argv, struct husk_error **err);
+/* container_cp.c */
+int container_cli_cp (const struct container_cli_env *env, int argc, char **argv, struct husk_error **err);
+/* container_life.c: start, restart, attach, kill, wait, stop, rm, prune;
+ * CLI_UNKNOWN_VERB when VERB is none of them. */
+int container_cli_life (const struct container_cli_env *env, const char *verb, int argc, char **argv,
+                        struct husk_error **err);
 
 int container_cli_exec (const struct container_cli_env *env, int argc, char **argv, struct husk_error **err);
 /* husk cdi-hook VERB ... (cdi_hook_cli.c) */

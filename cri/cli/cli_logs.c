@@ -103,8 +103,32 @@ count_lines (const char *text, size_t len, const struct logs_opts *opts)
   return n;
 }
 
+/* Rounds of 200 ms a stopped container's exit file may take to appear. */
+#define EXIT_FILE_ROUNDS 50
+
+/* Whether the monitor of stopped container ID is done: it writes the
+ * exit file only once all the output is in the log. */
+static bool
+monitor_done (const struct container_cli_env *env, const char *id)
+{
+  struct container_record *rec = NULL;
+  struct husk_error *ignored = NULL;
+  bool done;
+  int code;
+
+  if (containers_lookup (&env->containers, id, &rec, &ignored) < 0)
+    {
+      husk_error_free (&ignored);
+      return true; /* removed (--rm): nothing more will come */
+    }
+  done = !rec->detached || containers_exit_code (&env->containers, rec, &code, NULL);
+  container_record_free (rec);
+  return done;
+}
+
 /* Reads what the monitor appends from OFFSET on (the file is opened once
- * and read incrementally) until the container no longer runs, then once
+ * and read incrementally) until the container no longer runs and its
+ * monitor wrote the exit file (or 10 s passed without one), then once
  * more for what the monitor drained after its init exited. */
 static int
 follow (const struct container_cli_env *env, const char *id, const char *path, off_t offset,
@@ -114,6 +138,7 @@ follow (const struct container_cli_env *env, const char *id, const char *path, o
   cleanup_free char *pending = NULL;
   size_t len = 0, size = 0;
   bool last_round = false;
+  int stopped_rounds = 0;
 
   if (fd < 0)
     return errno == ENOENT ? 0 : husk_error_make (err, errno, "open `%s`", path);
@@ -143,9 +168,20 @@ follow (const struct container_cli_env *env, const char *id, const char *path, o
       }
       if (last_round)
         return 0;
-      last_round = !running;
+      last_round = !running && (monitor_done (env, id) || ++stopped_rounds >= EXIT_FILE_ROUNDS);
       poll (NULL, 0, running ? 100 : 200);
     }
+}
+
+int
+container_cli_follow_log (const struct container_cli_env *env, const char *id, off_t offset,
+                          struct husk_error **err)
+{
+  cleanup_free char *path = containers_log_path (&env->containers, id);
+  struct logs_opts opts = { .follow = true, .tail = -1 };
+  bool line_start = true;
+
+  return follow (env, id, path, offset, &opts, &line_start, err);
 }
 
 int

@@ -1,14 +1,18 @@
 /* husk container run|ls|exec|logs|stop|rm: run images directly through
  * husk's own runtime, no daemon. */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "cri/cdi/cdi.h"
 #include "cri/cli/cli.h"
+#include "cri/cli/cli_fmt.h"
 #include "cri/container/containers.h"
 #include "husk/cleanup.h"
 #include "husk/util.h"
@@ -19,14 +23,22 @@
 #define CONTAINER_USAGE                                                                                      \
   "usage: husk container [--root DIR] [--registries FILE] VERB [--help]\n"                                   \
   "  run      run a command in a new container (see run --help)\n"                                           \
-  "  ls, ps   list containers (running only; -a all)\n"                                                      \
+  "  ls, ps   list containers (running only; -a all; --format)\n"                                            \
   "  exec     run a command in a running container\n"                                                        \
   "  logs     a detached container's output\n"                                                               \
   "  inspect  a container's configuration and state, as JSON\n"                                              \
   "  stats    cpu, memory and pids of running containers\n"                                                  \
   "  top      the processes of a container\n"                                                                \
+  "  start    start stopped containers again (-a: attached)\n"                                               \
+  "  restart  stop, then start containers\n"                                                                 \
+  "  attach   the output of a running container until it exits\n"                                            \
+  "  kill     send a signal to containers (default KILL)\n"                                                  \
+  "  wait     wait for containers to exit; print their exit codes\n"                                         \
   "  stop     stop containers\n"                                                                             \
-  "  rm       remove containers\n"
+  "  rm       remove containers (-a all)\n"                                                                  \
+  "  prune    remove every container that is not running\n"                                                  \
+  "  port     the ports published to a container\n"                                                          \
+  "  cp       copy files between a container and the host\n"
 
 #define RUN_USAGE                                                                                            \
   "usage: husk container run [OPTIONS] IMAGE [CMD...]\n"                                                     \
@@ -363,6 +375,50 @@ run_cli_clear (struct run_cli *cli)
   free (cli->ports);
 }
 
+/* A -p host port another container of ours publishes, or that a socket
+ * on the host holds, is refused before anything is made (podman's rule:
+ * portmap's DNAT would otherwise take the port from under its owner, or
+ * never be reached). */
+static int
+check_port_free (const struct container_cli_env *env, const struct cni_port_mapping *port,
+                 struct husk_error **err)
+{
+  struct container_record **recs = NULL;
+  bool udp = strcmp (port->protocol, "udp") == 0;
+  struct sockaddr_in6 addr6 = { .sin6_family = AF_INET6, .sin6_port = htons ((uint16_t) port->host_port) };
+  struct sockaddr_in addr = { .sin_family = AF_INET, .sin_port = htons ((uint16_t) port->host_port) };
+  const char *ip = port->host_ip && port->host_ip[0] ? port->host_ip : NULL;
+  bool v6 = ip && strchr (ip, ':');
+  size_t n = 0;
+  int fd, one = 1, ret = 0;
+
+  if (containers_list (&env->containers, &recs, &n, err) < 0)
+    return -1;
+  for (size_t i = 0; i < n && ret == 0; i++)
+    for (size_t j = 0; j < recs[i]->n_ports && ret == 0; j++)
+      if (recs[i]->ports[j].host_port == port->host_port
+          && strcmp (recs[i]->ports[j].protocol, port->protocol) == 0
+          && containers_running (&env->containers, recs[i]->id))
+        ret = husk_error_make (err, 0, "--publish %d/%s: the host port is in use by container %s",
+                               port->host_port, port->protocol, recs[i]->name);
+  container_records_free (recs, n);
+  if (ret < 0 || strcmp (port->protocol, "sctp") == 0)
+    return ret;
+  if (ip && (v6 ? inet_pton (AF_INET6, ip, &addr6.sin6_addr) : inet_pton (AF_INET, ip, &addr.sin_addr)) != 1)
+    return husk_error_make (err, 0, "--publish %s:%d: `%s` is not an IP address", ip, port->host_port, ip);
+  fd = socket (v6 ? AF_INET6 : AF_INET, (udp ? SOCK_DGRAM : SOCK_STREAM) | SOCK_CLOEXEC, 0);
+  if (fd < 0)
+    return husk_error_make (err, errno, "--publish: socket");
+  /* A connection of an earlier owner in TIME_WAIT does not count. */
+  setsockopt (fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (v6 ? bind (fd, (struct sockaddr *) &addr6, sizeof addr6)
+         : bind (fd, (struct sockaddr *) &addr, sizeof addr))
+    ret = husk_error_make (err, errno, "--publish: cannot listen on the %s port %s:%d", udp ? "UDP" : "TCP",
+                           ip ? ip : "0.0.0.0", port->host_port);
+  close (fd);
+  return ret;
+}
+
 /* docker's behaviour: an image that is not here yet is pulled first. */
 static int
 ensure_image (const struct container_cli_env *env, const char *image, struct husk_error **err)
@@ -403,6 +459,15 @@ resolve_cdi (struct run_cli *cli, struct husk_error **err)
 }
 
 static int
+check_ports_free (const struct container_cli_env *env, const struct run_cli *cli, struct husk_error **err)
+{
+  for (size_t i = 0; i < cli->n_ports; i++)
+    if (check_port_free (env, &cli->ports[i], err) < 0)
+      return -1;
+  return 0;
+}
+
+static int
 verb_run (const struct container_cli_env *env, int argc, char **argv, struct husk_error **err)
 {
   struct run_cli cli = { 0 };
@@ -413,7 +478,8 @@ verb_run (const struct container_cli_env *env, int argc, char **argv, struct hus
   parsed = parse_run (argc, argv, &cli, err);
   if (parsed == CLI_HELP)
     ret = exit_code = 0;
-  else if (parsed == 0 && resolve_cdi (&cli, err) == 0 && ensure_image (env, cli.req.image, err) == 0
+  else if (parsed == 0 && check_ports_free (env, &cli, err) == 0 && resolve_cdi (&cli, err) == 0
+           && ensure_image (env, cli.req.image, err) == 0
            && containers_create (&env->containers, &cli.req, &id, err) == 0)
     {
       struct husk_error *ignored = NULL;
@@ -435,151 +501,6 @@ verb_run (const struct container_cli_env *env, int argc, char **argv, struct hus
   return ret < 0 ? -1 : exit_code;
 }
 
-#define LS_USAGE                                                                                             \
-  "usage: husk container ls [-a] [-q]\n"                                                                     \
-  "  -a, --all    every container (default: the running ones)\n"                                             \
-  "  -q, --quiet  only the ids\n"                                                                            \
-  "  -h, --help   this text\n"
-
-/* podman's PORTS: 0.0.0.0:8080->80/tcp, ... */
-static char *
-ports_text (const struct container_record *rec)
-{
-  char *out = xstrdup ("");
-
-  for (size_t i = 0; i < rec->n_ports; i++)
-    {
-      const struct cni_port_mapping *p = &rec->ports[i];
-      char *next = xasprintf ("%s%s%s:%d->%d/%s", out, i ? "," : "",
-                              p->host_ip && p->host_ip[0] ? p->host_ip : "0.0.0.0", p->host_port,
-                              p->container_port, p->protocol);
-      free (out);
-      out = next;
-    }
-  return out;
-}
-
-static int
-verb_ls (const struct container_cli_env *env, int argc, char **argv, struct husk_error **err)
-{
-  static const struct option options[] = { { "all", no_argument, NULL, 'a' },
-                                           { "quiet", no_argument, NULL, 'q' },
-                                           { "help", no_argument, NULL, 'h' },
-                                           { NULL, 0, NULL, 0 } };
-  static const struct cli_verb verb = { "ls", LS_USAGE, "aq", options };
-  struct container_record **recs = NULL;
-  bool quiet = false, all = false;
-  size_t n = 0;
-  int c;
-
-  optind = 1;
-  while ((c = cli_getopt (&verb, argc, argv, err)) >= 0)
-    if (c == 'a')
-      all = true;
-    else
-      quiet = true;
-  if (c != -1)
-    return c == CLI_HELP ? 0 : -1;
-  if (optind < argc)
-    return husk_error_make (err, 0, "container ls: unexpected argument `%s`", argv[optind]);
-  if (containers_list (&env->containers, &recs, &n, err) < 0)
-    return -1;
-  if (!quiet)
-    printf ("%-14s %-30s %-24s %-12s %-24s %s\n", "CONTAINER ID", "IMAGE", "COMMAND", "STATUS", "PORTS",
-            "NAMES");
-  for (size_t i = 0; i < n; i++)
-    {
-      cleanup_free char *status = containers_status (&env->containers, recs[i]);
-      cleanup_free char *ports = ports_text (recs[i]);
-
-      if (!all && strcmp (status, "running") != 0 && strcmp (status, "paused") != 0)
-        continue;
-      if (quiet)
-        printf ("%s\n", recs[i]->id);
-      else
-        printf ("%-14.12s %-30.30s %-24.24s %-12s %-24s %s\n", recs[i]->id, recs[i]->image, recs[i]->command,
-                status, ports, recs[i]->name);
-    }
-  container_records_free (recs, n);
-  return 0;
-}
-
-/* Applies VERB to each named container (stop, rm). */
-static int
-for_each_container (const struct container_cli_env *env, char **names, bool flag, int timeout,
-                    int (*verb) (const struct containers_ctx *, const char *, bool, int,
-                                 struct husk_error **),
-                    struct husk_error **err)
-{
-  for (; *names; names++)
-    {
-      struct container_record *rec = NULL;
-      int ret;
-
-      if (containers_lookup (&env->containers, *names, &rec, err) < 0)
-        return -1;
-      ret = verb (&env->containers, rec->id, flag, timeout, err);
-      if (ret == 0)
-        printf ("%s\n", *names);
-      container_record_free (rec);
-      if (ret < 0)
-        return -1;
-    }
-  return 0;
-}
-
-static int
-do_stop (const struct containers_ctx *ctx, const char *id, bool unused, int timeout, struct husk_error **err)
-{
-  return containers_stop (ctx, id, timeout, err);
-}
-
-static int
-do_rm (const struct containers_ctx *ctx, const char *id, bool force, int unused, struct husk_error **err)
-{
-  return containers_remove (ctx, id, force, err);
-}
-
-#define STOP_USAGE                                                                                           \
-  "usage: husk container stop [-t SECONDS] CONTAINER...\n"                                                   \
-  "  -t, --time SECONDS  wait this long after the stop signal before SIGKILL (default 10)\n"                 \
-  "  -h, --help          this text\n"
-#define RM_USAGE                                                                                             \
-  "usage: husk container rm [-f] CONTAINER...\n"                                                             \
-  "  -f, --force  stop (SIGKILL) a running container first\n"                                                \
-  "  -h, --help   this text\n"
-
-static int
-verb_stop_rm (const struct container_cli_env *env, bool is_rm, int argc, char **argv, struct husk_error **err)
-{
-  static const struct option rm_options[]
-      = { { "force", no_argument, NULL, 'f' }, { "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 } };
-  static const struct option stop_options[] = { { "time", required_argument, NULL, 't' },
-                                                { "help", no_argument, NULL, 'h' },
-                                                { NULL, 0, NULL, 0 } };
-  static const struct cli_verb rm_verb = { "rm", RM_USAGE, "f", rm_options };
-  static const struct cli_verb stop_verb = { "stop", STOP_USAGE, "t:", stop_options };
-  int timeout = 10, c;
-  bool force = false;
-  long long n;
-
-  optind = 1;
-  while ((c = cli_getopt (is_rm ? &rm_verb : &stop_verb, argc, argv, err)) >= 0)
-    {
-      if (c == 'f')
-        force = true;
-      else if (husk_parse_int64 (optarg, 0, 3600, &n) == 0)
-        timeout = (int) n;
-      else
-        return husk_error_make (err, 0, "container stop: -t `%s`: expected seconds (0-3600)", optarg);
-    }
-  if (c != -1)
-    return c == CLI_HELP ? 0 : -1;
-  if (optind >= argc)
-    return husk_error_make (err, 0, "container %s: expected at least one container", argv[0]);
-  return for_each_container (env, argv + optind, force, timeout, is_rm ? do_rm : do_stop, err);
-}
-
 int
 container_cli_main (int argc, char **argv, const char *runtime_root, struct husk_error **err)
 {
@@ -589,6 +510,7 @@ container_cli_main (int argc, char **argv, const char *runtime_root, struct husk
   };
   int first = image_cli_parse_env ("container", CONTAINER_USAGE, argc, argv, &env.image, err);
   const char *verb;
+  int ret;
 
   if (first < 0)
     return -1;
@@ -596,7 +518,7 @@ container_cli_main (int argc, char **argv, const char *runtime_root, struct husk
   if (first >= argc)
     {
       fputs (CONTAINER_USAGE, stderr);
-      return 1;
+      return CLI_EXIT_ERROR;
     }
   verb = argv[first];
   argc -= first;
@@ -604,7 +526,11 @@ container_cli_main (int argc, char **argv, const char *runtime_root, struct husk
   if (strcmp (verb, "run") == 0)
     return verb_run (&env, argc, argv, err);
   if (strcmp (verb, "ls") == 0 || strcmp (verb, "ps") == 0)
-    return verb_ls (&env, argc, argv, err);
+    return container_cli_ls (&env, argc, argv, err);
+  if (strcmp (verb, "port") == 0)
+    return container_cli_port (&env, argc, argv, err);
+  if (strcmp (verb, "cp") == 0)
+    return container_cli_cp (&env, argc, argv, err);
   if (strcmp (verb, "exec") == 0)
     return container_cli_exec (&env, argc, argv, err);
   if (strcmp (verb, "logs") == 0)
@@ -615,9 +541,8 @@ container_cli_main (int argc, char **argv, const char *runtime_root, struct husk
     return container_cli_stats (&env, argc, argv, err);
   if (strcmp (verb, "top") == 0)
     return container_cli_top (&env, argc, argv, err);
-  if (strcmp (verb, "stop") == 0)
-    return verb_stop_rm (&env, false, argc, argv, err);
-  if (strcmp (verb, "rm") == 0)
-    return verb_stop_rm (&env, true, argc, argv, err);
+  ret = container_cli_life (&env, verb, argc, argv, err);
+  if (ret != CLI_UNKNOWN_VERB)
+    return ret;
   return husk_error_make (err, 0, "container: unknown verb `%s` (see husk container --help)", verb);
 }

@@ -46,6 +46,12 @@ containers_log_path (const struct containers_ctx *ctx, const char *id)
   return xasprintf ("%s/containers/%s/bundle/container.log", ctx->image_root, id);
 }
 
+char *
+containers_attach_path (const struct containers_ctx *ctx, const char *id)
+{
+  return xasprintf ("%s/containers/%s/bundle/attach.sock", ctx->image_root, id);
+}
+
 void
 container_record_free (struct container_record *rec)
 {
@@ -563,9 +569,11 @@ start_monitor (const struct containers_ctx *ctx, const struct container_record *
   cleanup_free char *bundle = bundle_dir (ctx, rec->id);
   cleanup_free char *log = containers_log_path (ctx, rec->id);
   cleanup_free char *monitor_log = xasprintf ("%s/monitor.log", bundle);
-  const char *argv[17] = { monitor,      "--id", rec->id,     "--bundle", bundle,          "--log-path", log,
-                           "--exit-dir", bundle, "--runtime", husk,       "--monitor-log", monitor_log };
-  size_t n = 13;
+  cleanup_free char *attach = containers_attach_path (ctx, rec->id);
+  const char *argv[19]
+      = { monitor, "--id",      rec->id, "--bundle",      bundle,      "--log-path",      log,   "--exit-dir",
+          bundle,  "--runtime", husk,    "--monitor-log", monitor_log, "--attach-socket", attach };
+  size_t n = 15;
   struct cri_child_run run = { .argv = (char *const *) argv, .timeout_ms = 60000, .output_max = 65536 };
   int ret;
 
@@ -670,6 +678,90 @@ containers_start (const struct containers_ctx *ctx, const char *id, int *exit_co
       rec->exit_code = *exit_code;
       rec->finished = state_now_rfc3339 ();
       ret = write_record (ctx, rec, err);
+    }
+  container_record_free (rec);
+  return ret;
+}
+
+/* The network of REC again, as it was created, into the bundle's config. */
+static int
+network_again (const struct containers_ctx *ctx, struct container_record *rec, struct husk_error **err)
+{
+  cleanup_free char *bundle = bundle_dir (ctx, rec->id);
+  cleanup_free char *path = xasprintf ("%s/config.json", bundle);
+  struct container_create_request req = {
+    .bridge = rec->network && strcmp (rec->network, "bridge") == 0,
+    .network_config = containers_network_config (),
+    .ports = rec->ports,
+    .n_ports = rec->n_ports,
+  };
+  json_error_t jerr;
+  json_t *config = json_load_file (path, 0, &jerr);
+  int ret;
+
+  if (config == NULL)
+    return husk_error_make (err, 0, "%s: %s", path, jerr.text);
+  req.spec.network
+      = rec->network && strcmp (rec->network, "host") == 0 ? OCISPEC_NETWORK_HOST : OCISPEC_NETWORK_NONE;
+  ret = containers_network_setup (ctx, rec, bundle, &req, config, err);
+  if (ret == 0 && (ret = containers_write_config (bundle, config, err)) < 0)
+    containers_network_release (ctx, rec);
+  json_decref (config);
+  return ret;
+}
+
+static void wait_monitor_gone (const struct containers_ctx *ctx, const char *id);
+
+/* What the last run of REC left: its runtime state, its monitor's exit
+ * file and its network (a crash may have kept it). */
+static int
+clear_last_run (const struct containers_ctx *ctx, struct container_record *rec, struct husk_error **err)
+{
+  struct runtime_ctx rt = { .root = ctx->runtime_root };
+  cleanup_free char *bundle = bundle_dir (ctx, rec->id);
+  cleanup_free char *exit_path = xasprintf ("%s/%s", bundle, rec->id);
+  cleanup_free char *runtime_dir = state_dir_path (ctx->runtime_root, rec->id);
+
+  if (access (runtime_dir, F_OK) == 0 && container_delete (&rt, rec->id, true, err) < 0)
+    return -1;
+  if (rec->detached)
+    wait_monitor_gone (ctx, rec->id);
+  if (unlink (exit_path) < 0 && errno != ENOENT)
+    return husk_error_make (err, errno, "remove `%s`", exit_path);
+  containers_network_release (ctx, rec);
+  return 0;
+}
+
+int
+containers_start_again (const struct containers_ctx *ctx, const char *id, struct husk_error **err)
+{
+  cleanup_close int lock_fd = lock_containers (ctx);
+  struct container_record *rec = NULL;
+  struct husk_error *ignored = NULL;
+  int ret;
+
+  if (read_record (ctx, id, &rec, err) < 0)
+    return -1;
+  if (containers_running (ctx, id))
+    ret = husk_error_kind (err, EEXIST, "container %s is running already", rec->name);
+  else
+    ret = clear_last_run (ctx, rec, err);
+  if (ret == 0 && (ret = network_again (ctx, rec, err)) == 0)
+    {
+      /* It runs under a monitor from now on: its log, exit file, attach. */
+      rec->detached = true;
+      rec->has_exit_code = false;
+      free (rec->finished);
+      rec->finished = NULL;
+      ret = write_record (ctx, rec, err);
+      if (ret == 0)
+        ret = start_detached (ctx, rec, err);
+      if (ret < 0)
+        {
+          containers_network_release (ctx, rec);
+          write_record (ctx, rec, &ignored);
+          husk_error_free (&ignored);
+        }
     }
   container_record_free (rec);
   return ret;
@@ -816,7 +908,8 @@ containers_finish (const struct containers_ctx *ctx, const char *id, struct husk
 }
 
 int
-containers_stop (const struct containers_ctx *ctx, const char *id, int timeout, struct husk_error **err)
+containers_stop (const struct containers_ctx *ctx, const char *id, int timeout, bool *killed,
+                 struct husk_error **err)
 {
   struct runtime_ctx rt = { .root = ctx->runtime_root };
   struct container_record *rec = NULL;
@@ -833,8 +926,13 @@ containers_stop (const struct containers_ctx *ctx, const char *id, int timeout, 
         return container_record_free (rec), -1;
       for (int waited = 0; waited < timeout * 10 && containers_running (ctx, id); waited++)
         poll (NULL, 0, 100);
-      if (containers_running (ctx, id) && container_kill (&rt, id, SIGKILL, true, err) < 0)
-        return container_record_free (rec), -1;
+      if (containers_running (ctx, id))
+        {
+          if (killed)
+            *killed = true;
+          if (container_kill (&rt, id, SIGKILL, true, err) < 0)
+            return container_record_free (rec), -1;
+        }
     }
   /* As podman's stop: the exit code kept and the network gone on return. */
   if (rec->detached)

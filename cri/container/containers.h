@@ -103,6 +103,10 @@ void container_records_free (struct container_record **recs, size_t n);
 int containers_start (const struct containers_ctx *ctx, const char *id, int *exit_code,
                       struct husk_error **err);
 
+/* Starts a container that is not running again (start, restart): its
+ * network made anew, then under husk-monitor as a detached one. */
+int containers_start_again (const struct containers_ctx *ctx, const char *id, struct husk_error **err);
+
 /* Once the container is no longer running: its exit code into the record,
  * its network released (CNI DEL, the netns unpinned) and, when it was run
  * with --rm, the container removed.  Idempotent; a running container is
@@ -118,8 +122,10 @@ bool containers_running (const struct containers_ctx *ctx, const char *id);
 bool containers_exit_code (const struct containers_ctx *ctx, const struct container_record *rec, int *code,
                            char **finished_at);
 
-/* SIGTERM (or the image's StopSignal), then SIGKILL after TIMEOUT seconds. */
-int containers_stop (const struct containers_ctx *ctx, const char *id, int timeout, struct husk_error **err);
+/* SIGTERM (or the image's StopSignal), then SIGKILL after TIMEOUT seconds;
+ * *KILLED (may be NULL) is set true when it came to SIGKILL. */
+int containers_stop (const struct containers_ctx *ctx, const char *id, int timeout, bool *killed,
+                     struct husk_error **err);
 
 /* Removes the runtime container, the rootfs and the record.  A running one
  * needs FORCE. */
@@ -176,5 +182,7 @@ int containers_parse_publish (const char *arg, struct cni_port_mapping *out, str
 
 /* The log file of a detached container (the CRI log format). */
 char *containers_log_path (const struct containers_ctx *ctx, const char *id);
+/* Its monitor's attach socket (cri/attach.h's protocol). */
+char *containers_attach_path (const struct containers_ctx *ctx, const char *id);
 
 #endif

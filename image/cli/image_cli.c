@@ -210,6 +210,51 @@ verb_inspect (struct image_cli_env *env, const struct image_verb *verb, const ch
   return 0;
 }
 
+/* Whether removing NAME deletes IMG rather than untagging it: docker's
+ * rule (images_remove) untags when NAME is one of several tags. */
+static bool
+rm_deletes (const struct image *img, const char *name)
+{
+  size_t n_tags = 0;
+  const char *hex = husk_str_has_prefix (name, "sha256:") ? name + 7 : name;
+
+  while (img->repo_tags[n_tags])
+    n_tags++;
+  if (n_tags <= 1)
+    return true;
+  return strlen (hex) >= 3 && strspn (hex, "0123456789abcdef") == strlen (hex)
+         && husk_str_has_prefix (strchr (img->id, ':') ? strchr (img->id, ':') + 1 : img->id, hex);
+}
+
+/* Refuses to delete an image containers use (podman's rule); with FORCE
+ * removes them first, so that the image's snapshots go with it. */
+static int
+check_users (const struct image_cli_env *env, const char *name, bool force, struct husk_error **err)
+{
+  struct image *img = NULL;
+  cleanup_strv char **users = NULL;
+  int ret = 0;
+
+  if (env->users == NULL)
+    return 0;
+  if (images_lookup (env->root, name, &img, err) < 0)
+    return -1;
+  if (rm_deletes (img, name) && (users = env->users->list (env->root, img->id, err)) == NULL)
+    ret = -1;
+  if (ret == 0 && users && users[0] && !force)
+    ret = husk_error_kind (err, EBUSY,
+                           "image rm %s: image used by %s: image is in use by a container (%zu in all; "
+                           "--force removes them)",
+                           name, users[0], husk_strv_len (users));
+  for (char **id = users; ret == 0 && id && *id; id++)
+    if (env->users->remove (env->root, *id, err) < 0)
+      ret = husk_error_wrap (err, "image rm %s --force", name);
+    else
+      printf ("removed container: %s\n", *id);
+  image_free (img);
+  return ret;
+}
+
 static int
 verb_rm (struct image_cli_env *env, const struct image_verb *verb, const char **values, int argc, char **argv,
          struct husk_error **err)
@@ -218,13 +263,14 @@ verb_rm (struct image_cli_env *env, const struct image_verb *verb, const char **
   int ret = 0;
 
   (void) verb;
-  (void) values;
   if (store_open (env->root, &store, err) < 0)
     return -1;
   for (int i = 0; i < argc && ret == 0; i++)
     {
       cleanup_free char *deleted = NULL;
-      ret = images_remove (store, argv[i], 0, &deleted, err);
+      ret = check_users (env, argv[i], values[0] != NULL, err);
+      if (ret == 0)
+        ret = images_remove (store, argv[i], 0, &deleted, err);
       if (ret == 0)
         printf ("%s: %s\n", deleted ? "deleted" : "untagged", deleted ? deleted : argv[i]);
     }
@@ -274,6 +320,10 @@ verb_export (struct image_cli_env *env, const struct image_verb *verb, const cha
 /* --- the table --------------------------------------------------------------- */
 
 static const struct cli_opt no_opts[] = { { NULL, 0, NULL, NULL } };
+static const struct cli_opt rm_opts[] = {
+  { "force", 'f', NULL, "remove the containers made from the image first (they are stopped)" },
+  { NULL, 0, NULL, NULL },
+};
 
 static const struct image_verb image_verbs[] = {
   { { "image pull", "REF", "pull an image from a registry into the store", pull_opts },
@@ -287,7 +337,7 @@ static const struct image_verb image_verbs[] = {
     NULL,
     1,
     1 },
-  { { "image rm", "REF...", "remove images (a tag the image shares only untags)", no_opts },
+  { { "image rm", "REF...", "remove images (a tag the image shares only untags)", rm_opts },
     verb_rm,
     "rmi",
     1,
@@ -412,9 +462,9 @@ image_cli_parse_env (const char *group, const char *usage, int argc, char **argv
 }
 
 int
-image_cli_main (int argc, char **argv, struct husk_error **err)
+image_cli_main (int argc, char **argv, const struct image_cli_users *users, struct husk_error **err)
 {
-  struct image_cli_env env = { .root = STORE_DEFAULT_ROOT };
+  struct image_cli_env env = { .root = STORE_DEFAULT_ROOT, .users = users };
   int first = image_cli_parse_env ("image", NULL, argc, argv, &env, err);
   const struct image_verb *verb;
 

@@ -3,6 +3,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include "husk/cleanup.h"
 
 #include "husk/util.h"
 #include "runtime/cli/cli.h"
@@ -92,6 +95,21 @@ cli_create (struct cli_globals *g, int argc, char **argv, struct husk_error **er
   return 0;
 }
 
+/* `husk run busybox`: the OCI runtime's run wants a bundle, not an image;
+ * point at the debug CLI when there is no config.json to run. */
+static int
+hint_image (const struct create_options *opts, const char *id, struct husk_error **err)
+{
+  cleanup_free char *config = xasprintf ("%s/config.json", opts->bundle ? opts->bundle : ".");
+  cleanup_free char *msg = NULL;
+
+  if (access (config, F_OK) == 0 || *err == NULL)
+    return -1;
+  msg = xstrdup ((*err)->msg);
+  return husk_error_make (err, 0, "%s (no bundle: to run the image `%s`, use `husk container run %s`)", msg,
+                          id, id);
+}
+
 int
 cli_run (struct cli_globals *g, int argc, char **argv, struct husk_error **err)
 {
@@ -104,6 +122,6 @@ cli_run (struct cli_globals *g, int argc, char **argv, struct husk_error **err)
       || cli_one_id ("run", argc, argv, &id, err) < 0)
     return -1;
   if (container_run (&g->ctx, id, &opts, detach, &exit_code, err) < 0)
-    return -1;
+    return hint_image (&opts, id, err);
   return exit_code;
 }

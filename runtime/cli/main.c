@@ -159,7 +159,7 @@ static const struct cli_command commands[] = {
     "make a container from a bundle and a CRIU image", "ID", restore_opts },
   { "image", cli_image, "image [--root DIR] pull|ls|inspect|rm|import|export ...",
     "manage images (debug CLI)", NULL, NULL },
-  { "container", cli_container, "container [--root DIR] run|ls|exec|logs|stop|rm ...",
+  { "container", cli_container, "container [--root DIR] run|ls|exec|logs|start|stop|rm|cp ...",
     "run images directly, no daemon (debug CLI)", NULL, NULL },
   { "cdi-hook", cli_cdi_hook, "cdi-hook update-ldcache|create-symlinks|chmod [options]",
     "CDI createContainer hooks (state JSON on stdin)", NULL, NULL },
@@ -389,6 +389,13 @@ main (int argc, char **argv)
   ret = cmd->handler (&g, argc, argv, &err);
   if (ret >= 0)
     return ret;
+  /* The debug CLI's own failures (its plugin not found) exit as podman's:
+   * 125; the OCI runtime's commands as runc's: 1. */
+  if (cmd->handler == cli_image || cmd->handler == cli_container)
+    {
+      husk_error_report (&err, "husk");
+      return 125;
+    }
 fail:
   husk_error_report (&err, "husk");
   return 1;

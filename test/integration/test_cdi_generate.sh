@@ -245,8 +245,11 @@ t_errors() {
 		# shellcheck disable=SC2086 # two words for generate nvidia
 		"$HUSK" cdi $v --help >"$WORK/help.out" 2>&1
 		assert_rc "husk cdi $v --help: exit 0" 0 $?
-		assert_contains "husk cdi $v --help: the usage" "$(cat "$WORK/help.out")" "generate nvidia [--driver-root DIR]"
+		assert_contains "husk cdi $v --help: its own usage" "$(head -n 1 "$WORK/help.out")" "usage: husk cdi ${v% nvidia}"
 	done
+	assert_contains "husk cdi generate --help: its options" "$("$HUSK" cdi generate --help)" "--driver-root DIR"
+	assert_not_contains "husk cdi list --help: not generate's" "$("$HUSK" cdi list --help)" generate
+	assert_contains "husk cdi --help: both verbs" "$("$HUSK" cdi --help)" "generate nvidia [--driver-root DIR]"
 	out=$(new_tmpdir cdigen-out)
 	empty=$(new_tmpdir cdigen-empty)
 	"$HUSK" cdi generate nvidia --dev-root "$empty" --proc-root "$empty" --driver-root "$FAKE/driver" \

@@ -229,7 +229,7 @@ t_publish() {
 		"{\"8080/tcp\":[{\"HostIp\":\"\",\"HostPort\":\"$port\"}],\"9090/udp\":[{\"HostIp\":\"127.0.0.1\",\"HostPort\":\"$uport\"}]}" \
 		"$(field husk-it-web '{{.NetworkSettings.Ports}}')"
 	ctr ls
-	assert_contains "ls: PORTS as podman's" "$OUT" "0.0.0.0:$port->8080/tcp,127.0.0.1:$uport->9090/udp"
+	assert_contains "ls: PORTS as podman's" "$OUT" "0.0.0.0:$port->8080/tcp, 127.0.0.1:$uport->9090/udp"
 	assert_true "iptables: a udp DNAT to the container for 127.0.0.1:$uport" \
 		sh -c "iptables-save -t nat | grep -- '-d 127.0.0.1/32 -p udp' | grep -- '--dport $uport ' | grep -q DNAT"
 	assert_true "iptables: portmap's DNAT rule for the port, naming the container" \
@@ -306,8 +306,8 @@ t_ls_exit_codes() {
 	assert_contains "ls: the running one" "$OUT" husk-it-up
 	assert_not_contains "ls: not the exited one (podman: running only)" "$OUT" husk-it-done
 	ctr ls -a
-	assert_contains "ls -a: the exited one with its exit code" "$(echo "$OUT" | grep husk-it-done)" "exited (7)"
-	assert_contains "ls -a: the running one" "$(echo "$OUT" | grep husk-it-up)" running
+	assert_contains "ls -a: the exited one with its exit code" "$(echo "$OUT" | grep husk-it-done)" "Exited (7) "
+	assert_contains "ls -a: the running one" "$(echo "$OUT" | grep husk-it-up)" "Up "
 	ctr ls -q
 	assert_eq "ls -q: only the running id" "$run_id" "$OUT"
 	ctr ls -a -q
