@@ -5,10 +5,13 @@
 # is not loaded is refused at create with nothing left; huskd loads
 # husk-default at start, and husk-default denies mounts and writes to
 # /proc/sys outside kernel/shm* where the unconfined control succeeds.
-# Runs in the VM (see test/vm/lib.sh; hack/vm-test.sh adds apparmor_parser
-# and huskd).  The CRI side (RuntimeDefault -> husk-default) has no client
-# in the VM: test_cri_apparmor.sh and test_cri_apparmor.c cover it on the
-# host.
+# Through CRI (husk's C client, test/vm/cri_cli.c): a container that asks
+# for nothing runs under husk-default, one that asks for Unconfined does
+# not, a pod's pause process (shared pid namespace) runs under
+# husk-default, and a Localhost profile that is not loaded fails
+# CreateContainer.
+# Runs in the VM (see test/vm/lib.sh; hack/vm-test.sh adds apparmor_parser,
+# huskd, the CRI client and the busybox image).
 . /vm/tests/lib.sh
 
 AA=/run/aa-vm
@@ -131,7 +134,6 @@ t_huskd_loads_default() {
 		sleep 0.1
 		i=$((i + 1))
 	done
-	stop_huskd
 	assert_contains "vm apparmor: huskd loads husk-default at start" "$(cat "$AA/huskd.log")" \
 		"AppArmor profile \`husk-default\` loaded"
 	assert_contains "vm apparmor: ... the kernel lists it" "$(cat /sys/kernel/security/apparmor/profiles)" \
@@ -167,6 +169,56 @@ t_husk_default() {
 		"unconfined mount=ok domainname=ok shmmni=ok sysrq=ok" "$(printf '%s' "$OUT" | tr '\n' ' ' | sed 's/ $//')"
 }
 
+c() { timeout 60 /husk/bin/cri-cli -r "unix://$AA/huskd.sock" "$@"; }
+
+# CTR-NAME APPARMOR-JSON: a sleeping container (pid 1 of its own pid
+# namespace, so /proc/1 is its init and not the pod's) of the pod POD asking for
+# APPARMOR (a SecurityProfile, or "" for none); its id in CID.
+cri_container() {
+	local json=$AA/$1.json sc=""
+	[ -n "$2" ] && sc=", \"linux\": {\"security_context\": {\"apparmor\": $2}}"
+	printf '{"metadata": {"name": "%s"}, "image": {"image": "busybox:latest"}, "command": ["sleep", "300"],
+ "log_path": "%s.log"%s}\n' "$1" "$1" "$sc" >"$json"
+	CID=$(c create "$POD" "$json" "$AA/pod.json" 2>&1)
+}
+
+# huskd (started by t_huskd_loads_default) through CRI: RuntimeDefault (or
+# no profile) is husk-default, Unconfined is not, a Localhost profile the
+# kernel does not have fails CreateContainer.
+t_cri_default() {
+	local out
+	out=$(timeout 60 "$HUSK" image --root "$AA/root" import /vm/images/busybox busybox:latest 2>&1)
+	assert_eq "vm apparmor cri: import busybox into huskd's root" 0 $? "$out"
+	printf '{"metadata": {"name": "aa", "namespace": "vm", "uid": "aa-1"}, "log_directory": "%s/logs",
+ "linux": {"security_context": {"namespace_options": {"network": 2, "pid": 1}}}}\n' "$AA" >"$AA/pod.json"
+	POD=$(c runp "$AA/pod.json" 2>&1) || not_ok "vm apparmor cri: RunPodSandbox" "$POD" "$(tail -5 "$AA/huskd.log")"
+	cri_container plain ""
+	c start "$CID" >/dev/null 2>&1
+	assert_eq "vm apparmor cri: a container asking for nothing runs under husk-default" "husk-default (enforce)" \
+		"$(c exec -s "$CID" cat /proc/1/attr/current 2>&1)"
+	cri_container free '{"profile_type": 1}'
+	c start "$CID" >/dev/null 2>&1
+	assert_eq "vm apparmor cri: Unconfined runs unconfined" "unconfined" \
+		"$(c exec -s "$CID" cat /proc/1/attr/current 2>&1)"
+	cri_container missing '{"profile_type": 2, "localhost_ref": "no-such-profile"}'
+	assert_contains "vm apparmor cri: a Localhost profile that is not loaded fails CreateContainer, naming it" \
+		"$CID" "no-such-profile"
+	c stopp "$POD" >/dev/null 2>&1
+	c rmp "$POD" >/dev/null 2>&1 || not_ok "vm apparmor cri: RemovePodSandbox" "$(tail -5 "$AA/huskd.log")"
+	# A pod sharing one pid namespace: pid 1 is its pause process, under
+	# the pod's profile (RuntimeDefault: husk-default).
+	printf '{"metadata": {"name": "aa-shared", "namespace": "vm", "uid": "aa-2"}, "log_directory": "%s/logs",
+ "linux": {"security_context": {"namespace_options": {"network": 2, "pid": 0}}}}\n' "$AA" >"$AA/pod.json"
+	POD=$(c runp "$AA/pod.json" 2>&1) || not_ok "vm apparmor cri: RunPodSandbox (shared pid)" "$POD"
+	cri_container shared '{"profile_type": 1}'
+	c start "$CID" >/dev/null 2>&1
+	assert_eq "vm apparmor cri: the pod's pause process (shared pid namespace) runs under husk-default" \
+		"husk-default (enforce)" "$(c exec -s "$CID" cat /proc/1/attr/current 2>&1)"
+	c stopp "$POD" >/dev/null 2>&1
+	c rmp "$POD" >/dev/null 2>&1 || not_ok "vm apparmor cri: RemovePodSandbox (shared pid)" "$(tail -5 "$AA/huskd.log")"
+	stop_huskd
+}
+
 t_kernel || exit 0
 t_load
 t_confined
@@ -174,4 +226,5 @@ t_exec
 t_missing
 t_fake_proc
 t_huskd_loads_default
+t_cri_default
 t_husk_default
