@@ -45,7 +45,7 @@ t_cri_checkpoint() {
 	printf '{"metadata": {"name": "ckpt", "namespace": "vm", "uid": "uid-ckpt"}, "log_directory": "%s/logs",
  "linux": {"security_context": {"namespace_options": {"network": 2, "pid": 1}}}}\n' "$CRI" >"$CRI/pod.json"
 	printf '{"metadata": {"name": "counter"}, "image": {"image": "busybox:latest"},
- "command": ["sh", "-c", "i=0; while :; do i=$((i+1)); echo $i >/tmp/count; echo $i; sleep 0.1; done"],
+ "command": ["sh", "-c", "i=0; while :; do i=$((i+1)); echo $i >/tmp/count.new; mv /tmp/count.new /tmp/count; echo $i; sleep 0.1; done"],
  "log_path": "counter.log", "linux": {"security_context": {"namespace_options": {"network": 2, "pid": 1}}}}\n' \
 		>"$CRI/ctr.json"
 	sed -e 's|"name": "counter"|"name": "restored"|' -e "s|\"image\": \"busybox:latest\"|\"image\": \"$CRI/out/counter.tar\"|" \
