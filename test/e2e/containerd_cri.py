@@ -33,10 +33,6 @@ LOGS = os.path.join(WORK, "logs")
 
 
 class C(cri_client.Client):
-    def exec_url(self, cid, cmd, stdin=False, stdout=True, stderr=True, tty=False):
-        return self.call("Exec", pb.ExecRequest(container_id=cid, cmd=cmd, stdin=stdin, stdout=stdout,
-                                                stderr=stderr, tty=tty), pb.ExecResponse).url
-
     def verbose_status(self, cid):
         r = self.call("ContainerStatus", pb.ContainerStatusRequest(container_id=cid, verbose=True),
                       pb.ContainerStatusResponse)

@@ -79,6 +79,20 @@ class Client:
         return [c.id for c in self.call("ListContainers", pb.ListContainersRequest(filter=f),
                                         pb.ListContainersResponse).containers]
 
+    # The streaming RPCs: each gives a one-time URL on the runtime's
+    # streaming server.
+    def exec_url(self, cid, cmd, stdin=False, stdout=True, stderr=True, tty=False):
+        return self.call("Exec", pb.ExecRequest(container_id=cid, cmd=cmd, stdin=stdin, stdout=stdout,
+                                                stderr=stderr, tty=tty), pb.ExecResponse).url
+
+    def attach_url(self, cid, stdin=True, stdout=True, stderr=True, tty=False):
+        return self.call("Attach", pb.AttachRequest(container_id=cid, stdin=stdin, stdout=stdout, stderr=stderr,
+                                                    tty=tty), pb.AttachResponse).url
+
+    def pf_url(self, pod, ports):
+        return self.call("PortForward", pb.PortForwardRequest(pod_sandbox_id=pod, port=ports),
+                         pb.PortForwardResponse).url
+
     def exec_sync(self, cid, cmd, timeout=0):
         return self.call("ExecSync", pb.ExecSyncRequest(container_id=cid, cmd=cmd, timeout=timeout),
                          pb.ExecSyncResponse, timeout=timeout + 30 if timeout else 60)

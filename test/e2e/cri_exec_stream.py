@@ -39,14 +39,7 @@ LOGS = os.path.join(WORK, "logs")
 HTTPD = "mkdir -p /tmp/www && echo hello-from-pod > /tmp/www/index.html && exec httpd -f -p 8080 -h /tmp/www"
 
 
-class C(cri_client.Client):
-    def exec_url(self, cid, cmd, stdin=False, stdout=True, stderr=True, tty=False):
-        return self.call("Exec", pb.ExecRequest(container_id=cid, cmd=cmd, stdin=stdin, stdout=stdout,
-                                                stderr=stderr, tty=tty), pb.ExecResponse).url
-
-    def pf_url(self, pod, ports):
-        return self.call("PortForward", pb.PortForwardRequest(pod_sandbox_id=pod, port=ports),
-                         pb.PortForwardResponse).url
+C = cri_client.Client
 
 
 def huskd_usage(pid):

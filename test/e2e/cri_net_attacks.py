@@ -63,17 +63,9 @@ class C(cri_client.Client):
     def version(self):
         return self.call("Version", pb.VersionRequest(), pb.VersionResponse, timeout=20)
 
-    def exec_url(self, cid, cmd, stdin=False, stdout=True, stderr=True, tty=False):
-        return self.call("Exec", pb.ExecRequest(container_id=cid, cmd=cmd, stdin=stdin, stdout=stdout,
-                                                stderr=stderr, tty=tty), pb.ExecResponse).url
-
     def attach_url(self, cid, stdout=True, stderr=False):
         return self.call("Attach", pb.AttachRequest(container_id=cid, stdout=stdout, stderr=stderr),
                          pb.AttachResponse).url
-
-    def pf_url(self, pod, ports):
-        return self.call("PortForward", pb.PortForwardRequest(pod_sandbox_id=pod, port=ports),
-                         pb.PortForwardResponse).url
 
 
 def free_port():
