@@ -10,6 +10,7 @@
 #   hack/bench-cri.sh --stream [N]
 #   hack/bench-cri.sh --cdi [N]
 #   hack/bench-cri.sh --scale [N]
+#   hack/bench-cri.sh --density [N]     (DENSITY_SECONDS=D, default 300)
 #
 # --stream measures the streaming server instead (test/e2e/bench_stream.py):
 # `exec CID true` round trips (N, median) and `port-forward` throughput of
@@ -28,6 +29,17 @@
 # ListContainers, ListContainerStats and ListPodSandboxStats (ROUNDS, default
 # 30, calls each) and the daemons' RSS with all pods running.  Targets:
 # stats lists <= 10 ms and <= 0.5x containerd, RSS <= 0.5x.
+#
+# --density drives each runtime in turn (huskd, then containerd, never both
+# running) as a kubelet drives a node of N pods (default 100;
+# test/e2e/bench_density.py, issue 30): a start storm of 20 workers, a
+# steady phase of DENSITY_SECONDS with kubelet's relist, stats and probe
+# load (every call's latency kept), then a teardown storm of 20 workers.
+# Each daemon starts in a cpuacct cgroup of its own (CG/RUNTIME/daemon; v2:
+# the unified hierarchy) and its pods get cgroup_parent CG/RUNTIME/podI, so
+# the steady CPU is that cgroup tree's: the daemon, every monitor or shim,
+# every exec'd runtime and the containers, exited processes included.
+# Memory: PSS of the tree's processes but the containers' `sleep`s.
 #
 # Every mode also prints one line per measured pair for hack/bench-table.sh:
 #   BENCH|name|husk value|peer and value|ratio|goal
@@ -58,9 +70,16 @@ elif [ "${1:-}" = --cdi ]; then
 elif [ "${1:-}" = --scale ]; then
 	BENCH=bench_cri_scale.py
 	shift
+elif [ "${1:-}" = --density ]; then
+	BENCH=bench_density.py
+	shift
 fi
 PODS=${1:-20}
-[ "$BENCH" = bench_cri_scale.py ] && PODS=${1:-100}
+[ "$BENCH" = bench_cri_scale.py ] || [ "$BENCH" = bench_density.py ] && PODS=${1:-100}
+DENSITY_SECONDS=${DENSITY_SECONDS:-300}
+# --density: the cgroup the runtimes run in (a name in every hierarchy, for
+# the cgroupfs drivers create the pods' cgroups in each)
+CG_NAME=husk-bench-density-$$
 ROUNDS=${ROUNDS:-30}
 IPAM_DIR=/var/lib/cni/networks
 FORWARD_BEFORE=$(cat /proc/sys/net/ipv4/ip_forward)
@@ -108,6 +127,22 @@ umount_under() { # DIR: deepest first
 	done
 }
 
+# Whatever still runs in the density cgroups is ours (the daemon, monitors,
+# shims, containers); then the cgroups go, deepest first, in every hierarchy.
+remove_cgroups() {
+	local h pid
+	for h in /sys/fs/cgroup /sys/fs/cgroup/*; do
+		[ -d "$h/$CG_NAME" ] || continue
+		find "$h/$CG_NAME" -name cgroup.procs -exec cat {} + 2>/dev/null | while read -r pid; do
+			kill -KILL "$pid" 2>/dev/null
+		done
+	done
+	sleep 0.2
+	for h in /sys/fs/cgroup /sys/fs/cgroup/*; do
+		[ -d "$h/$CG_NAME" ] && find "$h/$CG_NAME" -depth -type d -exec rmdir {} \; 2>/dev/null
+	done
+}
+
 remove_net() { # NAME BRIDGE SUBNET_PREFIX
 	ip link del "$2" 2>/dev/null
 	cni_purge_rules "$1"
@@ -116,6 +151,7 @@ remove_net() { # NAME BRIDGE SUBNET_PREFIX
 
 cleanup() {
 	kill_ours
+	remove_cgroups
 	sleep 0.3
 	umount_under "$W"
 	"$REPO_DIR/hack/registry.sh" stop "$W/registry" >/dev/null 2>&1
@@ -203,6 +239,44 @@ print(f"BENCH|CreateContainer with 8 CDI devices, overhead|{r['overhead_ms']:.2f
       f"no devices {r['plain_median_ms']:.2f} ms|{r['cdi_median_ms'] / r['plain_median_ms']:.2f}|overhead <= 1 ms "
       f"{'met' if r['overhead_ms'] <= 1 else 'missed'}")
 EOS
+	exit 0
+fi
+
+if [ "$BENCH" = bench_density.py ]; then
+	if [ -f /sys/fs/cgroup/cpuacct/cpuacct.usage ]; then
+		CG_ROOT=/sys/fs/cgroup/cpuacct
+	elif [ -f /sys/fs/cgroup/cgroup.controllers ]; then
+		CG_ROOT=/sys/fs/cgroup
+	else
+		die "--density needs cgroup v1 cpuacct at /sys/fs/cgroup/cpuacct or cgroup v2 at /sys/fs/cgroup"
+	fi
+	# density_run NAME SOCKET LOGDIR DAEMON_LOG COMMAND...: the daemon, started
+	# in CG/NAME/daemon, driven by bench_density.py, then stopped.
+	density_run() {
+		local name=$1 sock=$2 logs=$3 log=$4 pid json
+		shift 4
+		mkdir -p "$CG_ROOT/$CG_NAME/$name/daemon" || die "cannot create the cgroup $CG_ROOT/$CG_NAME/$name"
+		sh -c 'echo $$ >"$1/cgroup.procs" && shift && exec "$@"' sh "$CG_ROOT/$CG_NAME/$name/daemon" "$@" \
+			>"$log" 2>&1 &
+		pid=$!
+		wait_socket "$sock" "$pid" || die "$name did not start: $(tail -3 "$log")"
+		json=$(timeout -k 5 $((DENSITY_SECONDS + 1800)) "$PY" "$REPO_DIR/test/e2e/bench_density.py" "$W/gen" \
+			"$sock" "$IMAGE" "$logs" "$PODS" "$DENSITY_SECONDS" "$CG_ROOT/$CG_NAME/$name" "/$CG_NAME/$name") ||
+			die "the $name density run failed: $(tail -3 "$log")"
+		kill -TERM "$pid"
+		wait "$pid" 2>/dev/null
+		echo "$json"
+	}
+	write_conflist "$W/husk-net.d" "${NET_HUSK[@]}"
+	echo "{\"cni_conf_dir\": \"$W/husk-net.d\"}" >"$W/husk-config.json"
+	HUSK_JSON=$(density_run husk "$W/husk.sock" "$W/logs-husk" "$W/huskd.log" "$HUSKD" \
+		--listen "unix://$W/husk.sock" --root "$W/husk/root" --state "$W/husk/state" \
+		--config "$W/husk-config.json") || exit 1
+	write_conflist "$W/ctrd-net.d" "${NET_CTRD[@]}"
+	ctrd_write_config "$W/containerd.toml" "$W" "$ADDR" "$W/ctrd-net.d"
+	CTRD_JSON=$(density_run containerd "$W/ctrd.sock" "$W/logs-ctrd" "$W/containerd.log" "$CONTAINERD" \
+		--config "$W/containerd.toml") || exit 1
+	"$PY" "$REPO_DIR/test/e2e/bench_density_table.py" "$HUSK_JSON" "$CTRD_JSON" "$DENSITY_SECONDS" "$CG_ROOT"
 	exit 0
 fi
 
