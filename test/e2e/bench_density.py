@@ -22,12 +22,14 @@ cpuacct dir is CGROUP_DIR/podI: cpuacct.usage of CGROUP_DIR is everything
 the runtime spent, container processes (idle `sleep`s and the probes' `true`)
 included.  Memory is the PSS (smaps_rollup) of every process in CGROUP_DIR's
 tree except the containers' `sleep`s, taken from the processes seen in two
-samples 0.5 s apart (so a passing exec is not counted).  Prints one JSON line.
+samples 0.5 s apart, after the steady phase once its last call returned
+(so no exec in flight is counted).  Prints one JSON line.
 """
 import concurrent.futures
 import json
 import os
 import random
+import resource
 import statistics
 import sys
 import threading
@@ -113,16 +115,20 @@ class Recorder:
 
     def call(self, method, fn):
         t = time.monotonic()
+        reply, error = None, None
         try:
             reply = fn()
         except Exception as e:  # noqa: BLE001  an RPC's failure is a count, not the end of the run
-            with self.lock:
-                key = f"{method}: {e.code().name if hasattr(e, 'code') else e.__class__.__name__}"
-                self.errors[key] = self.errors.get(key, 0) + 1
-            return None
-        with self.lock:
+            error = f"{method}: {e.code().name if hasattr(e, 'code') else e.__class__.__name__}"
+        with self.lock:  # a failed call's time counts too: a timeout is the slowest answer
             self.ms.setdefault(method, []).append((time.monotonic() - t) * 1000)
+            if error:
+                self.errors[error] = self.errors.get(error, 0) + 1
         return reply
+
+    def error(self, what):
+        with self.lock:
+            self.errors[what] = self.errors.get(what, 0) + 1
 
 
 def pct(values, p):
@@ -191,7 +197,7 @@ def steady(client, rec, cids):
                                                    pb.ContainerStatusResponse, timeout=TIMEOUT))
         reply = rec.call("ExecSync", lambda: c.exec_sync(cid, ["true"], timeout=5))
         if reply is not None and reply.exit_code != 0:
-            rec.errors["ExecSync: exit code"] = rec.errors.get("ExecSync: exit code", 0) + 1
+            rec.error(f"ExecSync: exit code {reply.exit_code}")
 
     def probe_scheduler():
         # one slot per pod, spread over the period in a random order
@@ -216,19 +222,16 @@ def steady(client, rec, cids):
     cpu0 = (cpuacct_ns(CG_DIR), cpuacct_ns(os.path.join(CG_DIR, "daemon")), time.monotonic())
     for th in threads:
         th.start()
-    mem_at = time.monotonic() + SECONDS / 2
-    mem = None
-    while not stop.wait(min(1.0, max(0.0, cpu0[2] + SECONDS - time.monotonic()))):
-        if mem is None and time.monotonic() >= mem_at:
-            mem = memory()
-        if time.monotonic() >= cpu0[2] + SECONDS:
-            stop.set()
+    stop.wait(SECONDS)
+    stop.set()
     cpu1 = (cpuacct_ns(CG_DIR), cpuacct_ns(os.path.join(CG_DIR, "daemon")), time.monotonic())
     for th in threads:
         th.join()
     probes.shutdown(wait=True)
-    if mem is None:
-        mem = memory()
+    # Memory once the last probe has returned: on a loaded host an exec's
+    # runtime process can outlive any sampling interval, and it is not a helper.
+    time.sleep(1)
+    mem = memory()
     minutes = (cpu1[2] - cpu0[2]) / 60
     return {"cpu_s_per_min": (cpu1[0] - cpu0[0]) / 1e9 / minutes,
             "daemon_cpu_s_per_min": (cpu1[1] - cpu0[1]) / 1e9 / minutes,
@@ -261,6 +264,8 @@ def main():
     out["calls"] = {m: {"n": len(v), "p50_ms": pct(v, 50), "p99_ms": pct(v, 99), "max_ms": max(v)}
                     for m, v in rec.ms.items()}
     out["errors"] = rec.errors
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    out["driver_cpu_s"] = usage.ru_utime + usage.ru_stime
     print(json.dumps(out), flush=True)
 
 
