@@ -275,10 +275,12 @@ if [ "$BENCH" = bench_density.py ]; then
 	HUSK_JSON=$(density_run husk "$W/husk.sock" "$W/logs-husk" "$W/huskd.log" "$HUSKD" \
 		--listen "unix://$W/husk.sock" --root "$W/husk/root" --state "$W/husk/state" \
 		--config "$W/husk-config.json") || exit 1
+	echo "# husk, bench_density.py: $HUSK_JSON" # kept in the log should containerd's run fail
 	write_conflist "$W/ctrd-net.d" "${NET_CTRD[@]}"
 	ctrd_write_config "$W/containerd.toml" "$W" "$ADDR" "$W/ctrd-net.d"
 	CTRD_JSON=$(density_run containerd "$W/ctrd.sock" "$W/logs-ctrd" "$W/containerd.log" "$CONTAINERD" \
 		--config "$W/containerd.toml") || exit 1
+	echo "# containerd, bench_density.py: $CTRD_JSON"
 	"$PY" "$REPO_DIR/test/e2e/bench_density_table.py" "$HUSK_JSON" "$CTRD_JSON" "$DENSITY_SECONDS" "$CG_ROOT"
 	exit 0
 fi

@@ -11,8 +11,9 @@ driven as a kubelet drives a node of N pods (issue 30).
    ListContainers every 1 s (PLEG relist), ListContainerStats and
    ListPodSandboxStats every 10 s, and per pod every 10 s a ContainerStatus
    and one ExecSync `true` (a probe worker per pod, their starts spread over
-   the period as kubelet's jittered probe workers are); every call's latency
-   is recorded;
+   the period as kubelet's jittered probe workers are; a probe still running
+   at its pod's next tick makes that tick dropped, as kubelet's worker does);
+   every call's latency is recorded, failed ones included;
 3. teardown storm: 20 workers run StopPodSandbox+RemovePodSandbox.
 
 CPU is cgroup v1 cpuacct: the caller starts the daemon in CGROUP_DIR/daemon
@@ -35,6 +36,8 @@ import sys
 import threading
 import time
 
+import grpc
+
 GEN, SOCK, IMAGE, LOGDIR = sys.argv[1:5]
 N, SECONDS = int(sys.argv[5]), float(sys.argv[6])
 CG_DIR, CG_PARENT = sys.argv[7:9]
@@ -44,8 +47,9 @@ from cri_client import Client, container_config, pod_config  # noqa: E402
 
 WORKERS = 20
 TIMEOUT = 120
+STORM_TIMEOUT = 600  # a storm's calls on a loaded host: containerd's StopPodSandbox passed 120 s
 RELIST_PERIOD, STATS_PERIOD, PROBE_PERIOD = 1.0, 10.0, 10.0
-PROBE_THREADS = 64
+EXEC_TIMEOUT = 5  # kubelet passes the probe's timeoutSeconds (default 1); 5 keeps slow answers timed
 
 
 def loadavg():
@@ -145,10 +149,10 @@ def start_storm(client, rec):
     def one(i):
         cfg = pod_config(f"density-{i}", LOGDIR, namespace="husk-bench-density",
                          cgroup_parent=f"{CG_PARENT}/pod{i}")
-        pod = client.run_pod(cfg, timeout=TIMEOUT)
+        pod = client.run_pod(cfg, timeout=STORM_TIMEOUT)
         pods[i] = pod
-        cid = client.create(pod, sleep, cfg, timeout=TIMEOUT)
-        client.start(cid, timeout=TIMEOUT)
+        cid = client.create(pod, sleep, cfg, timeout=STORM_TIMEOUT)
+        client.start(cid, timeout=STORM_TIMEOUT)
         return cid
 
     t = time.monotonic()
@@ -186,18 +190,21 @@ def steady(client, rec, cids):
         rec.call("ListPodSandboxStats", lambda: c.call(
             "ListPodSandboxStats", pb.ListPodSandboxStatsRequest(), pb.ListPodSandboxStatsResponse,
             timeout=TIMEOUT)))
-    probes = concurrent.futures.ThreadPoolExecutor(PROBE_THREADS)
-    late = [0]
+    # A thread per pod at most, as kubelet has a goroutine per probe: a
+    # pod's probe never overlaps its previous one, whose tick is dropped.
+    probes = concurrent.futures.ThreadPoolExecutor(len(cids))
+    in_flight, late = set(), [0]
 
-    def probe(cid, due):
-        if time.monotonic() - due > PROBE_PERIOD:
-            late[0] += 1  # waited a whole period for a thread: kubelet would have skipped it
-            return
-        rec.call("ContainerStatus", lambda: c.call("ContainerStatus", pb.ContainerStatusRequest(container_id=cid),
-                                                   pb.ContainerStatusResponse, timeout=TIMEOUT))
-        reply = rec.call("ExecSync", lambda: c.exec_sync(cid, ["true"], timeout=5))
-        if reply is not None and reply.exit_code != 0:
-            rec.error(f"ExecSync: exit code {reply.exit_code}")
+    def probe(cid):
+        try:
+            rec.call("ContainerStatus", lambda: c.call("ContainerStatus", pb.ContainerStatusRequest(
+                container_id=cid), pb.ContainerStatusResponse, timeout=TIMEOUT))
+            reply = rec.call("ExecSync", lambda: c.exec_sync(cid, ["true"], timeout=EXEC_TIMEOUT))
+            if reply is not None and reply.exit_code != 0:
+                rec.error(f"ExecSync: exit code {reply.exit_code}")
+        finally:
+            with rec.lock:
+                in_flight.discard(cid)
 
     def probe_scheduler():
         # one slot per pod, spread over the period in a random order
@@ -210,7 +217,14 @@ def steady(client, rec, cids):
                 due = t0 + k * PROBE_PERIOD + offset
                 if stop.wait(max(0.0, due - time.monotonic())):
                     return
-                probes.submit(probe, cid, due)
+                with rec.lock:
+                    busy = cid in in_flight
+                    if busy:
+                        late[0] += 1
+                    else:
+                        in_flight.add(cid)
+                if not busy:
+                    probes.submit(probe, cid)
             k += 1
 
     stats()  # the first stats call has no cpu rate to give; not timed below
@@ -238,10 +252,19 @@ def steady(client, rec, cids):
             "pss_kib": mem[0], "pss_by_comm": mem[1], "probes_late": late[0], "seconds": cpu1[2] - cpu0[2]}
 
 
-def teardown_storm(client, pods):
+def teardown_storm(client, rec, pods):
     def one(pod):
-        client.stop_pod(pod, timeout=TIMEOUT)
-        client.remove_pod(pod, timeout=TIMEOUT)
+        # kubelet retries a pod whose teardown timed out; so does this, a
+        # few times (containerd took > 120 s for one at 250 pods, load 60)
+        for attempt in range(3):
+            try:
+                client.stop_pod(pod, timeout=STORM_TIMEOUT)
+                client.remove_pod(pod, timeout=STORM_TIMEOUT)
+                return
+            except grpc.RpcError as e:
+                rec.error(f"teardown: {e.code().name}")
+                if attempt == 2:
+                    raise
 
     t = time.monotonic()
     with concurrent.futures.ThreadPoolExecutor(WORKERS) as pool:
@@ -259,7 +282,7 @@ def main():
     time.sleep(2)
     out.update(steady(client, rec, cids))
     out["steady_load"] = loadavg()
-    out["teardown_s"] = teardown_storm(client, pods)
+    out["teardown_s"] = teardown_storm(client, rec, pods)
     out["teardown_load"] = loadavg()
     out["calls"] = {m: {"n": len(v), "p50_ms": pct(v, 50), "p99_ms": pct(v, 99), "max_ms": max(v)}
                     for m, v in rec.ms.items()}

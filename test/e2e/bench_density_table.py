@@ -77,8 +77,8 @@ for name, get, unit, load_key, goal in ROWS:
 for label, r in (("husk", h), ("containerd", c)):
     calls = ", ".join(f"{m} {v['n']}" for m, v in sorted(r["calls"].items()))
     procs = ", ".join(f"{k} x{v['procs']} {v['pss_kib'] / 1024:.1f} MiB" for k, v in sorted(r["pss_by_comm"].items()))
-    print(f"\n{label}: calls timed: {calls}; errors: {r['errors'] or 'none'}; probes dropped as a whole "
-          f"period late: {r['probes_late']}; steady phase {r['seconds']:.0f} s; PSS by process: {procs}; "
+    print(f"\n{label}: calls timed: {calls}; errors: {r['errors'] or 'none'}; probe ticks dropped "
+          f"(the pod's previous probe still running): {r['probes_late']}; steady phase {r['seconds']:.0f} s; PSS by process: {procs}; "
           f"the driver's own CPU: {r['driver_cpu_s']:.1f} s")
 print()
 print("\n".join(bench))
