@@ -142,7 +142,7 @@ remove_cgroups() {
 	done
 	sleep 0.2
 	for h in /sys/fs/cgroup /sys/fs/cgroup/*; do
-		[ -d "$h/$CG_NAME" ] && find "$h/$CG_NAME" -depth -type d -exec rmdir {} \; 2>/dev/null
+		[ -d "$h/$CG_NAME" ] && find "$h/$CG_NAME" -depth -type d -delete 2>/dev/null # rmdir, no fork per dir
 	done
 }
 
