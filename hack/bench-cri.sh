@@ -122,11 +122,10 @@ kill_ours() {
 	done
 }
 
-umount_under() { # DIR: deepest first
-	local m
+umount_under() { # DIR: deepest first, one umount for all (250 pods hold ~1,100 mounts)
 	for _pass in 1 2 3; do
 		awk -v d="$1" 'index($5, d) == 1 { print $5 }' /proc/self/mountinfo | sort -r |
-			while read -r m; do umount -l "$m" 2>/dev/null; done
+			xargs -r -d '\n' umount -l 2>/dev/null
 	done
 }
 
