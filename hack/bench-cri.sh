@@ -32,7 +32,10 @@
 # seconds (ExecSync `true` + ContainerStatus per container every 10 s) and
 # reports the four lists' p50 and p99 meanwhile, with the host's load.
 # Targets: the stats lists' p99 <= 10 ms, ListPodSandbox and ListContainers
-# p99 <= containerd's.
+# p99 <= containerd's.  HUSKD_BASE=PATH runs another huskd build as a third
+# daemon in the same run (same pods, same probes) and prints its numbers
+# too: an A/B of two builds under the same load.  SCALE_TEARDOWN=0 leaves
+# the pods to the cleanup trap instead of timing their teardown.
 #
 # Every mode also prints one line per measured pair for hack/bench-table.sh:
 #   BENCH|name|husk value|peer and value|ratio|goal
@@ -73,6 +76,7 @@ VAR_LIB_CNI_BEFORE=$([ -d /var/lib/cni ] && echo yes)
 # name bridge subnet, per runtime (the subnets: free ones, held for the run)
 NET_HUSK=(husk-bench-husk-$$ hkbh$(($$ % 100000)) "")
 NET_CTRD=(husk-bench-ctrd-$$ hkbc$(($$ % 100000)) "")
+NET_BASE=(husk-bench-base-$$ hkbb$(($$ % 100000)) "")
 
 die() {
 	echo "bench-cri: $*" >&2
@@ -126,6 +130,7 @@ cleanup() {
 	"$REPO_DIR/hack/registry.sh" stop "$W/registry" >/dev/null 2>&1
 	remove_net "${NET_HUSK[@]}"
 	remove_net "${NET_CTRD[@]}"
+	remove_net "${NET_BASE[@]}"
 	[ -z "$VAR_LIB_CNI_BEFORE" ] && rmdir "$IPAM_DIR" /var/lib/cni 2>/dev/null
 	[ "$(cat /proc/sys/net/ipv4/ip_forward)" != "$FORWARD_BEFORE" ] &&
 		echo "$FORWARD_BEFORE" >/proc/sys/net/ipv4/ip_forward
@@ -135,6 +140,9 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 NET_HUSK[2]=$(free_subnet) && NET_CTRD[2]=$(free_subnet) || die "no free 10.x.y.0/24 subnet for the bridges"
+if [ -n "${HUSKD_BASE:-}" ]; then
+	NET_BASE[2]=$(free_subnet) || die "no free 10.x.y.0/24 subnet for the bridges"
+fi
 
 write_conflist() { # DIR NAME BRIDGE SUBNET_PREFIX
 	mkdir -p "$1"
@@ -223,14 +231,31 @@ if [ "$BENCH" = bench_cri_scale.py ]; then
 	CTRD_PID=$!
 	wait_socket "$W/husk.sock" "$HUSKD_PID" || die "huskd did not start: $(tail -3 "$W/huskd.log")"
 	wait_socket "$W/ctrd.sock" "$CTRD_PID" || die "containerd did not start: $(tail -3 "$W/containerd.log")"
+	BASE_ARG=()
+	if [ -n "${HUSKD_BASE:-}" ]; then # another huskd build, measured in the same run (A/B)
+		write_conflist "$W/base-net.d" "${NET_BASE[@]}"
+		echo "{\"cni_conf_dir\": \"$W/base-net.d\"}" >"$W/base-config.json"
+		"$HUSKD_BASE" --listen "unix://$W/base.sock" --root "$W/base/root" --state "$W/base/state" \
+			--config "$W/base-config.json" >"$W/huskd-base.log" 2>&1 &
+		BASE_PID=$!
+		wait_socket "$W/base.sock" "$BASE_PID" || die "$HUSKD_BASE did not start: $(tail -3 "$W/huskd-base.log")"
+		BASE_ARG=("husk-base=$W/base.sock:$BASE_PID")
+	fi
 	SCALE_JSON=$(timeout -k 5 1800 "$PY" "$REPO_DIR/test/e2e/bench_cri_scale.py" "$W/gen" "$IMAGE" "$W/logs-husk" \
-		"$PODS" "$ROUNDS" "husk=$W/husk.sock:$HUSKD_PID" "containerd=$W/ctrd.sock:$CTRD_PID") ||
+		"$PODS" "$ROUNDS" "husk=$W/husk.sock:$HUSKD_PID" "containerd=$W/ctrd.sock:$CTRD_PID" "${BASE_ARG[@]}") ||
 		die "the scale run failed: $(tail -3 "$W/huskd.log"; grep -i 'level=error' "$W/containerd.log" | tail -3)"
-	kill -TERM "$HUSKD_PID" "$CTRD_PID"
-	wait "$HUSKD_PID" "$CTRD_PID" 2>/dev/null
+	kill -TERM "$HUSKD_PID" "$CTRD_PID" ${BASE_PID:+"$BASE_PID"}
+	wait "$HUSKD_PID" "$CTRD_PID" ${BASE_PID:+"$BASE_PID"} 2>/dev/null
 	"$PY" - "$SCALE_JSON" <<'EOS'
 import json, sys
 r = json.loads(sys.argv[1])
+if "husk-base" in r:  # HUSKD_BASE: its numbers beside this build's
+    b = r["husk-base"]
+    print(f"HUSKD_BASE measured in the same run: " + ", ".join(
+        f"{k} {b[k]:.1f}" for k in b if k.endswith("_ms") and b[k] is not None))
+    if "probe" in b:
+        print("HUSKD_BASE under probes: " + ", ".join(
+            f"{k} {v:.1f}" for k, v in b["probe"].items() if k.endswith("_ms") and v is not None) + "\n")
 h, c = r["husk"], r["containerd"]
 print(f"{r['pods']} pods of one `sleep 3600` container each in huskd and containerd at once, driven in turns; "
       f"list latencies: median of {r['rounds']} calls with every pod running\n")
@@ -247,6 +272,8 @@ unit = lambda key: "MiB" if key == "rss_kib" else "ms"  # noqa: E731
 bench = []
 for name, key, div, want, limit in rows:
     hv, cv = h[key], c[key]
+    if hv is None and cv is None:  # SCALE_TEARDOWN=0: not measured
+        continue
     if cv is None:  # containerd 1.6 has no ListPodSandboxStats
         met = "" if hv is None or limit is None else ("met" if hv <= limit else "missed")
         shown = "-" if hv is None else f"{hv / div:.1f}"

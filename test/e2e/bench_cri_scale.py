@@ -19,7 +19,8 @@ p50 and p99 (the replies are timed as bytes: what is measured is the
 daemon, not the client's protobuf parser), with the host's load average
 at the start and the end of that phase.
 
-With SCALE_HOLD=FILE in the environment it creates FILE once the pods run
+With SCALE_TEARDOWN=0 the pods are left running for the caller to
+remove (no teardown figure).  With SCALE_HOLD=FILE in the environment it creates FILE once the pods run
 and waits until FILE is removed before it measures (to look at the
 daemons with strace or perf meanwhile).
 """
@@ -201,7 +202,11 @@ def main():
     probe_s = float(os.environ.get("PROBE_S", "0"))
     if probe_s > 0:
         probe_phase(clients, res, probe_s)
-    for i in range(N):
+        # At once: a teardown that fails on a busy host must not lose them.
+        print(json.dumps({name: res[name]["probe"] for name, _, _ in RUNTIMES}), file=sys.stderr, flush=True)
+    # SCALE_TEARDOWN=0: the pods are left to the caller's cleanup, unmeasured
+    # (a probe run on a busy host saves its longest phase).
+    for i in range(N if os.environ.get("SCALE_TEARDOWN", "1") != "0" else 0):
         for name, _, _ in in_turns(i):
             c, pod = clients[name], res[name]["pods"][i]
             t = time.monotonic()
@@ -213,7 +218,7 @@ def main():
         r = res[name]
         out[name] = {
             "create_median_ms": statistics.median(r["create_ms"]),
-            "teardown_median_ms": statistics.median(r["teardown_ms"]),
+            "teardown_median_ms": statistics.median(r["teardown_ms"]) if r["teardown_ms"] else None,
             "rss_kib": rss[name],
             "counts": r["counts"],
             **{f"{m}_median_ms": (statistics.median(v) if v else None) for m, v in r["lists"].items()},
