@@ -28,7 +28,15 @@
 # per-pod create and tear-down, the median latency of ListPodSandbox,
 # ListContainers, ListContainerStats and ListPodSandboxStats (ROUNDS, default
 # 30, calls each) and the daemons' RSS with all pods running.  Targets:
-# stats lists <= 10 ms and <= 0.5x containerd, RSS <= 0.5x.
+# stats lists <= 10 ms and <= 0.5x containerd, RSS <= 0.5x.  With PROBE_S=S
+# (e.g. 60) it then puts a kubelet's exec-probe load on both daemons for S
+# seconds (ExecSync `true` + ContainerStatus per container every 10 s) and
+# reports the four lists' p50 and p99 meanwhile, with the host's load.
+# Targets: the stats lists' p99 <= 10 ms, ListPodSandbox and ListContainers
+# p99 <= containerd's.  HUSKD_BASE=PATH runs another huskd build as a third
+# daemon in the same run (same pods, same probes) and prints its numbers
+# too: an A/B of two builds under the same load.  SCALE_TEARDOWN=0 leaves
+# the pods to the cleanup trap instead of timing their teardown.
 #
 # --density drives each runtime in turn (huskd, then containerd, never both
 # running) as a kubelet drives a node of N pods (default 100;
@@ -87,6 +95,7 @@ VAR_LIB_CNI_BEFORE=$([ -d /var/lib/cni ] && echo yes)
 # name bridge subnet, per runtime (the subnets: free ones, held for the run)
 NET_HUSK=(husk-bench-husk-$$ hkbh$(($$ % 100000)) "")
 NET_CTRD=(husk-bench-ctrd-$$ hkbc$(($$ % 100000)) "")
+NET_BASE=(husk-bench-base-$$ hkbb$(($$ % 100000)) "")
 
 die() {
 	echo "bench-cri: $*" >&2
@@ -159,6 +168,7 @@ cleanup() {
 	"$REPO_DIR/hack/registry.sh" stop "$W/registry" >/dev/null 2>&1
 	remove_net "${NET_HUSK[@]}"
 	remove_net "${NET_CTRD[@]}"
+	remove_net "${NET_BASE[@]}"
 	[ -z "$VAR_LIB_CNI_BEFORE" ] && rmdir "$IPAM_DIR" /var/lib/cni 2>/dev/null
 	[ "$(cat /proc/sys/net/ipv4/ip_forward)" != "$FORWARD_BEFORE" ] &&
 		echo "$FORWARD_BEFORE" >/proc/sys/net/ipv4/ip_forward
@@ -168,6 +178,9 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 NET_HUSK[2]=$(free_subnet) && NET_CTRD[2]=$(free_subnet) || die "no free 10.x.y.0/24 subnet for the bridges"
+if [ -n "${HUSKD_BASE:-}" ]; then
+	NET_BASE[2]=$(free_subnet) || die "no free 10.x.y.0/24 subnet for the bridges"
+fi
 
 write_conflist() { # DIR NAME BRIDGE SUBNET_PREFIX
 	mkdir -p "$1"
@@ -296,14 +309,31 @@ if [ "$BENCH" = bench_cri_scale.py ]; then
 	CTRD_PID=$!
 	wait_socket "$W/husk.sock" "$HUSKD_PID" || die "huskd did not start: $(tail -3 "$W/huskd.log")"
 	wait_socket "$W/ctrd.sock" "$CTRD_PID" || die "containerd did not start: $(tail -3 "$W/containerd.log")"
+	BASE_ARG=()
+	if [ -n "${HUSKD_BASE:-}" ]; then # another huskd build, measured in the same run (A/B)
+		write_conflist "$W/base-net.d" "${NET_BASE[@]}"
+		echo "{\"cni_conf_dir\": \"$W/base-net.d\"}" >"$W/base-config.json"
+		"$HUSKD_BASE" --listen "unix://$W/base.sock" --root "$W/base/root" --state "$W/base/state" \
+			--config "$W/base-config.json" >"$W/huskd-base.log" 2>&1 &
+		BASE_PID=$!
+		wait_socket "$W/base.sock" "$BASE_PID" || die "$HUSKD_BASE did not start: $(tail -3 "$W/huskd-base.log")"
+		BASE_ARG=("husk-base=$W/base.sock:$BASE_PID")
+	fi
 	SCALE_JSON=$(timeout -k 5 1800 "$PY" "$REPO_DIR/test/e2e/bench_cri_scale.py" "$W/gen" "$IMAGE" "$W/logs-husk" \
-		"$PODS" "$ROUNDS" "husk=$W/husk.sock:$HUSKD_PID" "containerd=$W/ctrd.sock:$CTRD_PID") ||
+		"$PODS" "$ROUNDS" "husk=$W/husk.sock:$HUSKD_PID" "containerd=$W/ctrd.sock:$CTRD_PID" "${BASE_ARG[@]}") ||
 		die "the scale run failed: $(tail -3 "$W/huskd.log"; grep -i 'level=error' "$W/containerd.log" | tail -3)"
-	kill -TERM "$HUSKD_PID" "$CTRD_PID"
-	wait "$HUSKD_PID" "$CTRD_PID" 2>/dev/null
+	kill -TERM "$HUSKD_PID" "$CTRD_PID" ${BASE_PID:+"$BASE_PID"}
+	wait "$HUSKD_PID" "$CTRD_PID" ${BASE_PID:+"$BASE_PID"} 2>/dev/null
 	"$PY" - "$SCALE_JSON" <<'EOS'
 import json, sys
 r = json.loads(sys.argv[1])
+if "husk-base" in r:  # HUSKD_BASE: its numbers beside this build's
+    b = r["husk-base"]
+    print(f"HUSKD_BASE measured in the same run: " + ", ".join(
+        f"{k} {b[k]:.1f}" for k in b if k.endswith("_ms") and b[k] is not None))
+    if "probe" in b:
+        print("HUSKD_BASE under probes: " + ", ".join(
+            f"{k} {v:.1f}" for k, v in b["probe"].items() if k.endswith("_ms") and v is not None) + "\n")
 h, c = r["husk"], r["containerd"]
 print(f"{r['pods']} pods of one `sleep 3600` container each in huskd and containerd at once, driven in turns; "
       f"list latencies: median of {r['rounds']} calls with every pod running\n")
@@ -320,6 +350,8 @@ unit = lambda key: "MiB" if key == "rss_kib" else "ms"  # noqa: E731
 bench = []
 for name, key, div, want, limit in rows:
     hv, cv = h[key], c[key]
+    if hv is None and cv is None:  # SCALE_TEARDOWN=0: not measured
+        continue
     if cv is None:  # containerd 1.6 has no ListPodSandboxStats
         met = "" if hv is None or limit is None else ("met" if hv <= limit else "missed")
         shown = "-" if hv is None else f"{hv / div:.1f}"
@@ -335,6 +367,29 @@ for name, key, div, want, limit in rows:
     bench.append(f"BENCH|{r['pods']} pods: {name}|{hv:.1f} {unit(key)}|containerd {cv:.1f} {unit(key)}|"
                  f"{ratio:.2f}|" + (f"{goal} {met}" if want else "-"))
 print(f"\nitems listed: husk {h['counts']}, containerd {c['counts']}")
+if "probe" in h:
+    hp, cp = h["probe"], c["probe"]
+    print(f"\nunder exec probes (ExecSync `true` + ContainerStatus per container every {r.get('probe_period_s', 10):g} s, "
+          f"both runtimes at once), {hp['rounds']} calls of each list; host load {hp['load_start']:.2f} "
+          f"at the start, {hp['load_end']:.2f} at the end; ExecSync: husk {hp['execs']} "
+          f"({hp['exec_failed']} failed {hp['exec_failures']}), containerd {cp['execs']} "
+          f"({cp['exec_failed']} failed {cp['exec_failures']})\n")
+    print("| under probes | husk p50 | husk p99 | containerd p50 | containerd p99 | p99 husk / containerd | target |")
+    print("|---|---:|---:|---:|---:|---:|:---:|")
+    fmt = lambda v: "-" if v is None else f"{v:.1f}"  # noqa: E731
+    goals = {"ListPodSandbox": (1, None), "ListContainers": (1, None),
+             "ListContainerStats": (None, 10), "ListPodSandboxStats": (None, 10), "ExecSync": (None, None)}
+    for m, (want, limit) in goals.items():
+        h50, h99, c50, c99 = hp[f"{m}_p50_ms"], hp[f"{m}_p99_ms"], cp[f"{m}_p50_ms"], cp[f"{m}_p99_ms"]
+        ratio = h99 / c99 if h99 is not None and c99 else None
+        ok = (want is None or (ratio is not None and ratio <= want)) and (limit is None or (h99 or 0) <= limit)
+        goal = ", ".join(g for g in ((f"p99 <= {want}x" if want else ""), (f"p99 <= {limit} ms" if limit else "")) if g)
+        met = ("met" if ok else "missed") if goal else ""
+        print(f"| {m} (ms) | {fmt(h50)} | {fmt(h99)} | {fmt(c50)} | {fmt(c99)} | {fmt(ratio) if ratio else '-'} | {goal} {met} |")
+        if goal:
+            bench.append(f"BENCH|{r['pods']} pods under exec probes: {m} p99 (load {hp['load_end']:.1f})|{fmt(h99)} ms|"
+                         f"containerd {fmt(c99) + ' ms' if c99 is not None else 'unimplemented'}|"
+                         f"{fmt(ratio) if ratio else '-'}|{goal} {met}")
 print("\n".join(bench))
 EOS
 	exit 0

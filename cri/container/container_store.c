@@ -831,6 +831,21 @@ container_list_attributes (struct container_store *store, struct cri_container *
   return list_containers (store, false, out, n, err);
 }
 
+int
+container_store_read (struct container_store *store, container_read_fn fn, void *arg, struct husk_error **err)
+{
+  pthread_mutex_lock (&store->records_lock);
+  if (load_locked (store, err) < 0)
+    {
+      pthread_mutex_unlock (&store->records_lock);
+      return -1;
+    }
+  fold_exit_files (store);
+  fn ((const struct cri_container *const *) store->records, store->n_records, arg);
+  pthread_mutex_unlock (&store->records_lock);
+  return 0;
+}
+
 /* Under RECORDS_LOCK, loaded: the record ID names (the id or a unique
  * prefix of it). */
 static int

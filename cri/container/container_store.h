@@ -128,6 +128,13 @@ int container_list (struct container_store *store, struct cri_container ***out, 
  * labels and annotations (for the stats RPCs, which report no more of it). */
 int container_list_attributes (struct container_store *store, struct cri_container ***out, size_t *n,
                                struct husk_error **err);
+/* Calls FN with every record of the index (as container_list would copy
+ * them), in place and under the index's lock: FN must not block, call
+ * into the store or keep a pointer into a record (ListContainers packs
+ * its reply there instead of copying each container first). */
+typedef void (*container_read_fn) (const struct cri_container *const *records, size_t n, void *arg);
+int container_store_read (struct container_store *store, container_read_fn fn, void *arg,
+                          struct husk_error **err);
 /* The id of the container named NAME, attempt ATTEMPT, in pod SANDBOX_ID
  * (malloc'd), or NULL when there is none. */
 char *container_store_find_name (struct container_store *store, const char *sandbox_id, const char *name,

@@ -58,9 +58,9 @@ sandbox_config_attributes (const Runtime__V1__PodSandboxConfig *config)
   return sandbox_config_copy (&brief);
 }
 
-/* What the stats RPCs read of a pod: the scalars, id, name, namespace,
- * uid, netns_path, cgroup_parent and the config's attributes; the other
- * strings NULL, ips empty. */
+/* What ListPodSandbox and the stats RPCs read of a pod: the scalars, id,
+ * name, namespace, uid, runtime_handler, netns_path, cgroup_parent and the
+ * config's attributes; the other strings NULL, ips empty. */
 static struct sandbox *
 copy_sandbox_attributes (const struct sandbox *sb)
 {
@@ -79,6 +79,7 @@ copy_sandbox_attributes (const struct sandbox *sb)
   copy->name = xstrdup (sb->name);
   copy->namespace_ = xstrdup (sb->namespace_);
   copy->uid = xstrdup (sb->uid);
+  copy->runtime_handler = dup_or_null (sb->runtime_handler);
   copy->netns_path = dup_or_null (sb->netns_path);
   copy->cgroup_parent = dup_or_null (sb->cgroup_parent);
   copy->ips = xcalloc (1, sizeof *copy->ips);

@@ -105,10 +105,10 @@ int sandbox_lookup (struct sandbox_store *store, const char *id, struct sandbox 
 
 /* Every sandbox (copies). */
 int sandbox_list (struct sandbox_store *store, struct sandbox ***out, size_t *n, struct husk_error **err);
-/* As sandbox_list, but brief copies for the stats RPCs: each one's
- * config holds only the metadata, labels and annotations, and of the
- * strings only id, name, namespace_, uid, netns_path and cgroup_parent
- * are there (the other paths NULL, ips empty). */
+/* As sandbox_list, but brief copies for ListPodSandbox and the stats
+ * RPCs: each one's config holds only the metadata, labels and annotations,
+ * and of the strings only id, name, namespace_, uid, runtime_handler,
+ * netns_path and cgroup_parent are there (the other paths NULL, ips empty). */
 int sandbox_list_attributes (struct sandbox_store *store, struct sandbox ***out, size_t *n,
                              struct husk_error **err);
 void sandboxes_free (struct sandbox **list, size_t n);

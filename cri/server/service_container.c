@@ -1372,59 +1372,71 @@ matches_filter (const struct cri_container *c, const Runtime__V1__ContainerFilte
                            filter->n_label_selector);
 }
 
+/* ListContainers' reply, packed under the store's lock from the records
+ * themselves (container_store_read): no copy of each container first. */
+struct list_reply
+{
+  const Runtime__V1__ContainerFilter *filter;
+  uint8_t *bytes;
+  size_t len;
+};
+
+static void
+pack_containers (const struct cri_container *const *records, size_t n, void *arg)
+{
+  struct list_reply *out = arg;
+  Runtime__V1__ListContainersResponse resp = RUNTIME__V1__LIST_CONTAINERS_RESPONSE__INIT;
+  cleanup_free Runtime__V1__Container *items = xcalloc (n + 1, sizeof *items);
+  cleanup_free Runtime__V1__ImageSpec *images = xcalloc (n + 1, sizeof *images);
+  cleanup_free Runtime__V1__Container **ptrs = xcalloc (n + 1, sizeof *ptrs);
+
+  for (size_t i = 0; i < n; i++)
+    {
+      const struct cri_container *c = records[i];
+      Runtime__V1__Container *item = &items[resp.n_containers];
+
+      if (!matches_filter (c, out->filter))
+        continue;
+      runtime__v1__container__init (item);
+      runtime__v1__image_spec__init (&images[resp.n_containers]);
+      images[resp.n_containers].image = c->image;
+      item->id = c->id;
+      item->pod_sandbox_id = c->sandbox_id;
+      item->metadata = c->config->metadata;
+      item->image = &images[resp.n_containers];
+      item->image_ref = c->image_ref;
+      item->image_id = c->image_id;
+      item->state = cri_container_state_value (c->state);
+      item->created_at = c->created_at;
+      item->n_labels = c->config->n_labels;
+      item->labels = (Runtime__V1__Container__LabelsEntry **) c->config->labels;
+      item->n_annotations = c->config->n_annotations;
+      item->annotations = (Runtime__V1__Container__AnnotationsEntry **) c->config->annotations;
+      ptrs[resp.n_containers++] = item;
+    }
+  resp.containers = ptrs;
+  out->len = protobuf_c_message_get_packed_size (&resp.base);
+  out->bytes = xmalloc (out->len ? out->len : 1);
+  protobuf_c_message_pack (&resp.base, out->bytes);
+}
+
 void
 cri_list_containers (struct rpc_call *call, const void *req_bytes, size_t len, void *user)
 {
   struct cri_service *svc = user;
-  struct container_store *store = svc->containers;
   Runtime__V1__ListContainersRequest *req
       = cri_unpack (call, &runtime__v1__list_containers_request__descriptor, req_bytes, len);
-  Runtime__V1__ListContainersResponse resp = RUNTIME__V1__LIST_CONTAINERS_RESPONSE__INIT;
-  struct cri_container **list = NULL;
+  struct list_reply reply = { 0 };
   struct husk_error *err = NULL;
-  size_t n = 0;
 
   if (req == NULL)
     return;
-  if (container_list (store, &list, &n, &err) < 0)
+  reply.filter = req->filter;
+  if (container_store_read (svc->containers, pack_containers, &reply, &err) < 0)
     cri_fail (call, &err);
   else
-    {
-      Runtime__V1__Container *items = xcalloc (n + 1, sizeof *items);
-      Runtime__V1__ImageSpec *images = xcalloc (n + 1, sizeof *images);
-      Runtime__V1__Container **ptrs = xcalloc (n + 1, sizeof *ptrs);
-
-      for (size_t i = 0; i < n; i++)
-        {
-          const struct cri_container *c = list[i];
-          Runtime__V1__Container *item = &items[resp.n_containers];
-
-          if (!matches_filter (c, req->filter))
-            continue;
-          runtime__v1__container__init (item);
-          runtime__v1__image_spec__init (&images[resp.n_containers]);
-          images[resp.n_containers].image = c->image;
-          item->id = c->id;
-          item->pod_sandbox_id = c->sandbox_id;
-          item->metadata = c->config->metadata;
-          item->image = &images[resp.n_containers];
-          item->image_ref = c->image_ref;
-          item->image_id = c->image_id;
-          item->state = cri_container_state_value (c->state);
-          item->created_at = c->created_at;
-          item->n_labels = c->config->n_labels;
-          item->labels = (Runtime__V1__Container__LabelsEntry **) c->config->labels;
-          item->n_annotations = c->config->n_annotations;
-          item->annotations = (Runtime__V1__Container__AnnotationsEntry **) c->config->annotations;
-          ptrs[resp.n_containers++] = item;
-        }
-      resp.containers = ptrs;
-      cri_reply (call, &resp.base);
-      free (items);
-      free (images);
-      free (ptrs);
-    }
-  cri_containers_free (list, n);
+    rpc_reply (call, reply.bytes, reply.len);
+  free (reply.bytes);
   runtime__v1__list_containers_request__free_unpacked (req, NULL);
 }
 

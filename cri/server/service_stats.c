@@ -85,13 +85,48 @@ struct container_sample
   bool sampled;
   bool has_swap; /* the kernel accounts swap here */
   struct husk_cgroup_stats cg;
+  /* A kept sample (cached_sample) comes with its own CPU rate. */
+  bool kept, has_rate;
+  uint64_t nano_cores;
 };
 
-/* FULL: every counter, for the metrics RPC; else what the stats RPCs
- * report (HUSK_CGROUP_STATS_USAGE), from far fewer files, through the
- * container's reader. */
+/* How a stats RPC samples a cgroup: every counter (the metrics RPC); the
+ * stats RPCs' fields, read now (ContainerStats, PodSandboxStats: one
+ * container or pod); or those from the sampler, at most two of its periods
+ * old (the list RPCs: hundreds of cgroups, read off their path). */
+enum sample_how
+{
+  SAMPLE_FULL,
+  SAMPLE_NOW,
+  SAMPLE_KEPT,
+};
+
+/* How old a kept sample a list RPC takes: 0 (none, read now) while no
+ * sampler runs (cgroup_cache.h). */
+static int64_t
+kept_max_age_ns (void)
+{
+  return 2 * cri_stats_sampler_period_ns ();
+}
+
+/* A cgroup's kept sample into OUT. */
+static int
+sample_kept (char kind, const char *id, const char *path, struct husk_cgroup_stats *out, bool *has_rate,
+             uint64_t *nano_cores, struct husk_error **err)
+{
+  struct cri_kept_sample kept;
+
+  if (cached_sample (kind, id, path, kept_max_age_ns (), &kept, err) < 0)
+    return -1;
+  *out = kept.stats;
+  *has_rate = kept.has_rate;
+  *nano_cores = kept.nano_cores;
+  return 0;
+}
+
+/* SAMPLE_NOW and SAMPLE_KEPT through the container's reader. */
 static void
-sample_container (struct cri_service *svc, const struct cri_container *c, bool full,
+sample_container (struct cri_service *svc, const struct cri_container *c, enum sample_how how,
                   struct container_sample *out)
 {
   struct husk_error *err = NULL;
@@ -101,10 +136,12 @@ sample_container (struct cri_service *svc, const struct cri_container *c, bool f
   out->cgroup = container_cgroup (svc, c);
   if (out->cgroup == NULL)
     return;
-  if (full)
+  if (how == SAMPLE_FULL)
     ret = husk_cgroup_stats_read (out->cgroup, &out->cg, &err);
-  else
+  else if (how == SAMPLE_NOW)
     ret = sample_cgroup ('c', c->id, out->cgroup, &out->cg, &err);
+  else
+    ret = sample_kept ('c', c->id, out->cgroup, &out->cg, &out->has_rate, &out->nano_cores, &err);
   if (ret < 0)
     {
       /* It exited between the lookup and the read. */
@@ -113,10 +150,11 @@ sample_container (struct cri_service *svc, const struct cri_container *c, bool f
       return;
     }
   out->sampled = true;
+  out->kept = how == SAMPLE_KEPT;
   out->has_swap = out->cg.has_memory && out->cg.has_swap;
   /* CRI wants memory always: without a memory controller, what the
-   * container's processes hold. */
-  if (!out->cg.has_memory)
+   * container's processes hold (a kept sample has it already). */
+  if (!out->cg.has_memory && !out->kept)
     {
       cleanup_free pid_t *pids = NULL;
       size_t n = 0;
@@ -209,7 +247,12 @@ container_stats (struct cri_arena *arena, struct cri_service *svc, const struct 
   stats->writable_layer = writable_layer (arena, svc, c);
   if (!sample->sampled)
     return stats;
-  stats->cpu = cpu_with_rate (arena, &sample->cg, 'c', c->id);
+  if (sample->kept)
+    stats->cpu = sample->cg.has_cpu
+                     ? cri_stats_cpu (arena, &sample->cg, sample->has_rate ? &sample->nano_cores : NULL)
+                     : NULL;
+  else
+    stats->cpu = cpu_with_rate (arena, &sample->cg, 'c', c->id);
   stats->memory = cri_stats_memory (arena, &sample->cg);
   if (sample->has_swap)
     stats->swap = cri_stats_swap (arena, &sample->cg);
@@ -217,12 +260,13 @@ container_stats (struct cri_arena *arena, struct cri_service *svc, const struct 
 }
 
 static Runtime__V1__ContainerStats *
-container_stats_now (struct cri_arena *arena, struct cri_service *svc, const struct cri_container *c)
+container_stats_now (struct cri_arena *arena, struct cri_service *svc, const struct cri_container *c,
+                     enum sample_how how)
 {
   struct container_sample sample;
   Runtime__V1__ContainerStats *stats;
 
-  sample_container (svc, c, false, &sample);
+  sample_container (svc, c, how, &sample);
   stats = container_stats (arena, svc, c, &sample);
   sample_clear (&sample);
   return stats;
@@ -272,7 +316,7 @@ cri_container_stats (struct rpc_call *call, const void *req_bytes, size_t len, v
     cri_fail (call, &err);
   else
     {
-      resp.stats = container_stats_now (&arena, svc, c);
+      resp.stats = container_stats_now (&arena, svc, c, SAMPLE_NOW);
       cri_reply (call, &resp.base);
     }
   cri_arena_clear (&arena);
@@ -366,7 +410,7 @@ cri_list_container_stats (struct rpc_call *call, const void *req_bytes, size_t l
       resp.stats = cri_arena_alloc (&arena, (n + 1) * sizeof *resp.stats);
       for (size_t i = 0; i < n; i++)
         if (container_matches (list[i], &filter))
-          resp.stats[resp.n_stats++] = container_stats_now (&arena, svc, list[i]);
+          resp.stats[resp.n_stats++] = container_stats_now (&arena, svc, list[i], SAMPLE_KEPT);
       cri_reply (call, &resp.base);
       prune_container_samples (list, n);
     }
@@ -669,8 +713,8 @@ by_pod_find (const struct by_pod *index, const char *pod, size_t *n)
 /* The pod's containers: their stats into LINUX, their samples summed. */
 static struct container_sample *
 pod_containers (struct cri_arena *arena, struct cri_service *svc, const struct sandbox *sb,
-                const struct by_pod *index, Runtime__V1__LinuxPodSandboxStats *linux_stats,
-                struct husk_cgroup_stats *sum)
+                const struct by_pod *index, enum sample_how how,
+                Runtime__V1__LinuxPodSandboxStats *linux_stats, struct husk_cgroup_stats *sum)
 {
   size_t n_mine, first = by_pod_find (index, sb->id, &n_mine);
   struct container_sample *samples = xcalloc (n_mine + 1, sizeof *samples);
@@ -681,7 +725,7 @@ pod_containers (struct cri_arena *arena, struct cri_service *svc, const struct s
       struct cri_container *const *all = index->all;
       size_t i = index->order[first + k];
       struct container_sample *sample = &samples[linux_stats->n_containers];
-      sample_container (svc, all[i], false, sample);
+      sample_container (svc, all[i], how, sample);
       linux_stats->containers[linux_stats->n_containers++] = container_stats (arena, svc, all[i], sample);
       if (sample->sampled)
         cri_stats_add (sum, &sample->cg);
@@ -689,10 +733,33 @@ pod_containers (struct cri_arena *arena, struct cri_service *svc, const struct s
   return samples;
 }
 
-/* NET: the pod's net/dev as read_net_devs_in read it. */
+/* The CPU of a pod from kept samples: its cgroup's rate, else the sum of
+ * its containers' rates when each sampled one has one. */
+static Runtime__V1__CpuUsage *
+pod_kept_cpu (struct cri_arena *arena, const struct husk_cgroup_stats *usage, bool pod_rate,
+              uint64_t pod_nano_cores, bool has_pod_cg, const struct container_sample *samples, size_t n)
+{
+  uint64_t nano_cores = pod_nano_cores;
+  bool has_rate = has_pod_cg ? pod_rate : n > 0;
+
+  if (!usage->has_cpu)
+    return NULL;
+  if (!has_pod_cg)
+    for (size_t i = 0; i < n; i++)
+      if (samples[i].sampled)
+        {
+          has_rate = has_rate && samples[i].has_rate;
+          nano_cores += samples[i].nano_cores;
+        }
+  return cri_stats_cpu (arena, usage, has_rate ? &nano_cores : NULL);
+}
+
+/* NET: the pod's net/dev as read_net_devs_in read it.  HOW: SAMPLE_NOW
+ * or SAMPLE_KEPT. */
 static Runtime__V1__PodSandboxStats *
 pod_stats (struct cri_arena *arena, struct cri_service *svc, const struct sandbox *sb,
-           const struct by_pod *index, const struct netns_reads *net, size_t net_i, int64_t net_at)
+           const struct by_pod *index, enum sample_how how, const struct netns_reads *net, size_t net_i,
+           int64_t net_at)
 {
   Runtime__V1__PodSandboxStats *stats = cri_arena_alloc (arena, sizeof *stats);
   Runtime__V1__LinuxPodSandboxStats *linux_stats = cri_arena_alloc (arena, sizeof *linux_stats);
@@ -700,15 +767,21 @@ pod_stats (struct cri_arena *arena, struct cri_service *svc, const struct sandbo
   cleanup_free char *cgroup = pod_cgroup (sb);
   struct husk_error *ignored = NULL;
   struct container_sample *samples;
-  bool has_pod_cg = false;
+  bool has_pod_cg = false, pod_rate = false;
+  uint64_t pod_nano_cores = 0;
   const struct husk_cgroup_stats *usage = &sum;
+  int ret = -1;
 
   runtime__v1__pod_sandbox_stats__init (stats);
   runtime__v1__linux_pod_sandbox_stats__init (linux_stats);
   stats->attributes = pod_attributes (arena, sb);
   stats->linux = linux_stats;
-  samples = pod_containers (arena, svc, sb, index, linux_stats, &sum);
-  if (cgroup && sample_cgroup ('p', sb->id, cgroup, &pod_cg, &ignored) == 0)
+  samples = pod_containers (arena, svc, sb, index, how, linux_stats, &sum);
+  if (cgroup && how == SAMPLE_KEPT)
+    ret = sample_kept ('p', sb->id, cgroup, &pod_cg, &pod_rate, &pod_nano_cores, &ignored);
+  else if (cgroup)
+    ret = sample_cgroup ('p', sb->id, cgroup, &pod_cg, &ignored);
+  if (ret == 0)
     {
       usage = &pod_cg;
       has_pod_cg = true;
@@ -716,7 +789,11 @@ pod_stats (struct cri_arena *arena, struct cri_service *svc, const struct sandbo
   else if (cgroup)
     forget_cgroup ('p', sb->id);
   husk_error_free (&ignored);
-  linux_stats->cpu = cpu_with_rate (arena, usage, 'p', sb->id);
+  if (how == SAMPLE_KEPT)
+    linux_stats->cpu = pod_kept_cpu (arena, usage, pod_rate, pod_nano_cores, has_pod_cg, samples,
+                                     linux_stats->n_containers);
+  else
+    linux_stats->cpu = cpu_with_rate (arena, usage, 'p', sb->id);
   linux_stats->memory = cri_stats_memory (arena, usage);
   linux_stats->network = pod_network (arena, sb, net->texts[net_i], net->errs[net_i], net_at);
   if (sb->state == SANDBOX_READY)
@@ -762,7 +839,7 @@ cri_pod_sandbox_stats (struct rpc_call *call, const void *req_bytes, size_t len,
       net.pins[0] = has_own_network (sb) ? sb->netns_path : NULL;
       net_reads_run (&net, (char *const[]){ sb->id });
       by_pod_init (&index, all, n_all);
-      resp.stats = pod_stats (&arena, svc, sb, &index, &net, 0, net_at);
+      resp.stats = pod_stats (&arena, svc, sb, &index, SAMPLE_NOW, &net, 0, net_at);
       free (index.order);
       net_reads_clear (&net);
       cri_reply (call, &resp.base);
@@ -832,7 +909,7 @@ reply_pod_list (struct rpc_call *call, struct cri_service *svc,
   resp.stats = cri_arena_alloc (&arena, (n_pods + 1) * sizeof *resp.stats);
   for (size_t i = 0; i < n_pods; i++)
     if (pod_matches (pods[i], id, filter))
-      resp.stats[resp.n_stats++] = pod_stats (&arena, svc, pods[i], &index, &net, i, net_at);
+      resp.stats[resp.n_stats++] = pod_stats (&arena, svc, pods[i], &index, SAMPLE_KEPT, &net, i, net_at);
   free (index.order);
   net_reads_clear (&net);
   cri_reply (call, &resp.base);
@@ -899,7 +976,7 @@ container_metrics (struct cri_arena *arena, struct cri_service *svc, const struc
   struct husk_error *ignored = NULL;
   int64_t taken_ns = 0;
 
-  sample_container (svc, c, true, &sample);
+  sample_container (svc, c, SAMPLE_FULL, &sample);
   if (!sample.sampled)
     {
       sample_clear (&sample);

@@ -6,9 +6,12 @@
 #ifndef HUSK_CRI_STATS_CGROUP_CACHE_H
 #define HUSK_CRI_STATS_CGROUP_CACHE_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "husk/cgroup_stats.h"
+#include "husk/error.h"
 
 /* KIND/ID's cgroup path (malloc'd), NULL when not cached; caching one. */
 char *cached_cgroup (char kind, const char *id);
@@ -23,6 +26,32 @@ void reader_return (char kind, const char *id, struct husk_cgroup_reader *reader
 /* Pod ID's net/dev descriptor, lent out until net_fd_return; -1: none. */
 int net_fd_lend (const char *id);
 void net_fd_return (const char *id, int fd);
+
+/* A kept sample: STATS (usage fields; no io, no huge pages) and the CPU
+ * rate since the sample kept before it, when there was one. */
+struct cri_kept_sample
+{
+  struct husk_cgroup_stats stats;
+  bool has_rate;
+  uint64_t nano_cores;
+};
+
+/* For the list RPCs: KIND/ID's ('c' or 'p', cached with cache_cgroup)
+ * sample of PATH, the kept one when it is at most MAX_AGE_NS old, else
+ * one taken now (and kept, when its entry is).  Marks the entry as asked
+ * about: the sampler keeps sampling it for a minute.  Fails (ENOENT)
+ * when the cgroup is gone. */
+int cached_sample (char kind, const char *id, const char *path, int64_t max_age_ns,
+                   struct cri_kept_sample *out, struct husk_error **err);
+
+/* The sampler: a thread that, every half PERIOD_MS (0: 1000), samples
+ * again what the list RPCs asked about in the last minute and was sampled
+ * more than a period ago, so that a list reads kept samples instead of
+ * hundreds of cgroup files.  Idempotent; stop joins it. */
+int cri_stats_sampler_start (unsigned period_ms, struct husk_error **err);
+void cri_stats_sampler_stop (void);
+/* Its period while it runs, else 0. */
+int64_t cri_stats_sampler_period_ns (void);
 
 /* The container's cgroup as the stats RPCs found it, and the files they
  * keep open in it, forgotten (it is being deleted). */

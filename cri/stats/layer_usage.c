@@ -25,8 +25,8 @@ struct layer_usage
   unsigned period_s;
   pthread_mutex_t lock; /* guards what follows */
   pthread_cond_t wake;
-  pthread_cond_t measured; /* a primed entry was walked or dropped */
-  struct layer_entry *entries;
+  pthread_cond_t measured;     /* a primed entry was walked or dropped */
+  struct layer_entry *entries; /* sorted by dir: a list RPC looks up hundreds */
   size_t n;
   bool stopping, refresh_now;
   unsigned long passes_started, passes_done;
@@ -42,14 +42,43 @@ now_ns (void)
   return (int64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/* Under LOCK: where DIR is, or would go. */
+static size_t
+lower_bound (const struct layer_usage *cache, const char *dir)
+{
+  size_t lo = 0, hi = cache->n;
+
+  while (lo < hi)
+    {
+      size_t mid = lo + (hi - lo) / 2;
+      if (strcmp (cache->entries[mid].dir, dir) < 0)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+  return lo;
+}
+
 /* Under LOCK. */
 static struct layer_entry *
 find_entry (struct layer_usage *cache, const char *dir)
 {
-  for (size_t i = 0; i < cache->n; i++)
-    if (strcmp (cache->entries[i].dir, dir) == 0)
-      return &cache->entries[i];
-  return NULL;
+  size_t i = lower_bound (cache, dir);
+
+  return i < cache->n && strcmp (cache->entries[i].dir, dir) == 0 ? &cache->entries[i] : NULL;
+}
+
+/* Under LOCK: a new entry for DIR (not there yet), in its place. */
+static struct layer_entry *
+insert_entry (struct layer_usage *cache, const char *dir)
+{
+  size_t i = lower_bound (cache, dir);
+
+  cache->entries = xrealloc (cache->entries, (cache->n + 1) * sizeof *cache->entries);
+  memmove (&cache->entries[i + 1], &cache->entries[i], (cache->n - i) * sizeof *cache->entries);
+  cache->n++;
+  cache->entries[i] = (struct layer_entry){ .dir = xstrdup (dir) };
+  return &cache->entries[i];
 }
 
 /* Under LOCK. */
@@ -61,7 +90,8 @@ drop_entry (struct layer_usage *cache, const char *dir)
   if (e == NULL)
     return;
   free (e->dir);
-  *e = cache->entries[--cache->n];
+  memmove (e, e + 1, (size_t) (&cache->entries[cache->n] - (e + 1)) * sizeof *e);
+  cache->n--;
   pthread_cond_broadcast (&cache->measured);
 }
 
@@ -73,11 +103,7 @@ store_reading (struct layer_usage *cache, const char *dir, const struct cri_dir_
   struct layer_entry *e = find_entry (cache, dir);
 
   if (e == NULL)
-    {
-      cache->entries = xrealloc (cache->entries, (cache->n + 1) * sizeof *cache->entries);
-      e = &cache->entries[cache->n++];
-      *e = (struct layer_entry){ .dir = xstrdup (dir) };
-    }
+    e = insert_entry (cache, dir);
   e->usage = *usage;
   e->taken_ns = taken_ns;
   if (!e->measured)
@@ -241,10 +267,7 @@ layer_usage_prime (struct layer_usage *cache, char *const *dirs, size_t n)
   pthread_mutex_lock (&cache->lock);
   for (size_t i = 0; i < n; i++)
     if (find_entry (cache, dirs[i]) == NULL)
-      {
-        cache->entries = xrealloc (cache->entries, (cache->n + 1) * sizeof *cache->entries);
-        cache->entries[cache->n++] = (struct layer_entry){ .dir = xstrdup (dirs[i]) };
-      }
+      insert_entry (cache, dirs[i]);
   cache->refresh_now = true;
   pthread_cond_broadcast (&cache->wake);
   pthread_mutex_unlock (&cache->lock);
