@@ -10,6 +10,7 @@
 #   hack/bench-cri.sh --stream [N]
 #   hack/bench-cri.sh --cdi [N]
 #   hack/bench-cri.sh --scale [N]
+#   hack/bench-cri.sh --gvisor [N]
 #
 # --stream measures the streaming server instead (test/e2e/bench_stream.py):
 # `exec CID true` round trips (N, median) and `port-forward` throughput of
@@ -28,6 +29,13 @@
 # ListContainers, ListContainerStats and ListPodSandboxStats (ROUNDS, default
 # 30, calls each) and the daemons' RSS with all pods running.  Targets:
 # stats lists <= 10 ms and <= 0.5x containerd, RSS <= 0.5x.
+#
+# --gvisor measures huskd alone with two handlers, husk and runsc (gVisor,
+# `"sandbox": "runtime"`, --platform=ptrace --network=host), the same
+# client for both (test/e2e/bench_gvisor.py): per pod of one container
+# (N, default 5) RunPodSandbox+CreateContainer+StartContainer and its parts,
+# ExecSync `true` (ROUNDS, median), StopPodSandbox+RemovePodSandbox, and
+# the RSS/PSS of one idle gVisor pod's sandbox and gofers.
 #
 # Every mode also prints one line per measured pair for hack/bench-table.sh:
 #   BENCH|name|husk value|peer and value|ratio|goal
@@ -58,9 +66,13 @@ elif [ "${1:-}" = --cdi ]; then
 elif [ "${1:-}" = --scale ]; then
 	BENCH=bench_cri_scale.py
 	shift
+elif [ "${1:-}" = --gvisor ]; then
+	BENCH=bench_gvisor.py
+	shift
 fi
 PODS=${1:-20}
 [ "$BENCH" = bench_cri_scale.py ] && PODS=${1:-100}
+[ "$BENCH" = bench_gvisor.py ] && PODS=${1:-5}
 ROUNDS=${ROUNDS:-30}
 IPAM_DIR=/var/lib/cni/networks
 FORWARD_BEFORE=$(cat /proc/sys/net/ipv4/ip_forward)
@@ -77,7 +89,7 @@ die() {
 if [ ! -x "$HUSKD" ] || [ ! -x "$BUILD_DIR/husk-monitor" ]; then
 	die "build huskd and husk-monitor first ($HUSKD)"
 fi
-[ "$BENCH" = bench_cdi.py ] || [ -x "$CONTAINERD" ] || die "$CONTAINERD not found (apt-get install containerd)"
+[ "$BENCH" = bench_cdi.py ] || [ "$BENCH" = bench_gvisor.py ] || [ -x "$CONTAINERD" ] || die "$CONTAINERD not found (apt-get install containerd)"
 for tool in bridge host-local portmap loopback; do
 	[ -x "/usr/lib/cni/$tool" ] || die "CNI plugin /usr/lib/cni/$tool is missing (containernetworking-plugins)"
 done
@@ -202,6 +214,48 @@ print(f"\nmedian of the per-round differences: {r['paired_overhead_ms']:.2f} ms"
 print(f"BENCH|CreateContainer with 8 CDI devices, overhead|{r['overhead_ms']:.2f} ms|"
       f"no devices {r['plain_median_ms']:.2f} ms|{r['cdi_median_ms'] / r['plain_median_ms']:.2f}|overhead <= 1 ms "
       f"{'met' if r['overhead_ms'] <= 1 else 'missed'}")
+EOS
+	exit 0
+fi
+
+if [ "$BENCH" = bench_gvisor.py ]; then
+	RUNSC=$(command -v runsc) || die "runsc is not installed (apt-get install runsc)"
+	write_conflist "$W/husk-net.d" "${NET_HUSK[@]}"
+	"$PY" - "$W" "$RUNSC" >"$W/husk-config.json" <<'EOP'
+import json, sys
+w, runsc = sys.argv[1], sys.argv[2]
+print(json.dumps({"cni_conf_dir": w + "/husk-net.d", "runtimes": {"runsc": {
+    "path": runsc, "root": w + "/husk/state/runsc", "sandbox": "runtime",
+    "args": ["--platform=ptrace", "--network=host"]}}}))
+EOP
+	"$HUSKD" --listen "unix://$W/husk.sock" --root "$W/husk/root" --state "$W/husk/state" \
+		--config "$W/husk-config.json" >"$W/huskd.log" 2>&1 &
+	HUSKD_PID=$!
+	wait_socket "$W/husk.sock" "$HUSKD_PID" || die "huskd did not start: $(tail -3 "$W/huskd.log")"
+	GV_JSON=$(PYTHONPATH="$REPO_DIR/test/e2e" timeout -k 5 900 "$PY" "$REPO_DIR/test/e2e/bench_gvisor.py" \
+		"$W/gen" "$W/husk.sock" "$IMAGE" "$W/logs-husk" "$PODS" "$ROUNDS") ||
+		die "the gVisor run failed: $(tail -5 "$W/huskd.log")"
+	kill -TERM "$HUSKD_PID"
+	wait "$HUSKD_PID" 2>/dev/null
+	"$PY" - "$GV_JSON" <<'EOS'
+import json, sys
+r = json.loads(sys.argv[1])
+h, g = r["husk"], r["runsc"]
+print(f"huskd, handler husk vs runsc (gVisor, ptrace), {r['pods']} pods of one container, medians\n")
+print("| measure | husk | runsc | runsc/husk |")
+print("|---|---:|---:|---:|")
+for key, name in (("start_ms", "RunPodSandbox+CreateContainer+StartContainer (ms)"),
+                  ("run_ms", "... RunPodSandbox (ms)"), ("create_ms", "... CreateContainer (ms)"),
+                  ("start_only_ms", "... StartContainer (ms)"), ("exec_ms", f"ExecSync true, {r['rounds']} calls (ms)"),
+                  ("stop_ms", "StopPodSandbox+RemovePodSandbox (ms)")):
+    print(f"| {name} | {h[key]:.1f} | {g[key]:.1f} | {g[key] / h[key]:.2f} |")
+print(f"\nidle gVisor pod on the node: sandbox + gofers, {g['processes']} processes: "
+      f"RSS {g['rss_kib'] / 1024:.1f} MiB, PSS {g['pss_kib'] / 1024:.1f} MiB")
+for key, name in (("start_ms", "gVisor pod+container start"), ("stop_ms", "gVisor pod Stop+Remove"),
+                  ("exec_ms", "gVisor ExecSync true")):
+    print(f"BENCH|{name}|runsc {g[key]:.1f} ms|husk {h[key]:.1f} ms|{g[key] / h[key]:.2f}|-")
+print(f"BENCH|idle gVisor pod, sandbox+gofers RSS (PSS)|{g['rss_kib'] / 1024:.1f} MiB "
+      f"({g['pss_kib'] / 1024:.1f} MiB)|-|-|-")
 EOS
 	exit 0
 fi

@@ -33,6 +33,16 @@ bad_config '{"runtimes": {"runsc": {"path": "/usr/bin/runsc", "args": "--platfor
 bad_config '{"runtimes": {"runsc": {"path": "/usr/bin/runsc", "args": ["platform=ptrace"]}}}' 'runtimes.runsc.args[0]: must be a flag'
 bad_config '{"runtimes": {"runsc": {"path": "/usr/bin/runsc", "sandox": "runtime"}}}' 'runtimes.runsc.sandox: unknown key'
 
+# runsc-crash: runsc whose `start` of the pod's infra container dies (after
+# `create` made the sandbox and its gofer), as a crashing runsc would.
+cat >"$E2E/runsc-crash" <<SH
+#!/bin/sh
+for a; do
+	case \$a in start) echo "runsc-crash: the sandbox died at start" >&2; kill -9 \$\$ ;; esac
+done
+exec "$RUNSC" "\$@"
+SH
+chmod 0755 "$E2E/runsc-crash"
 "$PY" - "$E2E" "$RUNSC" <<'PY'
 import json, sys
 e2e, runsc = sys.argv[1], sys.argv[2]
@@ -42,6 +52,8 @@ c["runtimes"] = {
     "runsc": {"path": runsc, "root": e2e + "/state/runsc", "sandbox": "runtime",
               "args": ["--platform=ptrace", "--network=host"]},
     "runsc-missing": {"path": e2e + "/no-such-runsc", "root": e2e + "/state/missing", "sandbox": "runtime"},
+    "runsc-crash": {"path": e2e + "/runsc-crash", "root": e2e + "/state/runsc-crash", "sandbox": "runtime",
+                    "args": ["--platform=ptrace", "--network=host"]},
 }
 json.dump(c, open(path, "w"))
 PY
