@@ -229,18 +229,12 @@ def test_attach(c, s, pod, cfg):
        "streaming Attach: stdin reaches the container inside the sandbox, stdout and stderr come back apart",
        (out, err, status))
     st = wait_for(lambda: c.status(reader).state == pb.CONTAINER_EXITED and c.status(reader))
-    ok(st and st.exit_code == 5, "... and it exits 5", c.status(reader))
+    ok(st and st.exit_code == 5, "ContainerStatus: it is EXITED with exit code 5 (from runsc wait)", c.status(reader))
     c.remove(reader)
+    ok(reader not in runsc_list(), "RemoveContainer: runsc forgets it", runsc_list())
 
 
 def test_exits(c, s, pod, cfg):
-    quitter = c.create(pod, cri_client.container_config("quitter", IMAGE, ["echo bye; exit 7"]), cfg)
-    c.start(quitter)
-    st = wait_for(lambda: c.status(quitter).state == pb.CONTAINER_EXITED and c.status(quitter))
-    ok(st and st.exit_code == 7, "ContainerStatus: a container that exits 7 is EXITED with exit code 7 (runsc wait)",
-       c.status(quitter))
-    c.remove(quitter)
-    ok(quitter not in runsc_list(), "RemoveContainer: runsc forgets it", runsc_list())
     stopper = c.create(pod, cri_client.container_config(
         "stopper", IMAGE, ["trap 'echo got-term; exit 0' TERM; while true; do sleep 0.2; done"]), cfg)
     c.start(stopper)
@@ -345,12 +339,16 @@ def main():
     c = C(SOCK)
     try:
         c.pull(IMAGE)
+        t0 = time.monotonic()
         pod, cfg, web, shell = test_pod(c, s)
-        test_exits(c, s, pod, cfg)
-        test_attach(c, s, pod, cfg)
-        test_refused(c, s, pod, cfg)
-        test_gone(c, s, pod, web, shell, cfg.linux.cgroup_parent)
-        test_restart_and_crash(c, s)
+        for name, step in (("exits", lambda: test_exits(c, s, pod, cfg)),
+                           ("attach", lambda: test_attach(c, s, pod, cfg)),
+                           ("refused", lambda: test_refused(c, s, pod, cfg)),
+                           ("gone", lambda: test_gone(c, s, pod, web, shell, cfg.linux.cgroup_parent)),
+                           ("restart and crash", lambda: test_restart_and_crash(c, s))):
+            print(f"# {time.monotonic() - t0:.0f} s: {name}", flush=True)
+            step()
+        print(f"# {time.monotonic() - t0:.0f} s: done", flush=True)
     except Exception as e:
         ok(False, "gvisor: raised", repr(e))
     finally:
