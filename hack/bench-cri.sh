@@ -11,6 +11,7 @@
 #   hack/bench-cri.sh --cdi [N]
 #   hack/bench-cri.sh --scale [N]
 #   hack/bench-cri.sh --density [N]     (DENSITY_SECONDS=D, default 300)
+#   hack/bench-cri.sh --gvisor [N]
 #
 # --stream measures the streaming server instead (test/e2e/bench_stream.py):
 # `exec CID true` round trips (N, median) and `port-forward` throughput of
@@ -49,6 +50,13 @@
 # every exec'd runtime and the containers, exited processes included.
 # Memory: PSS of the tree's processes but the containers' `sleep`s.
 #
+# --gvisor measures huskd alone with two handlers, husk and runsc (gVisor,
+# `"sandbox": "runtime"`, --platform=ptrace --network=host), the same
+# client for both (test/e2e/bench_gvisor.py): per pod of one container
+# (N, default 5) RunPodSandbox+CreateContainer+StartContainer and its parts,
+# ExecSync `true` (ROUNDS, median), StopPodSandbox+RemovePodSandbox, and
+# the RSS/PSS of one idle gVisor pod's sandbox and gofers.
+#
 # Every mode also prints one line per measured pair for hack/bench-table.sh:
 #   BENCH|name|husk value|peer and value|ratio|goal
 #
@@ -81,9 +89,13 @@ elif [ "${1:-}" = --scale ]; then
 elif [ "${1:-}" = --density ]; then
 	BENCH=bench_density.py
 	shift
+elif [ "${1:-}" = --gvisor ]; then
+	BENCH=bench_gvisor.py
+	shift
 fi
 PODS=${1:-20}
 [ "$BENCH" = bench_cri_scale.py ] || [ "$BENCH" = bench_density.py ] && PODS=${1:-100}
+[ "$BENCH" = bench_gvisor.py ] && PODS=${1:-5}
 DENSITY_SECONDS=${DENSITY_SECONDS:-300}
 # --density: the cgroup the runtimes run in (a name in every hierarchy, for
 # the cgroupfs drivers create the pods' cgroups in each)
@@ -108,7 +120,7 @@ die() {
 if [ ! -x "$HUSKD" ] || [ ! -x "$BUILD_DIR/husk-monitor" ]; then
 	die "build huskd and husk-monitor first ($HUSKD)"
 fi
-[ "$BENCH" = bench_cdi.py ] || [ -x "$CONTAINERD" ] || die "$CONTAINERD not found (apt-get install containerd)"
+[ "$BENCH" = bench_cdi.py ] || [ "$BENCH" = bench_gvisor.py ] || [ -x "$CONTAINERD" ] || die "$CONTAINERD not found (apt-get install containerd)"
 for tool in bridge host-local portmap loopback; do
 	[ -x "/usr/lib/cni/$tool" ] || die "CNI plugin /usr/lib/cni/$tool is missing (containernetworking-plugins)"
 done
@@ -294,6 +306,48 @@ if [ "$BENCH" = bench_density.py ]; then
 		--config "$W/containerd.toml") || exit 1
 	echo "# containerd, bench_density.py: $CTRD_JSON"
 	"$PY" "$REPO_DIR/test/e2e/bench_density_table.py" "$HUSK_JSON" "$CTRD_JSON" "$DENSITY_SECONDS" "$CG_ROOT"
+	exit 0
+fi
+
+if [ "$BENCH" = bench_gvisor.py ]; then
+	RUNSC=$(command -v runsc) || die "runsc is not installed (apt-get install runsc)"
+	write_conflist "$W/husk-net.d" "${NET_HUSK[@]}"
+	"$PY" - "$W" "$RUNSC" >"$W/husk-config.json" <<'EOP'
+import json, sys
+w, runsc = sys.argv[1], sys.argv[2]
+print(json.dumps({"cni_conf_dir": w + "/husk-net.d", "runtimes": {"runsc": {
+    "path": runsc, "root": w + "/husk/state/runsc", "sandbox": "runtime",
+    "args": ["--platform=ptrace", "--network=host"]}}}))
+EOP
+	"$HUSKD" --listen "unix://$W/husk.sock" --root "$W/husk/root" --state "$W/husk/state" \
+		--config "$W/husk-config.json" >"$W/huskd.log" 2>&1 &
+	HUSKD_PID=$!
+	wait_socket "$W/husk.sock" "$HUSKD_PID" || die "huskd did not start: $(tail -3 "$W/huskd.log")"
+	GV_JSON=$(PYTHONPATH="$REPO_DIR/test/e2e" timeout -k 5 900 "$PY" "$REPO_DIR/test/e2e/bench_gvisor.py" \
+		"$W/gen" "$W/husk.sock" "$IMAGE" "$W/logs-husk" "$PODS" "$ROUNDS") ||
+		die "the gVisor run failed: $(tail -5 "$W/huskd.log")"
+	kill -TERM "$HUSKD_PID"
+	wait "$HUSKD_PID" 2>/dev/null
+	"$PY" - "$GV_JSON" <<'EOS'
+import json, sys
+r = json.loads(sys.argv[1])
+h, g = r["husk"], r["runsc"]
+print(f"huskd, handler husk vs runsc (gVisor, ptrace), {r['pods']} pods of one container, medians\n")
+print("| measure | husk | runsc | runsc/husk |")
+print("|---|---:|---:|---:|")
+for key, name in (("start_ms", "RunPodSandbox+CreateContainer+StartContainer (ms)"),
+                  ("run_ms", "... RunPodSandbox (ms)"), ("create_ms", "... CreateContainer (ms)"),
+                  ("start_only_ms", "... StartContainer (ms)"), ("exec_ms", f"ExecSync true, {r['rounds']} calls (ms)"),
+                  ("stop_ms", "StopPodSandbox+RemovePodSandbox (ms)")):
+    print(f"| {name} | {h[key]:.1f} | {g[key]:.1f} | {g[key] / h[key]:.2f} |")
+print(f"\nidle gVisor pod on the node: sandbox + gofers, {g['processes']} processes: "
+      f"RSS {g['rss_kib'] / 1024:.1f} MiB, PSS {g['pss_kib'] / 1024:.1f} MiB")
+for key, name in (("start_ms", "gVisor pod+container start"), ("stop_ms", "gVisor pod Stop+Remove"),
+                  ("exec_ms", "gVisor ExecSync true")):
+    print(f"BENCH|{name}|runsc {g[key]:.1f} ms|husk {h[key]:.1f} ms|{g[key] / h[key]:.2f}|-")
+print(f"BENCH|idle gVisor pod, sandbox+gofers RSS (PSS)|{g['rss_kib'] / 1024:.1f} MiB "
+      f"({g['pss_kib'] / 1024:.1f} MiB)|-|-|-")
+EOS
 	exit 0
 fi
 

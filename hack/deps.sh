@@ -35,6 +35,8 @@ test=(
 	python3-kubernetes python3-websocket
 	# peers the tests compare with or drive husk through
 	crun runc containerd conmon
+	# gVisor, the handler that owns its pods (test_cri_gvisor, bench-cri --gvisor)
+	runsc
 	# husk checkpoint/restore (test_checkpoint, and in the VM)
 	criu
 	# huskd.service under a real systemd (test_huskd_systemd)

@@ -21,8 +21,10 @@ add_runtime (struct huskd_config *cfg, const char *name, const char *path, const
   if (huskd_config_runtime (cfg, name) != NULL)
     return; /* the config file named it already */
   cfg->runtimes = xrealloc (cfg->runtimes, (cfg->n_runtimes + 1) * sizeof *cfg->runtimes);
-  cfg->runtimes[cfg->n_runtimes++]
-      = (struct huskd_runtime){ .name = xstrdup (name), .path = xstrdup (path), .root = xstrdup (root) };
+  cfg->runtimes[cfg->n_runtimes++] = (struct huskd_runtime){ .name = xstrdup (name),
+                                                             .path = xstrdup (path),
+                                                             .root = xstrdup (root),
+                                                             .args = xcalloc (1, sizeof (char *)) };
 }
 
 /* husk itself, next to huskd (build tree) or on PATH; runc and crun when
@@ -186,6 +188,51 @@ take_counts (json_t *doc, struct huskd_config *cfg, const char *path, struct hus
   return 0;
 }
 
+/* A runtime entry's keys besides path and root: "sandbox" ("husk": the
+ * pod is husk's, the default; "runtime": the handler owns it) and "args"
+ * (the handler's global flags, each one word starting with '-'). */
+static int
+take_runtime_extras (json_t *entry, struct huskd_runtime *rt, const char *path, const char *name,
+                     struct husk_error **err)
+{
+  static const char *const known[] = { "path", "root", "sandbox", "args" };
+  json_t *sandbox = json_object_get (entry, "sandbox"), *args = json_object_get (entry, "args"), *arg;
+  const char *key;
+  json_t *value;
+  size_t i;
+
+  json_object_foreach (entry, key, value)
+  {
+    for (i = 0; i < sizeof known / sizeof known[0] && strcmp (known[i], key) != 0; i++)
+      ;
+    if (i == sizeof known / sizeof known[0])
+      return husk_error_make (err, 0, "%s: runtimes.%s.%s: unknown key (known: path, root, sandbox, args)",
+                              path, name, key);
+  }
+  if (sandbox
+      && !(json_is_string (sandbox)
+           && (strcmp (json_string_value (sandbox), "husk") == 0
+               || strcmp (json_string_value (sandbox), "runtime") == 0)))
+    return husk_error_make (err, 0, "%s: runtimes.%s.sandbox: must be \"husk\" or \"runtime\"", path, name);
+  rt->owns_pod = sandbox && strcmp (json_string_value (sandbox), "runtime") == 0;
+  if (args == NULL)
+    return 0;
+  if (!json_is_array (args) || json_array_size (args) > HUSKD_RUNTIME_MAX_ARGS)
+    return husk_error_make (err, 0, "%s: runtimes.%s.args: must be an array of at most %d flags", path, name,
+                            HUSKD_RUNTIME_MAX_ARGS);
+  json_array_foreach (args, i, arg)
+  {
+    const char *flag = json_string_value (arg);
+    if (flag == NULL || flag[0] != '-' || strlen (flag) > 4096)
+      return husk_error_make (err, 0, "%s: runtimes.%s.args[%zu]: must be a flag string starting with '-'",
+                              path, name, i);
+  }
+  husk_strvfreep (&rt->args);
+  rt->args = xcalloc (json_array_size (args) + 1, sizeof (char *));
+  json_array_foreach (args, i, arg) rt->args[i] = xstrdup (json_string_value (arg));
+  return 0;
+}
+
 static int
 take_runtimes (json_t *doc, struct huskd_config *cfg, const char *path, struct husk_error **err)
 {
@@ -205,14 +252,19 @@ take_runtimes (json_t *doc, struct huskd_config *cfg, const char *path, struct h
       return husk_error_make (err, 0, "%s: runtimes.%s.path: must be a string", path, name);
     struct huskd_runtime *existing = (struct huskd_runtime *) huskd_config_runtime (cfg, name);
 
-    if (existing)
+    if (existing == NULL)
+      {
+        add_runtime (cfg, name, json_string_value (bin),
+                     json_is_string (root) ? json_string_value (root) : default_root);
+        existing = &cfg->runtimes[cfg->n_runtimes - 1];
+      }
+    else
       {
         free (existing->path);
         existing->path = xstrdup (json_string_value (bin));
-        continue;
       }
-    add_runtime (cfg, name, json_string_value (bin),
-                 json_is_string (root) ? json_string_value (root) : default_root);
+    if (take_runtime_extras (rt, existing, path, name, err) < 0)
+      return -1;
   }
   return 0;
 }
@@ -450,9 +502,11 @@ huskd_config_to_json (const struct huskd_config *cfg)
       json_object_set_new (doc, string_keys[i].key, value ? json_string (value) : json_null ());
     }
   for (size_t i = 0; i < cfg->n_runtimes; i++)
-    json_object_set_new (
-        runtimes, cfg->runtimes[i].name,
-        json_pack ("{s:s, s:s}", "path", cfg->runtimes[i].path, "root", cfg->runtimes[i].root));
+    json_object_set_new (runtimes, cfg->runtimes[i].name,
+                         json_pack ("{s:s, s:s, s:s, s:o}", "path", cfg->runtimes[i].path, "root",
+                                    cfg->runtimes[i].root, "sandbox",
+                                    cfg->runtimes[i].owns_pod ? "runtime" : "husk", "args",
+                                    strv_json (cfg->runtimes[i].args)));
   json_object_set_new (doc, "runtimes", runtimes);
   json_object_set_new (doc, "default_capabilities", strv_json (cfg->default_capabilities));
   json_object_set_new (doc, "max_image_bytes", json_integer ((json_int_t) cfg->max_image_bytes));
@@ -512,6 +566,7 @@ huskd_config_clear (struct huskd_config *cfg)
       free (cfg->runtimes[i].name);
       free (cfg->runtimes[i].path);
       free (cfg->runtimes[i].root);
+      husk_strvfreep (&cfg->runtimes[i].args);
       free (cfg->runtimes[i].unusable);
     }
   free (cfg->runtimes);

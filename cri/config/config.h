@@ -17,12 +17,22 @@
 /* Read when it exists and no --config is given. */
 #define HUSKD_DEFAULT_CONFIG "/etc/husk/huskd.json"
 
+/* At most this many global flags ("args") per runtime. */
+#define HUSKD_RUNTIME_MAX_ARGS 16
+
 /* An OCI runtime a CRI runtime_handler can pick. */
 struct huskd_runtime
 {
   char *name; /* the runtime_handler ("" means the default) */
   char *path; /* the binary */
   char *root; /* its --root */
+  /* Global flags put before every verb (runsc's --platform=ptrace);
+   * NULL-terminated, never NULL. */
+  char **args;
+  /* "sandbox": "runtime": the handler owns the pod (gVisor's runsc): the
+   * pod's infra container is created through it and every app container
+   * joins it by the sandbox-id annotation, started by its monitor. */
+  bool owns_pod;
   /* Found by cri/runtime_probe.c when huskd starts: */
   bool console_size; /* `exec --console-size` (husk's extension, in its features) */
   char *unusable;    /* why it cannot run containers here; NULL: it can */

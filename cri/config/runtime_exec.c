@@ -212,17 +212,34 @@ cri_child_exit_code (int wait_status)
   return WIFEXITED (wait_status) ? WEXITSTATUS (wait_status) : 128 + WTERMSIG (wait_status);
 }
 
+const char **
+cri_runtime_argv (const struct huskd_runtime *rt, const char *const *args, size_t extra)
+{
+  size_t n_args = 0, n = 0;
+  const char **argv;
+
+  while (args && args[n_args])
+    n_args++;
+  argv = xcalloc (3 + husk_strv_len (rt->args) + n_args + extra + 1, sizeof *argv);
+  argv[n++] = rt->path, argv[n++] = "--root", argv[n++] = rt->root;
+  for (char **flag = rt->args; flag && *flag; flag++)
+    argv[n++] = *flag;
+  for (size_t i = 0; i < n_args; i++)
+    argv[n++] = args[i];
+  return argv;
+}
+
 /* `RUNTIME --root ROOT ARGS...`; a failure carries the runtime's stderr. */
 int
 cri_run_runtime (const struct huskd_runtime *rt, const char *const *args, struct husk_error **err)
 {
-  const char *argv[16] = { rt->path, "--root", rt->root };
-  size_t n = 3;
+  cleanup_free const char **argv = cri_runtime_argv (rt, args, 0);
   struct cri_child_run run = { .argv = (char *const *) argv, .timeout_ms = 60000, .output_max = 65536 };
+  size_t n_args = 0;
   int ret;
 
-  for (; *args && n < 15; args++)
-    argv[n++] = *args;
+  while (args[n_args])
+    n_args++;
   if (cri_child_run (&run, err) < 0)
     return -1;
   ret = 0;
@@ -232,7 +249,7 @@ cri_run_runtime (const struct huskd_runtime *rt, const char *const *args, struct
       size_t len = strlen (msg);
       while (len && msg[len - 1] == '\n')
         msg[--len] = '\0';
-      ret = husk_error_make (err, 0, "%s %s %s: %s", rt->path, argv[3], argv[n - 1],
+      ret = husk_error_make (err, 0, "%s %s %s: %s", rt->path, args[0], n_args ? args[n_args - 1] : "",
                              run.timed_out ? "timed out"
                              : len         ? msg
                                            : "failed");
@@ -241,12 +258,87 @@ cri_run_runtime (const struct huskd_runtime *rt, const char *const *args, struct
   return ret;
 }
 
+static pid_t
+spawn_to_file (char *const *argv, const char *err_path, struct husk_error **err)
+{
+  int err_fd = open (err_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+  pid_t pid;
+
+  if (err_fd < 0)
+    return husk_error_make (err, errno, "open `%s`", err_path);
+  pid = fork ();
+  if (pid == 0)
+    {
+      sigset_t none;
+      int null_fd = open ("/dev/null", O_RDWR);
+
+      sigemptyset (&none);
+      sigprocmask (SIG_SETMASK, &none, NULL);
+      setpgid (0, 0);
+      dup2 (null_fd, 0), dup2 (null_fd, 1), dup2 (err_fd, 2);
+      execv (argv[0], argv);
+      dprintf (2, "exec `%s`: %s\n", argv[0], strerror (errno));
+      _exit (127);
+    }
+  close (err_fd);
+  if (pid < 0)
+    return husk_error_make (err, errno, "fork `%s`", argv[0]);
+  return pid;
+}
+
+/* The last non-empty line of PATH (the runtime's stderr), or "failed". */
+static char *
+last_line_of (const char *path)
+{
+  cleanup_free char *text = NULL;
+  char *line;
+  size_t len;
+
+  if (husk_read_file (path, &text, NULL, NULL) < 0)
+    return xstrdup ("failed");
+  len = strlen (text);
+  while (len && (text[len - 1] == '\n' || text[len - 1] == ' '))
+    text[--len] = '\0';
+  line = strrchr (text, '\n');
+  line = line ? line + 1 : text;
+  return xstrdup (*line ? line : "failed");
+}
+
+int
+cri_run_runtime_to_file (const struct huskd_runtime *rt, const char *const *args, const char *err_path,
+                         struct husk_error **err)
+{
+  cleanup_free const char **argv = cri_runtime_argv (rt, args, 0);
+  int64_t deadline = cri_monotonic_ms () + 60000;
+  struct timespec pause = { 0, 2 * 1000 * 1000 };
+  cleanup_free char *line = NULL;
+  int status = 0;
+  pid_t pid = spawn_to_file ((char *const *) argv, err_path, err), reaped;
+
+  if (pid < 0)
+    return -1;
+  while ((reaped = waitpid (pid, &status, WNOHANG)) == 0 && cri_monotonic_ms () < deadline)
+    nanosleep (&pause, NULL);
+  if (reaped == 0)
+    {
+      kill (-pid, SIGKILL);
+      waitpid (pid, &status, 0);
+      return husk_error_make (err, 0, "%s %s %s: timed out", rt->path, args[0],
+                              argv[husk_strv_len ((char **) argv) - 1]);
+    }
+  if (WIFEXITED (status) && WEXITSTATUS (status) == 0)
+    return 0;
+  line = last_line_of (err_path);
+  return husk_error_make (err, 0, "%s %s %s: %s", rt->path, args[0], argv[husk_strv_len ((char **) argv) - 1],
+                          line);
+}
+
 /* `RUNTIME --root ROOT state ID`, parsed. */
 int
 cri_runtime_state (const struct huskd_runtime *rt, const char *id, char **status, pid_t *pid,
                    struct husk_error **err)
 {
-  const char *argv[] = { rt->path, "--root", rt->root, "state", id, NULL };
+  cleanup_free const char **argv = cri_runtime_argv (rt, (const char *[]){ "state", id, NULL }, 0);
   struct cri_child_run run = { .argv = (char *const *) argv, .timeout_ms = 10000, .output_max = 65536 };
   json_t *doc = NULL;
   const char *value;

@@ -43,9 +43,21 @@ void cri_child_run_clear (struct cri_child_run *run);
 /* An exit code the way a shell reports it: 128 + signal for a kill. */
 int cri_child_exit_code (int wait_status);
 
-/* `RT->path --root RT->root ARGS...` (NULL-terminated, at most 12); a
+/* `RT->path --root RT->root RT->args... ARGS...`: a NULL-terminated
+ * array (free it; the strings are RT's and ARGS'), EXTRA free slots
+ * before the terminator for the caller to fill. */
+const char **cri_runtime_argv (const struct huskd_runtime *rt, const char *const *args, size_t extra);
+
+/* `RT->path --root RT->root RT->args... ARGS...` (NULL-terminated); a
  * failure carries the runtime's stderr in one line. */
 int cri_run_runtime (const struct huskd_runtime *rt, const char *const *args, struct husk_error **err);
+
+/* As cri_run_runtime, for a verb whose runtime leaves processes behind
+ * that keep its stdio (runsc's create: the sandbox and gofer): stdout is
+ * /dev/null, stderr goes to ERR_PATH (a failure carries its last line),
+ * and the call ends when the runtime exits, not its pipes. */
+int cri_run_runtime_to_file (const struct huskd_runtime *rt, const char *const *args, const char *err_path,
+                             struct husk_error **err);
 
 /* `RUNTIME state ID`: *STATUS ("creating", "created", "running",
  * "paused", "stopped"; malloc'd) and the init's *PID.  A container the

@@ -144,6 +144,22 @@ last_line (const char *path)
 }
 
 static char *
+probe_list (const struct huskd_runtime *rt, const char *err_path)
+{
+  cleanup_free const char **list = cri_runtime_argv (rt, (const char *[]){ "list", NULL }, 0);
+  int status = run_to_file ((char *const *) list, err_path);
+  cleanup_free char *line = NULL;
+
+  if (status == 0)
+    return NULL;
+  if (access (rt->path, X_OK) < 0)
+    return xasprintf ("%s: %s", rt->path, strerror (errno));
+  line = last_line (err_path);
+  return status < 0 ? xasprintf ("a trial `list` did not end in %d s", PROBE_TIMEOUT_MS / 1000)
+                    : xasprintf ("a trial `list` failed: %s", line);
+}
+
+static char *
 probe_trial (const struct huskd_runtime *rt, const char *dir)
 {
   cleanup_free char *bundle = xasprintf ("%s/bundle", dir);
@@ -152,11 +168,19 @@ probe_trial (const struct huskd_runtime *rt, const char *dir)
   cleanup_free char *cgroup = xasprintf ("/husk-probe-%d-%s", (int) getpid (), rt->name);
   cleanup_free char *err_path = xasprintf ("%s/stderr", dir);
   cleanup_free char *delete_err = xasprintf ("%s/delete.stderr", dir);
-  const char *create[] = { rt->path, "--root", root, "create", "--bundle", bundle, id, NULL };
-  const char *delete[] = { rt->path, "--root", root, "delete", "--force", id, NULL };
+  struct huskd_runtime trial_rt = *rt;
+  cleanup_free const char **create = NULL, **delete = NULL;
   struct husk_error *err = NULL;
   char *reason = NULL;
   int status;
+
+  trial_rt.root = root;
+  /* A handler that owns the pod would start a whole sandbox for a trial:
+   * `list` shows that the binary runs and takes the configured flags. */
+  if (rt->owns_pod)
+    return probe_list (&trial_rt, err_path);
+  create = cri_runtime_argv (&trial_rt, (const char *[]){ "create", "--bundle", bundle, id, NULL }, 0);
+  delete = cri_runtime_argv (&trial_rt, (const char *[]){ "delete", "--force", id, NULL }, 0);
 
   if (write_trial_bundle (bundle, cgroup, &err) < 0)
     {

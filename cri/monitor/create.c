@@ -101,15 +101,12 @@ setup_stdio (struct monitor *monitor, struct create_phase *phase, int child_stdi
 static char **
 runtime_argv (const struct monitor_options *opts, const char *pid_file, const char *console_socket)
 {
-  char **argv = xcalloc (17, sizeof *argv);
-  size_t n = 0;
+  char **global = monitor_runtime_argv (opts, NULL);
+  size_t n = husk_strv_len (global);
+  char **argv = xcalloc (n + 14, sizeof *argv);
 
-  argv[n++] = xstrdup (opts->runtime);
-  if (opts->runtime_root)
-    {
-      argv[n++] = xstrdup ("--root");
-      argv[n++] = xstrdup (opts->runtime_root);
-    }
+  memcpy (argv, global, n * sizeof *argv);
+  free (global);
   if (opts->restore_dir)
     {
       /* The runtime restores it running: no `start` follows. */
@@ -326,6 +323,27 @@ read_container_pid (const char *pid_file, pid_t *pid, struct husk_error **err)
   return 0;
 }
 
+/* The container lives in the runtime's sandbox, not under us: its pid is
+ * the sandbox's (the runtime's word, never signalled by us), `start` runs
+ * with its stdio, and `wait` tells us its exit. */
+static int
+start_in_sandbox (struct monitor *monitor, struct create_phase *phase, int child_stdio[3],
+                  const char *pid_file, struct husk_error **err)
+{
+  cleanup_free char *content = NULL;
+  long long value;
+
+  if (husk_read_file (pid_file, &content, NULL, err) < 0)
+    return husk_error_wrap (err, "read the container's pid file");
+  content[strcspn (content, " \n")] = '\0';
+  if (husk_parse_int64 (content, 1, INT32_MAX, &value) < 0)
+    return husk_error_make (err, 0, "pid file `%s`: `%s` is not a pid", pid_file, content);
+  monitor->container_pid = (pid_t) value;
+  if (monitor_runtime_start (monitor, child_stdio, phase->capture_fd, err) < 0)
+    return -1;
+  return monitor_runtime_wait_spawn (monitor, err);
+}
+
 static int
 run_create (struct monitor *monitor, struct create_phase *phase, struct husk_error **err)
 {
@@ -343,16 +361,24 @@ run_create (struct monitor *monitor, struct create_phase *phase, struct husk_err
   argv = runtime_argv (opts, opts->pid_file ? opts->pid_file : default_pid_file, console_path);
   if (rc == 0)
     rc = spawn_runtime (argv, child_stdio, phase, err);
+  /* --start-and-wait: `start` gets them too (runtime_wait.c). */
+  if (rc < 0 || !opts->start_and_wait)
+    for (int i = 0; i < 3; i++)
+      husk_closep (&child_stdio[i]);
+  if (rc < 0 || wait_for_runtime (monitor, phase, err) < 0 || check_runtime_status (opts, phase, err) < 0)
+    rc = -1;
+  else if (opts->terminal && phase->master_fd < 0)
+    rc = husk_error_make (err, 0, "`%s create` sent no terminal over the console socket%s%s", opts->runtime,
+                          phase->console_error ? ": " : "", phase->console_error ? phase->console_error : "");
+  else if (opts->start_and_wait)
+    rc = start_in_sandbox (monitor, phase, child_stdio, opts->pid_file ? opts->pid_file : default_pid_file,
+                           err);
+  else
+    rc = read_container_pid (opts->pid_file ? opts->pid_file : default_pid_file, &monitor->container_pid,
+                             err);
   for (int i = 0; i < 3; i++)
     husk_closep (&child_stdio[i]);
-  if (rc < 0 || wait_for_runtime (monitor, phase, err) < 0 || check_runtime_status (opts, phase, err) < 0)
-    return -1;
-  if (opts->terminal && phase->master_fd < 0)
-    return husk_error_make (err, 0, "`%s create` sent no terminal over the console socket%s%s", opts->runtime,
-                            phase->console_error ? ": " : "",
-                            phase->console_error ? phase->console_error : "");
-  return read_container_pid (opts->pid_file ? opts->pid_file : default_pid_file, &monitor->container_pid,
-                             err);
+  return rc;
 }
 
 int

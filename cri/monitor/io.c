@@ -66,7 +66,10 @@ monitor_reap (pid_t pid, int *wait_status)
 static void
 check_exited (struct run_state *run)
 {
-  if (!run->exited && monitor_reap (run->monitor->container_pid, &run->wait_status))
+  struct monitor *monitor = run->monitor;
+
+  if (!run->exited
+      && monitor_reap (monitor->wait_pid > 0 ? monitor->wait_pid : monitor->container_pid, &run->wait_status))
     {
       run->exited = true;
       clock_gettime (CLOCK_REALTIME, &run->finished_at);
@@ -110,7 +113,9 @@ handle_signals (struct run_state *run)
         break;
       case SIGTERM:
       case SIGINT:
-        kill (monitor->container_pid, (int) info.ssi_signo);
+        /* Under --start-and-wait the pid is the whole sandbox's. */
+        if (monitor->wait_pid <= 0)
+          kill (monitor->container_pid, (int) info.ssi_signo);
         break;
       default:
         break;
@@ -388,6 +393,8 @@ monitor_run (struct monitor *monitor, struct monitor_exit *exit, struct husk_err
       return -1;
   drain_outputs (run);
   stop_stdin (run);
+  if (monitor->wait_pid > 0)
+    run->wait_status = monitor_runtime_wait_status (monitor, run->wait_status);
   monitor_exit_from_wait_status (run->wait_status, &run->finished_at, exit);
   if (monitor->oom_events_path)
     exit->oom_killed = monitor_oom_kills (monitor->oom_events_path) > monitor->oom_kills_at_start;

@@ -41,6 +41,10 @@ static const char usage_text[]
       "Options:\n"
       "  --runtime PATH            runc-compatible runtime (default: husk next to husk-monitor)\n"
       "  --runtime-root DIR        the runtime's --root\n"
+      "  --runtime-arg FLAG        a global flag of the runtime, after --root (repeat it)\n"
+      "  --start-and-wait          run `RUNTIME start ID` with the container's stdio and learn\n"
+      "                            its exit from `RUNTIME wait ID` (a runtime that owns the pod:\n"
+      "                            runsc); the starter does not run `start`\n"
       "  --pid-file FILE           the container's pid file (default: a private one)\n"
       "  --terminal                the container has a terminal (--console-socket)\n"
       "  --restore DIR             `RUNTIME restore --detach --image-path DIR` instead of create\n"
@@ -79,6 +83,8 @@ enum
   OPT_STDIN_FD,
   OPT_TERMINAL,
   OPT_SYNC_FD,
+  OPT_RUNTIME_ARG,
+  OPT_START_AND_WAIT,
   OPT_HELP,
   OPT_VERSION,
 };
@@ -101,6 +107,8 @@ static const struct option long_options[] = {
   { "stdin-fd", required_argument, NULL, OPT_STDIN_FD },
   { "terminal", no_argument, NULL, OPT_TERMINAL },
   { "sync-fd", required_argument, NULL, OPT_SYNC_FD },
+  { "runtime-arg", required_argument, NULL, OPT_RUNTIME_ARG },
+  { "start-and-wait", no_argument, NULL, OPT_START_AND_WAIT },
   { "help", no_argument, NULL, OPT_HELP },
   { "version", no_argument, NULL, OPT_VERSION },
   { NULL, 0, NULL, 0 },
@@ -146,6 +154,10 @@ set_option (struct monitor_options *opts, int c, const char *value, struct husk_
     opts->stdin_pipe = true;
   else if (c == OPT_TERMINAL)
     opts->terminal = true;
+  else if (c == OPT_START_AND_WAIT)
+    opts->start_and_wait = true;
+  else if (c == OPT_RUNTIME_ARG)
+    opts->runtime_args = husk_strv_append (opts->runtime_args, value);
   else if (c == OPT_STDIN_FD)
     return parse_fd ("--stdin-fd", value, &opts->stdin_fd, err);
   else if (c == OPT_SYNC_FD)
@@ -183,6 +195,8 @@ check_options (struct monitor_options *opts, struct husk_error **err)
     return husk_error_make (err, 0, "--attach-socket `%s`: not an absolute path", opts->attach_socket);
   if (opts->stdin_fd >= 0 && !opts->stdin_pipe)
     return husk_error_make (err, 0, "--stdin-fd needs --stdin");
+  if (opts->start_and_wait && (opts->terminal || opts->restore_dir))
+    return husk_error_make (err, 0, "--start-and-wait takes neither --terminal nor --restore");
   if (access (opts->runtime, X_OK) < 0)
     return husk_error_make (err, errno, "--runtime `%s`", opts->runtime);
   return 0;
@@ -365,6 +379,10 @@ start_container (struct monitor *monitor, struct husk_error **err)
   log_stream_init (&monitor->streams[MONITOR_STDERR], "stderr");
   if (monitor_create_container (monitor, err) < 0)
     return -1;
+  /* The sandbox's cgroup is every container's of the pod: no OOM kill
+   * there is this container's alone. */
+  if (monitor->wait_pid > 0)
+    return 0;
   monitor->oom_events_path = monitor_oom_events_path (monitor->container_pid);
   monitor->oom_kills_at_start = monitor_oom_kills (monitor->oom_events_path);
   return 0;
@@ -389,7 +407,7 @@ run_monitor (struct monitor_options *opts)
   int rc = 0;
 
   monitor->opts = opts;
-  monitor->signal_fd = monitor->stdin_target_fd = -1;
+  monitor->signal_fd = monitor->stdin_target_fd = monitor->wait_fd = -1;
   monitor->output_fd[MONITOR_STDOUT] = monitor->output_fd[MONITOR_STDERR] = -1;
   monitor->log.fd = -1;
   monitor->attach.listen_fd = -1;

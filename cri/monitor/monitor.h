@@ -27,6 +27,8 @@ struct monitor_options
   const char *monitor_log;      /* our own warnings; default /dev/null */
   const char *attach_socket;    /* where attach clients connect; none if NULL */
   const char *restore_dir;      /* a CRIU image: restore the container from it, not create */
+  char **runtime_args;          /* --runtime-arg: global flags after --root; NULL-terminated or NULL */
+  bool start_and_wait;          /* runtime_wait.c: we run `start`, and `wait` tells the exit */
   long long log_max_size;
   bool stdin_pipe;
   bool terminal;
@@ -50,6 +52,9 @@ struct monitor
   /* The container's stdin: our end of its pipe, or the pty master. */
   int stdin_target_fd;
   pid_t container_pid;
+  /* --start-and-wait: `RUNTIME wait ID` and its stdout; 0 and -1 otherwise. */
+  pid_t wait_pid;
+  int wait_fd;
   char *oom_events_path;
   unsigned long long oom_kills_at_start;
   struct log_file log;
@@ -64,6 +69,20 @@ struct monitor
  * (all the container pipes carry before `start`) becomes the error
  * message when create fails. */
 int monitor_create_container (struct monitor *monitor, struct husk_error **err);
+
+/* ------------------------------------------------------------ runtime_wait.c */
+
+/* OPTS->runtime, --root, the --runtime-arg flags, then VERB_ARGS. */
+char **monitor_runtime_argv (const struct monitor_options *opts, const char *const *verb_args);
+/* `RUNTIME start ID` with CHILD_STDIO as its stdio (the container's); a
+ * failure carries its last line of output, read from CAPTURE_FD. */
+int monitor_runtime_start (struct monitor *monitor, const int child_stdio[3],
+                           int capture_fd[MONITOR_N_STREAMS], struct husk_error **err);
+/* Spawns `RUNTIME wait ID`: fills wait_pid and wait_fd. */
+int monitor_runtime_wait_spawn (struct monitor *monitor, struct husk_error **err);
+/* Once wait_pid exited with WAIT_PROCESS_STATUS: the container's exit as a
+ * wait status. */
+int monitor_runtime_wait_status (struct monitor *monitor, int wait_process_status);
 
 /* ------------------------------------------------------------ console.c */
 

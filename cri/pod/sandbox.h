@@ -154,4 +154,19 @@ int sandbox_stop (struct sandbox_store *store, const char *id, bool *was_ready, 
  * record.  Unknown id: ENOENT. */
 int sandbox_remove (struct sandbox_store *store, const char *id, struct husk_error **err);
 
+/* ------------------------------------------------- handlers that own the pod
+ * (sandbox_handler.c; `"sandbox": "runtime"` in huskd.json: runsc).  Start:
+ * after sandbox_run, creates and starts the pod's infra container (id: the
+ * pod's, process husk-pause, container-type sandbox) through RT in the
+ * pod's namespaces and cgroup parent; EINVAL for a pod on the host's
+ * network.  Stop: `delete --force` of it (the whole sandbox), nothing when
+ * RT does not know it.  Running: RT says it runs. */
+struct huskd_runtime;
+/* Before sandbox_run: what RT refuses (host network, privileged), EINVAL. */
+int sandbox_handler_check (const struct huskd_runtime *rt, const Runtime__V1__PodSandboxConfig *config,
+                           struct husk_error **err);
+int sandbox_handler_start (const struct huskd_runtime *rt, const struct sandbox *sb, struct husk_error **err);
+int sandbox_handler_stop (const struct huskd_runtime *rt, const char *sandbox_id, struct husk_error **err);
+bool sandbox_handler_running (const struct huskd_runtime *rt, const char *sandbox_id);
+
 #endif

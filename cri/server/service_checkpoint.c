@@ -157,8 +157,9 @@ dump_metadata (struct checkpoint_job *job, struct husk_error **err)
 static int
 run_checkpoint (struct checkpoint_job *job, const char *images, int64_t timeout_ms, struct husk_error **err)
 {
-  const char *argv[] = { job->rt->path,  "--root", job->rt->root, "checkpoint", "--leave-running",
-                         "--image-path", images,   job->c->id,    NULL };
+  cleanup_free const char **argv = cri_runtime_argv (
+      job->rt, (const char *[]){ "checkpoint", "--leave-running", "--image-path", images, job->c->id, NULL },
+      0);
   struct cri_child_run run = { .argv = (char *const *) argv, .timeout_ms = timeout_ms, .output_max = 65536 };
   int ret = 0;
 

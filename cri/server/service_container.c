@@ -529,6 +529,33 @@ claim_name (struct container_store *store, const char *key, const char *sandbox_
   return ret;
 }
 
+/* What a handler that owns the pod (runsc) cannot give a container: the
+ * host's devices and capabilities (privileged), a terminal (its monitor
+ * hands `start` pipes only), a CRIU restore. */
+static int
+check_pod_owner (const struct huskd_runtime *rt, const Runtime__V1__CreateContainerRequest *req,
+                 struct husk_error **err)
+{
+  const Runtime__V1__ContainerConfig *config = req->config;
+
+  if (rt == NULL || !rt->owns_pod)
+    return 0;
+  if (config->linux && config->linux->security_context && config->linux->security_context->privileged)
+    return husk_error_kind (
+        err, EINVAL,
+        "config.linux.security_context.privileged: runtime handler `%s` runs the pod in its "
+        "own sandbox and refuses privileged containers",
+        rt->name);
+  if (config->tty)
+    return husk_error_kind (
+        err, EINVAL, "config.tty: not supported with runtime handler `%s` (it owns the pod)", rt->name);
+  if (cri_is_checkpoint_archive (config->image->image))
+    return husk_error_kind (
+        err, EINVAL, "config.image.image: restoring a checkpoint is not supported with runtime handler `%s`",
+        rt->name);
+  return 0;
+}
+
 /* Outside the store lock once the name is claimed: creates overlap, and
  * the pod hooks wait for those of their pod. */
 static int
@@ -547,7 +574,8 @@ create_container (struct create_job *job, char **id, struct husk_error **err)
     return husk_error_kind (err, EAGAIN, "pod sandbox %s is not ready", job->sb->id);
   if (cri_runtime_usable (huskd_config_runtime (job->svc->cfg, job->sb->runtime_handler), "CreateContainer",
                           err)
-      < 0)
+          < 0
+      || check_pod_owner (huskd_config_runtime (job->svc->cfg, job->sb->runtime_handler), req, err) < 0)
     return -1;
   if (cri_is_checkpoint_archive (req->config->image->image))
     {
@@ -678,6 +706,19 @@ make_log_dirs (const char *pod_dir, const char *rel, char *log_path, struct husk
   return 0;
 }
 
+/* ARGV (N strings) and a --runtime-arg for each of RT's global flags. */
+static const char **
+with_runtime_args (const char *const *argv, size_t n, const struct huskd_runtime *rt)
+{
+  size_t n_flags = husk_strv_len (rt->args);
+  const char **all = xcalloc (n + 2 * n_flags + 1, sizeof *all);
+
+  memcpy (all, argv, n * sizeof *all);
+  for (size_t i = 0; i < n_flags; i++)
+    all[n + 2 * i] = "--runtime-arg", all[n + 2 * i + 1] = rt->args[i];
+  return all;
+}
+
 static int
 start_monitor (struct cri_service *svc, struct cri_container *c, const struct huskd_runtime *rt,
                struct husk_error **err)
@@ -715,8 +756,10 @@ start_monitor (struct cri_service *svc, struct cri_container *c, const struct hu
                          NULL, /* its dir */
                          NULL, /* --log-dir */
                          NULL, /* the pod's log dir */
+                         NULL, /* --start-and-wait */
                          NULL };
   size_t n_argv = 17;
+  cleanup_free const char **all_argv = NULL;
   cleanup_free char *restore = cri_restore_images (svc, c->id);
   struct cri_child_run run
       = { .argv = (char *const *) argv, .timeout_ms = MONITOR_REPORT_TIMEOUT_MS, .output_max = 65536 };
@@ -740,6 +783,10 @@ start_monitor (struct cri_service *svc, struct cri_container *c, const struct hu
       argv[n_argv++] = "--log-dir";
       argv[n_argv++] = pod_log_dir;
     }
+  if (rt->owns_pod)
+    argv[n_argv++] = "--start-and-wait";
+  all_argv = with_runtime_args (argv, n_argv, rt);
+  run.argv = (char *const *) all_argv;
   if (make_log_dirs (pod_log_dir, c->config ? c->config->log_path : NULL, log_dir, err) < 0)
     return -1;
   if (cri_child_run (&run, err) < 0)
@@ -770,8 +817,10 @@ run_container (struct cri_service *svc, struct cri_container *c, const struct hu
   /* Before: a short-lived container may be gone when start returns. */
   c->started_at = cri_now_ns ();
   /* A restored container runs already: no `start`. */
+  /* A handler that owns the pod: the monitor ran `start` (--start-and-wait). */
   if (started < 0
-      || (restore == NULL && cri_run_runtime (rt, (const char *[]){ "start", c->id, NULL }, err) < 0))
+      || (restore == NULL && !rt->owns_pod
+          && cri_run_runtime (rt, (const char *[]){ "start", c->id, NULL }, err) < 0))
     {
       cri_run_runtime (rt, (const char *[]){ "delete", "--force", c->id, NULL }, &ignored);
       husk_error_free (&ignored);
@@ -1467,9 +1516,9 @@ exec_sync (struct cri_service *svc, const Runtime__V1__ExecSyncRequest *req, str
       cleanup_free char *pid_file
           = xasprintf ("%s/exec-%s-%u.pid", svc->cfg->state, c->id, atomic_fetch_add (&exec_serial, 1));
 
-      argv = xcalloc (req->n_cmd + 8, sizeof *argv);
-      argv[n++] = rt->path, argv[n++] = "--root", argv[n++] = rt->root;
-      argv[n++] = "exec", argv[n++] = "--pid-file", argv[n++] = pid_file, argv[n++] = c->id;
+      argv = cri_runtime_argv (rt, (const char *[]){ "exec", "--pid-file", pid_file, c->id, NULL },
+                               req->n_cmd);
+      n = 7 + husk_strv_len (rt->args);
       for (size_t i = 0; i < req->n_cmd; i++)
         argv[n++] = req->cmd[i];
       run->argv = (char *const *) argv;

@@ -25,6 +25,60 @@ fail (struct rpc_call *call, const char *rpc, struct husk_error **err)
 
 #define FREE_REQUEST(request) protobuf_c_message_free_unpacked (&(request)->base, NULL)
 
+/* The pod, and for a handler that owns it (runsc) its infra container
+ * through the handler; a failure of that undoes the pod. */
+static int
+run_pod (struct cri_service *svc, const Runtime__V1__RunPodSandboxRequest *request, char **id,
+         struct husk_error **err)
+{
+  const struct huskd_runtime *rt = huskd_config_runtime (svc->cfg, request->runtime_handler);
+  struct husk_error *ignored = NULL;
+  struct sandbox *sb = NULL;
+  int ret;
+
+  if (rt->owns_pod && sandbox_handler_check (rt, request->config, err) < 0)
+    return -1;
+  if (sandbox_run (svc->sandboxes, request->config, request->runtime_handler, id, err) < 0)
+    return -1;
+  if (!rt->owns_pod)
+    return 0;
+  ret = sandbox_lookup (svc->sandboxes, *id, &sb, err);
+  if (ret == 0)
+    ret = sandbox_handler_start (rt, sb, err);
+  sandbox_free (sb);
+  if (ret < 0 && sandbox_remove (svc->sandboxes, *id, &ignored) < 0)
+    {
+      husk_warn ("RunPodSandbox: undo pod %s: %s", *id, ignored->msg);
+      husk_error_free (&ignored);
+    }
+  if (ret < 0)
+    free (steal_pointer (id));
+  return ret;
+}
+
+/* StopPodSandbox of a pod whose handler owns it: the handler's sandbox
+ * goes, once its app containers were stopped. */
+static int
+stop_pod_owner (struct cri_service *svc, const char *id, struct husk_error **err)
+{
+  struct sandbox *sb = NULL;
+  const struct huskd_runtime *rt;
+  int ret = 0;
+
+  if (sandbox_lookup (svc->sandboxes, id, &sb, err) < 0)
+    {
+      if ((*err)->errnum != ENOENT)
+        return -1;
+      husk_error_free (err);
+      return 0;
+    }
+  rt = huskd_config_runtime (svc->cfg, sb->runtime_handler);
+  if (rt && rt->owns_pod)
+    ret = sandbox_handler_stop (rt, sb->id, err);
+  sandbox_free (sb);
+  return ret;
+}
+
 void
 cri_run_pod_sandbox (struct rpc_call *call, const void *req, size_t len, void *user)
 {
@@ -48,7 +102,7 @@ cri_run_pod_sandbox (struct rpc_call *call, const void *req, size_t len, void *u
                                &err)
            < 0)
     cri_fail (call, &err);
-  else if (sandbox_run (svc->sandboxes, request->config, request->runtime_handler, &id, &err) < 0)
+  else if (run_pod (svc, request, &id, &err) < 0)
     fail (call, "RunPodSandbox", &err);
   else
     {
@@ -138,6 +192,8 @@ stop (struct cri_service *svc, const char *id, struct husk_error **err)
     }
   if (threaded)
     pthread_join (thread, NULL);
+  if (ret == 0 && job.ret == 0)
+    ret = stop_pod_owner (svc, id, err);
   if (job.ret < 0)
     {
       husk_error_free (err);

@@ -205,8 +205,8 @@ spawn_exec (struct cri_service *svc, const struct cri_container *c, const struct
       if (listen_console (x, err) < 0)
         return -1;
     }
-  argv = xcalloc (husk_strv_len (t->cmd) + 16, sizeof *argv);
-  argv[n++] = rt->path, argv[n++] = "--root", argv[n++] = rt->root, argv[n++] = "exec";
+  argv = cri_runtime_argv (rt, (const char *[]){ "exec", NULL }, husk_strv_len (t->cmd) + 13);
+  n = 4 + husk_strv_len (rt->args);
   argv[n++] = "--pid-file", argv[n++] = x->pid_file;
   cri_runtime_probe_wait (); /* for rt->console_size */
   if (io->tty)

@@ -106,6 +106,14 @@ update_running (struct cri_service *svc, const struct cri_container *c, json_t *
 
   if (rt == NULL)
     return -1;
+  /* runsc (2022) has no `update`: its containers share the sandbox's
+   * cgroup, so a per-container limit has no place to go. */
+  if (rt->owns_pod)
+    return husk_error_kind (
+        err, ENOSYS,
+        "runtime handler `%s` owns the pod: its containers share one sandbox, and it has no "
+        "per-container resource update",
+        rt->name);
   text = json_dumps (resources, JSON_COMPACT);
   ret = husk_write_file_replace (path, text, strlen (text), 0600, err);
   free (text);
