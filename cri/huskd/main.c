@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -19,9 +20,11 @@
 #include "cri/rpc/server.h"
 #include "cri/server/service.h"
 #include "cri/config/runtime_probe.h"
+#include "cri/config/self_exe.h"
 #include "husk/cleanup.h"
 #include "husk/sd_notify.h"
 #include "husk/util.h"
+#include "runtime/container.h"
 
 struct huskd_args
 {
@@ -377,6 +380,28 @@ check_root (struct husk_error **err)
       (int) geteuid ());
 }
 
+/* huskd forks ExecSync's processes straight into containers (cri/container/
+ * exec_sync.c): until their execve they are huskd, and a container binary
+ * that is `#!/proc/self/exe` would run huskd's file inside the container,
+ * which could then reopen and overwrite it (CVE-2019-5736).  So huskd runs
+ * from a sealed memfd copy of itself, as `husk create/exec` do; the path on
+ * disk goes over the re-exec in HUSKD_EXE, to find husk and its helpers. */
+static int
+run_from_sealed_copy (char **argv, struct husk_error **err)
+{
+  char *on_disk = realpath ("/proc/self/exe", NULL); /* NULL on the memfd */
+
+  if (on_disk)
+    setenv ("HUSKD_EXE", on_disk, 1);
+  free (on_disk);
+  if (container_ensure_cloned_binary (argv, err) < 0)
+    return husk_error_wrap (err, "huskd");
+  cri_set_self_exe (getenv ("HUSKD_EXE"));
+  unsetenv ("HUSKD_EXE");
+  prctl (PR_SET_NAME, "huskd");
+  return 0;
+}
+
 int
 main (int argc, char **argv)
 {
@@ -388,6 +413,11 @@ main (int argc, char **argv)
 
   husk_log_set_prog ("huskd");
   husk_log_set_level (HUSK_LOG_INFO);
+  if (run_from_sealed_copy (argv, &err) < 0)
+    {
+      husk_error_report (&err, "huskd");
+      return 1;
+    }
   block_sigpipe ();
   /* First, so that a bad config file is in `systemctl status` too. */
   open_notifier (&notifier);
