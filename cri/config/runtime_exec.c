@@ -235,8 +235,11 @@ child_collect (struct cri_child_run *run, pid_t pid, int out_fd, int err_fd)
     }
   close (fd[0]);
   close (fd[1]);
-  while (waitpid (pid, &run->wait_status, 0) < 0 && errno == EINTR)
-    ;
+  if (run->spawn && run->wait)
+    run->wait (run->spawn_arg, pid, &run->wait_status);
+  else
+    while (waitpid (pid, &run->wait_status, 0) < 0 && errno == EINTR)
+      ;
 }
 
 void

@@ -1,136 +1,25 @@
 /* ExecSync in a container of the husk handler without running the husk
  * binary: each container's exec plan (runtime/exec.c: state, config,
- * compiled seccomp filter, namespaces) is loaded once and kept, and every
- * call forks the process from huskd itself, applying what `husk exec`
- * applies.  A probe every 10 s per pod then costs a fork and the joins,
+ * compiled seccomp filter, namespaces) is loaded once and kept
+ * (exec_plans.c), and every call forks the process from huskd's exec
+ * helper (exec_helper.c), or huskd itself when there is none, applying
+ * what `husk exec` applies.  A probe every 10 s per pod then costs a fork and the joins,
  * not a runtime start (dynamic loading, the sealed re-exec, two config
  * parses and a seccomp compile). */
 #include <errno.h>
 #include <limits.h>
-#include <pthread.h>
-#include <signal.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
+#include "cri/container/exec_helper.h"
+#include "cri/container/exec_plans.h"
 #include "cri/container/exec_sync.h"
 #include "husk/cleanup.h"
 #include "husk/util.h"
-#include "runtime/container.h"
 
 /* Linux's limit on one argument (MAX_ARG_STRLEN, 32 pages). */
 #define EXEC_ARG_MAX (32 * 4096)
-/* Plans kept at most; past it a plan is used once and freed. */
-#define PLANS_MAX 4096
-
-struct plan_entry
-{
-  char *root;
-  char *id;
-  struct exec_plan *plan;
-  unsigned refs; /* calls using it, plus one while cached */
-  struct plan_entry *next;
-};
-
-static pthread_mutex_t plans_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct plan_entry *plans;
-static size_t n_plans;
-
-static void
-entry_unref_locked (struct plan_entry *e)
-{
-  if (--e->refs > 0)
-    return;
-  container_exec_plan_free (e->plan);
-  free (e->root);
-  free (e->id);
-  free (e);
-}
-
-static void
-entry_release (struct plan_entry *e)
-{
-  pthread_mutex_lock (&plans_lock);
-  entry_unref_locked (e);
-  pthread_mutex_unlock (&plans_lock);
-}
-
-/* Unlinks E from the cache (which drops the cache's reference). */
-static void
-unlink_locked (struct plan_entry **link)
-{
-  struct plan_entry *e = *link;
-
-  *link = e->next;
-  n_plans--;
-  entry_unref_locked (e);
-}
-
-/* Drops the plans of containers whose init is gone. */
-static void
-sweep_locked (void)
-{
-  for (struct plan_entry **link = &plans; *link;)
-    if (!container_exec_plan_current ((*link)->plan))
-      unlink_locked (link);
-    else
-      link = &(*link)->next;
-}
-
-/* A current plan from the cache, referenced; NULL when there is none. */
-static struct plan_entry *
-cached (const char *root, const char *id)
-{
-  struct plan_entry *found = NULL;
-
-  pthread_mutex_lock (&plans_lock);
-  for (struct plan_entry **link = &plans; *link; link = &(*link)->next)
-    if (strcmp ((*link)->id, id) == 0 && strcmp ((*link)->root, root) == 0)
-      {
-        if (container_exec_plan_current ((*link)->plan))
-          {
-            found = *link;
-            found->refs++;
-          }
-        else
-          unlink_locked (link);
-        break;
-      }
-  pthread_mutex_unlock (&plans_lock);
-  return found;
-}
-
-static struct plan_entry *
-plan_get (const char *root, const char *id, struct husk_error **err)
-{
-  struct runtime_ctx ctx = { .root = root };
-  struct plan_entry *e = cached (root, id);
-
-  if (e)
-    return e;
-  e = xcalloc (1, sizeof *e);
-  if (container_exec_plan_load (&ctx, id, &e->plan, err) < 0)
-    {
-      free (e);
-      return NULL;
-    }
-  e->root = xstrdup (root);
-  e->id = xstrdup (id);
-  e->refs = 1;
-  pthread_mutex_lock (&plans_lock);
-  sweep_locked ();
-  if (n_plans < PLANS_MAX)
-    {
-      e->refs++;
-      e->next = plans;
-      plans = e;
-      n_plans++;
-    }
-  pthread_mutex_unlock (&plans_lock);
-  return e;
-}
 
 bool
 cri_exec_in_process (const struct huskd_runtime *rt)
@@ -176,61 +65,91 @@ check_exec_size (const char *const *cmd, size_t n_cmd, struct husk_error **err)
   return 0;
 }
 
-struct spawn_job
+struct exec_job
 {
-  const struct exec_plan *plan;
-  char *const *args;
-  const char *pid_file;
+  const char *root, *id, *pid_file;
+  const char *const *args;
+  size_t n_args;
+  struct plan_entry *plan; /* huskd's own fork */
+  int reply_fd;            /* the helper's */
+  bool declined;
 };
 
-/* Forks the process and writes its pid file, as `husk exec --pid-file`. */
 static pid_t
-spawn_plan (void *arg, const int stdio[3], struct husk_error **err)
+spawn_by_helper (void *arg, const int stdio[3], struct husk_error **err)
 {
-  const struct spawn_job *job = arg;
-  pid_t pid = container_exec_plan_spawn (job->plan, job->args, stdio, err);
-  char buf[32];
-  int n;
+  struct exec_job *job = arg;
+  pid_t pid = cri_exec_helper_spawn (job->root, job->id, job->pid_file, job->args, job->n_args, stdio,
+                                     &job->reply_fd, err);
 
-  if (pid < 0 || job->pid_file == NULL)
-    return pid;
-  n = snprintf (buf, sizeof buf, "%d", (int) pid);
-  if (husk_write_file_replace (job->pid_file, buf, (size_t) n, 0644, err) < 0)
+  if (pid == CRI_EXEC_HELPER_DECLINED)
     {
-      kill (pid, SIGKILL);
-      while (waitpid (pid, NULL, 0) < 0 && errno == EINTR)
-        ;
-      return -1;
+      job->declined = true;
+      return husk_error_make (err, 0, "declined by the exec helper");
     }
   return pid;
+}
+
+static void
+wait_for_helper (void *arg, pid_t pid, int *wait_status)
+{
+  struct exec_job *job = arg;
+
+  cri_exec_helper_wait (job->reply_fd, pid, wait_status);
+}
+
+static pid_t
+spawn_by_huskd (void *arg, const int stdio[3], struct husk_error **err)
+{
+  struct exec_job *job = arg;
+
+  return cri_exec_plan_spawn (job->plan, (char *const *) job->args, stdio, job->pid_file, err);
+}
+
+/* Without the helper: the plan in huskd, huskd's own fork. */
+static int
+exec_by_huskd (struct exec_job *job, struct cri_child_run *run, struct husk_error **err)
+{
+  int ret;
+
+  if ((job->plan = cri_exec_plan_get (job->root, job->id, err)) == NULL)
+    return -1;
+  if (!cri_exec_plan_spawnable (job->plan))
+    ret = 1;
+  else
+    {
+      run->spawn = spawn_by_huskd;
+      run->spawn_arg = job;
+      ret = cri_child_run (run, err);
+    }
+  cri_exec_plan_release (job->plan);
+  return ret;
 }
 
 int
 cri_exec_sync_in_process (const struct huskd_runtime *rt, const char *id, const char *const *cmd,
                           size_t n_cmd, struct cri_child_run *run, struct husk_error **err)
 {
-  struct plan_entry *e;
-  struct spawn_job job;
   cleanup_free const char **args = NULL;
+  struct exec_job job = { .root = rt->root, .id = id, .pid_file = run->pid_file, .n_args = n_cmd };
   int ret;
 
   if (check_exec_size (cmd, n_cmd, err) < 0)
     return -1;
-  if ((e = plan_get (rt->root, id, err)) == NULL)
-    return -1;
-  if (!container_exec_plan_spawnable (e->plan))
-    {
-      entry_release (e);
-      return 1;
-    }
   args = xcalloc (n_cmd + 1, sizeof *args);
   memcpy (args, cmd, n_cmd * sizeof *args);
-  job = (struct spawn_job){ .plan = e->plan, .args = (char *const *) args, .pid_file = run->pid_file };
-  run->spawn = spawn_plan;
+  job.args = args;
+  run->spawn = spawn_by_helper;
+  run->wait = wait_for_helper;
   run->spawn_arg = &job;
   ret = cri_child_run (run, err);
+  run->wait = NULL;
+  if (ret < 0 && job.declined)
+    {
+      husk_error_free (err);
+      ret = exec_by_huskd (&job, run, err);
+    }
   run->spawn = NULL;
   run->spawn_arg = NULL;
-  entry_release (e);
   return ret;
 }

@@ -21,6 +21,7 @@
 #include "cri/server/service.h"
 #include "cri/config/runtime_probe.h"
 #include "cri/config/self_exe.h"
+#include "cri/container/exec_helper.h"
 #include "husk/cleanup.h"
 #include "husk/sd_notify.h"
 #include "husk/util.h"
@@ -305,6 +306,12 @@ serve (struct huskd_config *cfg, struct sd_notifier *notifier, struct husk_error
   if (lock_dir (cfg->root, "--root", err) < 0 || lock_dir (cfg->state, "--state", err) < 0)
     return -1;
   sweep_stale_tmp (cfg);
+  /* While huskd is one small thread: the helper's forks stay cheap. */
+  if (cri_exec_helper_start (err) < 0)
+    {
+      husk_warn ("%s: ExecSync forks from huskd itself", (*err)->msg);
+      husk_error_free (err);
+    }
   cri_runtime_probe_start (cfg);
   notify (notifier, "STATUS=recovering pods and containers under %s and %s", cfg->root, cfg->state);
   if (cri_service_init (&svc, cfg, err) < 0)

@@ -8,7 +8,8 @@ endpoint, the same gRPC client for every runtime.  Runs N pods of one
     until CALLS calls have been made (at least one period).
 Per phase: latency p50/p99 (ms) and the CPU seconds per 100 execs of the
 daemon, its reaped children and the shims/monitors (utime+stime+cutime+
-cstime from /proc, before and after).  The host's 1-minute load is noted
+cstime from /proc, before and after; its long-lived children too, such
+as huskd's exec helper).  The host's 1-minute load is noted
 beside each.  Prints one JSON line.
 
   bench_exec.py GEN_DIR SOCKET IMAGE DAEMON_PID SHIM_COMM MATCH LOGDIR [N [CALLS [PERIOD]]]
@@ -67,8 +68,23 @@ def shim_pids():
     return pids
 
 
+def helpers(shims):
+    """The daemon's live children that are not shims (huskd's exec helper):
+    what they reaped is not in the daemon's cutime yet."""
+    pids = []
+    for d in os.listdir("/proc"):
+        if d.isdigit() and d not in shims:
+            try:
+                with open(f"/proc/{d}/stat") as f:
+                    if f.read().rsplit(")", 1)[1].split()[1] == str(DAEMON_PID):
+                        pids.append(d)
+            except OSError:
+                pass
+    return pids
+
+
 def total_ticks(shims):
-    return cpu_ticks(DAEMON_PID) + sum(cpu_ticks(p) for p in shims)
+    return cpu_ticks(DAEMON_PID) + sum(cpu_ticks(p) for p in shims + helpers(shims))
 
 
 def pct(values, p):

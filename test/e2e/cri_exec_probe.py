@@ -5,8 +5,9 @@ with a seccomp filter, no_new_privs, dropped and added capabilities, a
 user, groups, env, a working dir and an oom_score_adj, where the exec'd
 process's /proc/self/status, limits, cgroup, environment, cwd and
 namespaces equal its init's and what `husk exec` gives; plus failures (no
-such command, a cwd that is gone), the pid file, a huskd that runs from a
-sealed copy, and HUSKD_EXEC_VIA_RUNTIME=1.  Prints TAP lines.
+such command, a directory, a signal, an argument too long), the pid file,
+a huskd that runs from a sealed copy, its exec helper (and huskd's own
+fork once the helper is killed), and HUSKD_EXEC_VIA_RUNTIME=1.  Prints TAP lines.
 
   cri_exec_probe.py HUSKD REGISTRY WORKDIR
 """
@@ -180,6 +181,61 @@ def test_sealed_huskd(c, s):
        (exe, comm, wrote))
 
 
+def children_of(pid):
+    kids = []
+    for d in os.listdir("/proc"):
+        try:
+            if d.isdigit() and open(f"/proc/{d}/stat").read().rsplit(")", 1)[1].split()[1] == str(pid):
+                kids.append(int(d))
+        except OSError:
+            pass
+    return kids
+
+
+def comm(pid):
+    try:
+        return open(f"/proc/{pid}/comm").read().strip()
+    except OSError:
+        return ""
+
+
+def exec_parent(c, cid):
+    """The parent of an ExecSync `sleep 2` while it runs."""
+    holder = threading.Thread(target=lambda: c.exec_sync(cid, ["sleep", "2"], timeout=30))
+    holder.start()
+    time.sleep(1)
+    parents = set()
+    for d in os.listdir("/proc"):
+        try:
+            if d.isdigit() and open(f"/proc/{d}/cmdline", "rb").read() == b"sleep\x002\x00":
+                parents.add(int(open(f"/proc/{d}/stat").read().rsplit(")", 1)[1].split()[1]))
+        except OSError:
+            pass
+    holder.join()
+    return parents
+
+
+def test_helper(c, s):
+    huskd = s["proc"].pid
+    helpers = [p for p in children_of(huskd) if comm(p) == "huskd-exec"]
+    ok(len(helpers) == 1, "huskd has one exec helper (huskd-exec)", [(p, comm(p)) for p in children_of(huskd)])
+    if not helpers:
+        return
+    helper = helpers[0]
+    fds = {f: os.readlink(f"/proc/{helper}/fd/{f}") for f in os.listdir(f"/proc/{helper}/fd")}
+    ok(not [t for t in fds.values() if "huskd.lock" in t or t.endswith(".sock") or "/root/" in t]
+       and len(fds) <= 6, "the helper holds no lock, socket or file of huskd's (stdio, its control socket, "
+       "its signalfd)", fds)
+    ok(exec_parent(c, s["cid"]) == {helper}, "ExecSync's process is the helper's child")
+    os.kill(helper, 9)
+    time.sleep(0.3)
+    r = c.exec_sync(s["cid"], ["sh", "-c", "cat /proc/self/status; echo ---; cat /proc/1/status"], timeout=30)
+    mine, init = (status_fields(x) for x in r.stdout.decode().split("---\n"))
+    ok(r.exit_code == 0 and mine == init and exec_parent(c, s["cid"]) == {huskd},
+       "with the helper killed, huskd forks ExecSync's process itself, with the same status as the init",
+       (mine, init))
+
+
 def test_via_runtime(c, s):
     cri_client.stop_huskd(s["proc"])
     os.environ["HUSKD_EXEC_VIA_RUNTIME"] = "1"
@@ -216,7 +272,7 @@ def main():
         c.start(s["cid"])
         ok(c.status(s["cid"]).state == pb.CONTAINER_RUNNING, "a confined container runs")
         for test in (test_same_as_init, test_namespaces_and_cgroup_on_host, test_same_as_husk_exec, test_failures,
-                     test_pid_file, test_sealed_huskd, test_via_runtime):
+                     test_pid_file, test_sealed_huskd, test_helper, test_via_runtime):
             try:
                 test(c, s)
             except Exception as e:  # a crash of one test is one failure
