@@ -1,8 +1,8 @@
 /* ExecSync in a container of the husk handler without running the husk
  * binary: each container's exec plan (runtime/exec.c: state, config,
  * compiled seccomp filter, namespaces) is loaded once and kept
- * (exec_plans.c), and every call forks the process from huskd's exec
- * helper (exec_helper.c), or huskd itself when there is none, applying
+ * (runtime/exec_plans.c), and every call forks the process from huskd's exec
+ * helper (`husk exec-helper`, exec_helper.c), or huskd itself when there is none, applying
  * what `husk exec` applies.  A probe every 10 s per pod then costs a fork and the joins,
  * not a runtime start (dynamic loading, the sealed re-exec, two config
  * parses and a seccomp compile). */
@@ -13,10 +13,10 @@
 #include <unistd.h>
 
 #include "cri/container/exec_helper.h"
-#include "cri/container/exec_plans.h"
 #include "cri/container/exec_sync.h"
 #include "husk/cleanup.h"
 #include "husk/util.h"
+#include "runtime/exec_plans.h"
 
 /* Linux's limit on one argument (MAX_ARG_STRLEN, 32 pages). */
 #define EXEC_ARG_MAX (32 * 4096)
@@ -70,8 +70,8 @@ struct exec_job
   const char *root, *id, *pid_file;
   const char *const *args;
   size_t n_args;
-  struct plan_entry *plan; /* huskd's own fork */
-  int reply_fd;            /* the helper's */
+  struct exec_plan_ref *plan; /* huskd's own fork */
+  int reply_fd;               /* the helper's */
   bool declined;
 };
 
@@ -103,7 +103,7 @@ spawn_by_huskd (void *arg, const int stdio[3], struct husk_error **err)
 {
   struct exec_job *job = arg;
 
-  return cri_exec_plan_spawn (job->plan, (char *const *) job->args, stdio, job->pid_file, err);
+  return exec_plans_spawn (job->plan, (char *const *) job->args, stdio, job->pid_file, err);
 }
 
 /* Without the helper: the plan in huskd, huskd's own fork. */
@@ -112,9 +112,9 @@ exec_by_huskd (struct exec_job *job, struct cri_child_run *run, struct husk_erro
 {
   int ret;
 
-  if ((job->plan = cri_exec_plan_get (job->root, job->id, err)) == NULL)
+  if ((job->plan = exec_plans_get (job->root, job->id, err)) == NULL)
     return -1;
-  if (!cri_exec_plan_spawnable (job->plan))
+  if (!exec_plans_spawnable (job->plan))
     ret = 1;
   else
     {
@@ -122,7 +122,7 @@ exec_by_huskd (struct exec_job *job, struct cri_child_run *run, struct husk_erro
       run->spawn_arg = job;
       ret = cri_child_run (run, err);
     }
-  cri_exec_plan_release (job->plan);
+  exec_plans_release (job->plan);
   return ret;
 }
 

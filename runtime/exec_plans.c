@@ -1,6 +1,7 @@
-/* Exec plans of husk containers (runtime/exec.c), kept per container for
- * huskd's ExecSync (and its exec helper): loaded once, reloaded when the
- * init or state.json changes, dropped once the init is gone. */
+/* Exec plans (exec.c) kept per container for a caller that execs into the
+ * same containers again and again (huskd's ExecSync, `husk exec-helper`):
+ * loaded once, reloaded when the init or state.json changes, dropped once
+ * the init is gone. */
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -10,29 +11,29 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cri/container/exec_plans.h"
 #include "husk/cleanup.h"
 #include "husk/util.h"
 #include "runtime/container.h"
+#include "runtime/exec_plans.h"
 
 /* Plans kept at most; past it a plan is used once and freed. */
 #define PLANS_MAX 4096
 
-struct plan_entry
+struct exec_plan_ref
 {
   char *root;
   char *id;
   struct exec_plan *plan;
   unsigned refs; /* calls using it, plus one while cached */
-  struct plan_entry *next;
+  struct exec_plan_ref *next;
 };
 
 static pthread_mutex_t plans_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct plan_entry *plans;
+static struct exec_plan_ref *plans;
 static size_t n_plans;
 
 static void
-entry_unref_locked (struct plan_entry *e)
+entry_unref_locked (struct exec_plan_ref *e)
 {
   if (--e->refs > 0)
     return;
@@ -43,7 +44,7 @@ entry_unref_locked (struct plan_entry *e)
 }
 
 void
-cri_exec_plan_release (struct plan_entry *e)
+exec_plans_release (struct exec_plan_ref *e)
 {
   pthread_mutex_lock (&plans_lock);
   entry_unref_locked (e);
@@ -52,9 +53,9 @@ cri_exec_plan_release (struct plan_entry *e)
 
 /* Unlinks E from the cache (which drops the cache's reference). */
 static void
-unlink_locked (struct plan_entry **link)
+unlink_locked (struct exec_plan_ref **link)
 {
-  struct plan_entry *e = *link;
+  struct exec_plan_ref *e = *link;
 
   *link = e->next;
   n_plans--;
@@ -65,7 +66,7 @@ unlink_locked (struct plan_entry **link)
 static void
 sweep_locked (void)
 {
-  for (struct plan_entry **link = &plans; *link;)
+  for (struct exec_plan_ref **link = &plans; *link;)
     if (!container_exec_plan_current ((*link)->plan))
       unlink_locked (link);
     else
@@ -73,13 +74,13 @@ sweep_locked (void)
 }
 
 /* A current plan from the cache, referenced; NULL when there is none. */
-static struct plan_entry *
+static struct exec_plan_ref *
 cached (const char *root, const char *id)
 {
-  struct plan_entry *found = NULL;
+  struct exec_plan_ref *found = NULL;
 
   pthread_mutex_lock (&plans_lock);
-  for (struct plan_entry **link = &plans; *link; link = &(*link)->next)
+  for (struct exec_plan_ref **link = &plans; *link; link = &(*link)->next)
     if (strcmp ((*link)->id, id) == 0 && strcmp ((*link)->root, root) == 0)
       {
         if (container_exec_plan_current ((*link)->plan))
@@ -95,11 +96,11 @@ cached (const char *root, const char *id)
   return found;
 }
 
-struct plan_entry *
-cri_exec_plan_get (const char *root, const char *id, struct husk_error **err)
+struct exec_plan_ref *
+exec_plans_get (const char *root, const char *id, struct husk_error **err)
 {
   struct runtime_ctx ctx = { .root = root };
-  struct plan_entry *e = cached (root, id);
+  struct exec_plan_ref *e = cached (root, id);
 
   if (e)
     return e;
@@ -126,14 +127,14 @@ cri_exec_plan_get (const char *root, const char *id, struct husk_error **err)
 }
 
 bool
-cri_exec_plan_spawnable (const struct plan_entry *e)
+exec_plans_spawnable (const struct exec_plan_ref *e)
 {
   return container_exec_plan_spawnable (e->plan);
 }
 
 pid_t
-cri_exec_plan_spawn (const struct plan_entry *e, char *const *args, const int stdio[3], const char *pid_file,
-                     struct husk_error **err)
+exec_plans_spawn (const struct exec_plan_ref *e, char *const *args, const int stdio[3], const char *pid_file,
+                  struct husk_error **err)
 {
   pid_t pid = container_exec_plan_spawn (e->plan, args, stdio, err);
   char buf[32];
