@@ -59,6 +59,34 @@ def host_ns(pid):
     return {ns: os.readlink(f"/proc/{pid}/ns/{ns}") for ns in NAMESPACES if os.path.exists(f"/proc/{pid}/ns/{ns}")}
 
 
+def with_running_exec(c, cid, inspect):
+    """Runs ExecSync `sleep 37` in CID, waits (up to 60 s: a loaded host
+    starts `husk exec` slowly) until its process shows, returns
+    INSPECT(host pid) and kills the process, so the call ends at once."""
+    box = {}
+    holder = threading.Thread(target=lambda: box.setdefault("r", c.exec_sync(cid, ["sleep", "37"], timeout=60)))
+    holder.start()
+    pid, end = None, time.monotonic() + 60
+    while pid is None and time.monotonic() < end:
+        for d in os.listdir("/proc"):
+            try:
+                if d.isdigit() and open(f"/proc/{d}/cmdline", "rb").read() == b"sleep\x0037\x00":
+                    pid = int(d)
+            except OSError:
+                pass
+        time.sleep(0.05)
+    try:
+        return inspect(pid) if pid else None
+    finally:
+        if pid:
+            os.kill(pid, 9)
+        holder.join()
+
+
+def ppid_of(pid):
+    return int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1])
+
+
 def confined_config(name):
     sc = pb.LinuxContainerSecurityContext(
         run_as_user=pb.Int64Value(value=1000), run_as_group=pb.Int64Value(value=1000),
@@ -103,21 +131,9 @@ def test_namespaces_and_cgroup_on_host(c, s):
     ok(pid > 0 and mine and mine == theirs, "every namespace (pid and user included) is the init's, "
        "by inode seen from the host", (mine, theirs))
     # The exec'd process is in the init's cgroup, seen from the host.
-    holder = threading.Thread(target=lambda: c.exec_sync(cid, ["sleep", "2"], timeout=30))
-    holder.start()
-    time.sleep(1)
-    procs = set()
-    for d in os.listdir("/proc"):
-        try:
-            if d.isdigit() and open(f"/proc/{d}/cmdline", "rb").read() == b"sleep\x002\x00" and \
-                    host_ns(d).get("pid") == theirs.get("pid"):
-                procs.add(d)
-        except OSError:
-            pass
-    cgroups = {open(f"/proc/{p}/cgroup").read() for p in procs}
-    holder.join()
-    ok(len(procs) == 1 and cgroups == {open(f"/proc/{pid}/cgroup").read()},
-       "seen from the host the exec'd process is in the init's cgroups", (procs, cgroups))
+    seen = with_running_exec(c, cid, lambda p: (host_ns(p).get("pid"), open(f"/proc/{p}/cgroup").read()))
+    ok(seen == (theirs.get("pid"), open(f"/proc/{pid}/cgroup").read()),
+       "seen from the host the exec'd process is in the init's pid namespace and cgroups", seen)
 
 
 def test_same_as_husk_exec(c, s):
@@ -153,17 +169,15 @@ def test_failures(c, s):
 
 def test_pid_file(c, s):
     cid = s["cid"]
-    holder = threading.Thread(target=lambda: c.exec_sync(cid, ["sleep", "2"], timeout=30))
-    holder.start()
-    time.sleep(1)
-    files = [f for f in os.listdir(STATE) if f.startswith(f"exec-{cid}-")]
-    pids = [open(os.path.join(STATE, f)).read().strip() for f in files]
-    cmdline = open(f"/proc/{pids[0]}/cmdline", "rb").read() if pids else b""
-    holder.join()
+
+    def pid_files(pid):
+        files = [f for f in os.listdir(STATE) if f.startswith(f"exec-{cid}-")]
+        return files, [open(os.path.join(STATE, f)).read().strip() for f in files], str(pid)
+    files, pids, pid = with_running_exec(c, cid, pid_files)
     left = [f for f in os.listdir(STATE) if f.startswith(f"exec-{cid}-")]
-    ok(len(files) == 1 and cmdline == b"sleep\x002\x00" and left == [],
+    ok(len(files) == 1 and pids == [pid] and left == [],
        "a running ExecSync has a pid file naming its process (the next huskd kills it), removed after",
-       (files, pids, cmdline, left))
+       (files, pids, pid, left))
 
 
 def test_sealed_huskd(c, s):
@@ -200,19 +214,8 @@ def comm(pid):
 
 
 def exec_parent(c, cid):
-    """The parent of an ExecSync `sleep 2` while it runs."""
-    holder = threading.Thread(target=lambda: c.exec_sync(cid, ["sleep", "2"], timeout=30))
-    holder.start()
-    time.sleep(1)
-    parents = set()
-    for d in os.listdir("/proc"):
-        try:
-            if d.isdigit() and open(f"/proc/{d}/cmdline", "rb").read() == b"sleep\x002\x00":
-                parents.add(int(open(f"/proc/{d}/stat").read().rsplit(")", 1)[1].split()[1]))
-        except OSError:
-            pass
-    holder.join()
-    return parents
+    """The parent of a running ExecSync process."""
+    return with_running_exec(c, cid, ppid_of)
 
 
 def test_helper(c, s):
@@ -226,12 +229,12 @@ def test_helper(c, s):
     ok(not [t for t in fds.values() if "huskd.lock" in t or t.endswith(".sock") or "/root/" in t]
        and len(fds) <= 6, "the helper holds no lock, socket or file of huskd's (stdio, its control socket, "
        "its signalfd)", fds)
-    ok(exec_parent(c, s["cid"]) == {helper}, "ExecSync's process is the helper's child")
+    ok(exec_parent(c, s["cid"]) == helper, "ExecSync's process is the helper's child")
     os.kill(helper, 9)
     time.sleep(0.3)
     r = c.exec_sync(s["cid"], ["sh", "-c", "cat /proc/self/status; echo ---; cat /proc/1/status"], timeout=30)
     mine, init = (status_fields(x) for x in r.stdout.decode().split("---\n"))
-    ok(r.exit_code == 0 and mine == init and exec_parent(c, s["cid"]) == {huskd},
+    ok(r.exit_code == 0 and mine == init and exec_parent(c, s["cid"]) == huskd,
        "with the helper killed, huskd forks ExecSync's process itself, with the same status as the init",
        (mine, init))
 
@@ -243,21 +246,10 @@ def test_via_runtime(c, s):
     del os.environ["HUSKD_EXEC_VIA_RUNTIME"]
     c.reconnect()
     cid = s["cid"]
-    holder = threading.Thread(target=lambda: c.exec_sync(cid, ["sleep", "2"], timeout=30))
-    holder.start()
-    time.sleep(1)
-    parents = set()
-    for d in os.listdir("/proc"):
-        try:
-            if d.isdigit() and open(f"/proc/{d}/cmdline", "rb").read() == b"sleep\x002\x00":
-                ppid = open(f"/proc/{d}/stat").read().rsplit(")", 1)[1].split()[1]
-                parents.add(open(f"/proc/{ppid}/cmdline", "rb").read().split(b"\0")[3:4] == [b"exec"])
-        except OSError:
-            pass
-    holder.join()
+    parent = with_running_exec(c, cid, lambda p: open(f"/proc/{ppid_of(p)}/cmdline", "rb").read().split(b"\0"))
     r = c.exec_sync(cid, ["cat", "/proc/self/status"], timeout=30)
-    ok(parents == {True} and status_fields(r.stdout.decode())["Seccomp"] == "2",
-       "HUSKD_EXEC_VIA_RUNTIME=1: ExecSync runs `husk exec` (its parent), same confinement", parents)
+    ok(parent and parent[3:4] == [b"exec"] and status_fields(r.stdout.decode())["Seccomp"] == "2",
+       "HUSKD_EXEC_VIA_RUNTIME=1: ExecSync runs `husk exec` (its parent), same confinement", parent)
 
 
 def main():
