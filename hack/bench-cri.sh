@@ -288,6 +288,7 @@ wait_socket "$W/husk.sock" "$HUSKD_PID" || die "huskd did not start: $(tail -3 "
 HUSK_JSON=$(timeout -k 5 600 "$PY" "$REPO_DIR/test/e2e/$BENCH" "$W/gen" "$W/husk.sock" "$IMAGE" \
 	"$HUSKD_PID" husk-monitor "$W" "$W/logs-husk" "$PODS" "${EXTRA[@]}") ||
 	die "the husk run failed: $(tail -5 "$W/huskd.log")"
+echo "husk: $HUSK_JSON" >&2
 kill -TERM "$HUSKD_PID"
 wait "$HUSKD_PID" 2>/dev/null
 
@@ -298,7 +299,7 @@ h = json.loads(sys.argv[1])
 print(f"{h['pods']} pods; ExecSync `true` (huskd alone, PEERS=husk)\n")
 for phase in ("idle", "probes"):
     p = h[phase]
-    print(f"BENCH|ExecSync true, {phase} ({p['calls']} calls, {h['pods']} pods), p50 / p99|"
+    print(f"BENCH|ExecSync true, {phase} ({p['calls']} calls, {p['failed']} failed, {h['pods']} pods), p50 / p99|"
           f"{p['p50_ms']:.1f} / {p['p99_ms']:.1f} ms|-|-|p50 <= 10 ms, p99 <= 20 ms "
           f"{'met' if p['p50_ms'] <= 10 and p['p99_ms'] <= 20 else 'missed'} (load {p['load1']:.2f})")
     print(f"BENCH|ExecSync true, {phase}: CPU s per 100 execs (daemon+children+monitors)|"
@@ -335,7 +336,8 @@ for phase in ("idle", "probes"):
         ratio = hp[key] / cp[key] if cp[key] else float("nan")
         print(f"| {phase}: {name} | {hp[key]:.2f} | {cp[key]:.2f} | {ratio:.2f} | {load} |")
     goal = "met" if hp["p50_ms"] <= 10 and hp["p99_ms"] <= 20 else "missed"
-    bench.append(f"BENCH|ExecSync true, {phase} ({hp['calls']} calls, {h['pods']} pods), p50 / p99|"
+    bench.append(f"BENCH|ExecSync true, {phase} ({hp['calls']} calls, {hp['failed']} failed / "
+                 f"containerd {cp['failed']}, {h['pods']} pods), p50 / p99|"
                  f"{hp['p50_ms']:.1f} / {hp['p99_ms']:.1f} ms|containerd {cp['p50_ms']:.1f} / {cp['p99_ms']:.1f} ms|"
                  f"{hp['p50_ms'] / cp['p50_ms']:.2f}|p50 <= 10 ms, p99 <= 20 ms {goal} (load {load})")
     bench.append(f"BENCH|ExecSync true, {phase}: CPU s per 100 execs (daemon+children+monitors/shims)|"

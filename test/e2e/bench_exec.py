@@ -97,21 +97,31 @@ def load1():
         return float(f.read().split()[0])
 
 
+FAILED = []  # (container, what): counted, not fatal (a peer's container may die mid-run)
+
+
 def exec_true(c, cid):
+    """The call's latency in ms, or None when it failed."""
     t = time.monotonic()
-    r = c.exec_sync(cid, ["true"], timeout=10)
+    try:
+        r = c.exec_sync(cid, ["true"], timeout=10)
+    except Exception as e:  # noqa: BLE001
+        FAILED.append((cid[:12], str(getattr(e, "details", lambda: e)())))
+        return None
     ms = (time.monotonic() - t) * 1000
     if r.exit_code != 0:
-        raise RuntimeError(f"ExecSync true in {cid}: exit {r.exit_code}: {r.stderr!r}")
+        FAILED.append((cid[:12], f"exit {r.exit_code}: {r.stderr!r}"))
+        return None
     return ms
 
 
 def measure(c, shims, run):
     """RUN() -> latencies; with the CPU ticks it cost and the load."""
-    before, load = total_ticks(shims), load1()
+    before, load, failed = total_ticks(shims), load1(), len(FAILED)
     lat = run()
     cpu = (total_ticks(shims) - before) / TICK
-    return {"calls": len(lat), "p50_ms": pct(lat, 50), "p99_ms": pct(lat, 99),
+    ok = [x for x in lat if x is not None]
+    return {"calls": len(lat), "failed": len(FAILED) - failed, "p50_ms": pct(ok, 50), "p99_ms": pct(ok, 99),
             "cpu_s_per_100": cpu * 100 / len(lat), "load1": max(load, load1())}
 
 
@@ -164,6 +174,8 @@ def main():
                 c.remove_pod(pod, timeout=TIMEOUT)
             except Exception as e:  # noqa: BLE001  the other pods still go
                 print(f"# tear-down of {pod}: {e}", file=sys.stderr)
+    if FAILED:
+        print(f"# {len(FAILED)} ExecSync calls failed, first: {FAILED[0]}", file=sys.stderr)
     print(json.dumps({"pods": N, "period_s": PERIOD, "idle": idle, "probes": probes}), flush=True)
 
 
