@@ -156,9 +156,11 @@ $(HOOK_PLUGIN): $(call objs,$(HOOK_PLUGIN_SRCS) cri/cdi/hook.c) $(COMMON_LIB)
 	@echo "  LD      $@"
 	@$(CC) $(LDFLAGS) -shared -Wl,-z,defs -Wl,--as-needed -o $@ $^ $(shell pkg-config --libs jansson)
 
+# -z now: every symbol bound at start, once; lazily bound, each ExecSync
+# child (a fork of huskd) would look up again what it calls first.
 $(HUSKD): $(call objs,$(HUSKD_SRCS)) $(LIBS_ALL)
 	@echo "  LD      $@"
-	@$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
+	@$(CC) $(LDFLAGS) -Wl,-z,now -o $@ $^ $(LIBS)
 
 # One monitor per container, for the container's whole life: runtime and
 # common code and jansson only (no gRPC, no curl), so that it stays small.

@@ -12,6 +12,7 @@
 #   hack/bench-cri.sh --scale [N]
 #   hack/bench-cri.sh --density [N]     (DENSITY_SECONDS=D, default 300)
 #   hack/bench-cri.sh --gvisor [N]
+#   hack/bench-cri.sh --exec [N]
 #
 # --stream measures the streaming server instead (test/e2e/bench_stream.py):
 # `exec CID true` round trips (N, median) and `port-forward` throughput of
@@ -57,6 +58,13 @@
 # ExecSync `true` (ROUNDS, median), StopPodSandbox+RemovePodSandbox, and
 # the RSS/PSS of one idle gVisor pod's sandbox and gofers.
 #
+# --exec measures exec probes (test/e2e/bench_exec.py): N pods (default
+# 50) of one `sleep` container; CALLS (default 300) ExecSync `true` one
+# after another on one of them, then every container probed once per
+# PERIOD s (default 10, kubelet's probe period) until CALLS calls: p50/p99
+# latency and the CPU seconds per 100 execs of the daemon, its children and
+# its monitors/shims.  PEERS=husk skips containerd.
+#
 # Every mode also prints one line per measured pair for hack/bench-table.sh:
 #   BENCH|name|husk value|peer and value|ratio|goal
 #
@@ -92,10 +100,18 @@ elif [ "${1:-}" = --density ]; then
 elif [ "${1:-}" = --gvisor ]; then
 	BENCH=bench_gvisor.py
 	shift
+elif [ "${1:-}" = --exec ]; then
+	BENCH=bench_exec.py
+	shift
 fi
 PODS=${1:-20}
 [ "$BENCH" = bench_cri_scale.py ] || [ "$BENCH" = bench_density.py ] && PODS=${1:-100}
 [ "$BENCH" = bench_gvisor.py ] && PODS=${1:-5}
+[ "$BENCH" = bench_exec.py ] && PODS=${1:-50}
+# bench_exec.py's CALLS and PERIOD; the other modes take none.
+EXTRA=()
+[ "$BENCH" = bench_exec.py ] && EXTRA=("${CALLS:-300}" "${PERIOD:-10}")
+PEERS=${PEERS:-husk,containerd}
 DENSITY_SECONDS=${DENSITY_SECONDS:-300}
 # --density: the cgroup the runtimes run in (a name in every hierarchy, for
 # the cgroupfs drivers create the pods' cgroups in each)
@@ -457,10 +473,27 @@ echo "{\"cni_conf_dir\": \"$W/husk-net.d\"}" >"$W/husk-config.json"
 HUSKD_PID=$!
 wait_socket "$W/husk.sock" "$HUSKD_PID" || die "huskd did not start: $(tail -3 "$W/huskd.log")"
 HUSK_JSON=$(timeout -k 5 600 "$PY" "$REPO_DIR/test/e2e/$BENCH" "$W/gen" "$W/husk.sock" "$IMAGE" \
-	"$HUSKD_PID" husk-monitor "$W" "$W/logs-husk" "$PODS") ||
+	"$HUSKD_PID" husk-monitor "$W" "$W/logs-husk" "$PODS" "${EXTRA[@]}") ||
 	die "the husk run failed: $(tail -5 "$W/huskd.log")"
+echo "husk: $HUSK_JSON" >&2
 kill -TERM "$HUSKD_PID"
 wait "$HUSKD_PID" 2>/dev/null
+
+if [ "$BENCH" = bench_exec.py ] && [ "$PEERS" = husk ]; then
+	"$PY" - "$HUSK_JSON" <<'EOS'
+import json, sys
+h = json.loads(sys.argv[1])
+print(f"{h['pods']} pods; ExecSync `true` (huskd alone, PEERS=husk)\n")
+for phase in ("idle", "probes"):
+    p = h[phase]
+    print(f"BENCH|ExecSync true, {phase} ({p['calls']} calls, {p['failed']} failed, {h['pods']} pods), p50 / p99|"
+          f"{p['p50_ms']:.1f} / {p['p99_ms']:.1f} ms|-|-|p50 <= 10 ms, p99 <= 20 ms "
+          f"{'met' if p['p50_ms'] <= 10 and p['p99_ms'] <= 20 else 'missed'} (load {p['load1']:.2f})")
+    print(f"BENCH|ExecSync true, {phase}: CPU s per 100 execs (daemon+children+monitors)|"
+          f"{p['cpu_s_per_100']:.3f} s|-|-|- (load {p['load1']:.2f})")
+EOS
+	exit 0
+fi
 
 # ---- containerd
 write_conflist "$W/ctrd-net.d" "${NET_CTRD[@]}"
@@ -469,11 +502,38 @@ ctrd_write_config "$W/containerd.toml" "$W" "$ADDR" "$W/ctrd-net.d"
 CTRD_PID=$!
 wait_socket "$W/ctrd.sock" "$CTRD_PID" || die "containerd did not start: $(tail -3 "$W/containerd.log")"
 CTRD_JSON=$(timeout -k 5 600 "$PY" "$REPO_DIR/test/e2e/$BENCH" "$W/gen" "$W/ctrd.sock" "$IMAGE" \
-	"$CTRD_PID" containerd-shim-runc-v2 "$W" "$W/logs-ctrd" "$PODS") ||
+	"$CTRD_PID" containerd-shim-runc-v2 "$W" "$W/logs-ctrd" "$PODS" "${EXTRA[@]}") ||
 	die "the containerd run failed: $(grep -i 'level=error' "$W/containerd.log" | tail -5)"
 kill -TERM "$CTRD_PID"
 wait "$CTRD_PID" 2>/dev/null
 
+if [ "$BENCH" = bench_exec.py ]; then
+	"$PY" - "$HUSK_JSON" "$CTRD_JSON" <<'EOS'
+import json, sys
+h, c = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+print(f"{h['pods']} pods of one `sleep` container; ExecSync `true`: idle = one call after another on one "
+      f"container, probes = each container once per {h['period_s']:g} s\n")
+print("| measure | husk | containerd 1.6 | husk / containerd | load (husk / containerd) |")
+print("|---|---:|---:|---:|---|")
+bench = [""]
+for phase in ("idle", "probes"):
+    hp, cp = h[phase], c[phase]
+    load = f"{hp['load1']:.2f} / {cp['load1']:.2f}"
+    for name, key in (("p50 (ms)", "p50_ms"), ("p99 (ms)", "p99_ms"), ("CPU s per 100 execs", "cpu_s_per_100")):
+        ratio = hp[key] / cp[key] if cp[key] else float("nan")
+        print(f"| {phase}: {name} | {hp[key]:.2f} | {cp[key]:.2f} | {ratio:.2f} | {load} |")
+    goal = "met" if hp["p50_ms"] <= 10 and hp["p99_ms"] <= 20 else "missed"
+    bench.append(f"BENCH|ExecSync true, {phase} ({hp['calls']} calls, {hp['failed']} failed / "
+                 f"containerd {cp['failed']}, {h['pods']} pods), p50 / p99|"
+                 f"{hp['p50_ms']:.1f} / {hp['p99_ms']:.1f} ms|containerd {cp['p50_ms']:.1f} / {cp['p99_ms']:.1f} ms|"
+                 f"{hp['p50_ms'] / cp['p50_ms']:.2f}|p50 <= 10 ms, p99 <= 20 ms {goal} (load {load})")
+    bench.append(f"BENCH|ExecSync true, {phase}: CPU s per 100 execs (daemon+children+monitors/shims)|"
+                 f"{hp['cpu_s_per_100']:.3f}|containerd {cp['cpu_s_per_100']:.3f}|"
+                 f"{hp['cpu_s_per_100'] / cp['cpu_s_per_100']:.2f}|- (load {load})")
+print("\n".join(bench))
+EOS
+	exit 0
+fi
 if [ "$BENCH" = bench_stream.py ]; then
 	"$PY" - "$HUSK_JSON" "$CTRD_JSON" <<'EOS'
 import json, sys

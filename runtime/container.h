@@ -64,6 +64,30 @@ int container_load_spec (const struct runtime_ctx *ctx, const char *id, struct s
 int container_exec (const struct runtime_ctx *ctx, const char *id, const struct exec_options *opts,
                     int *exit_code, struct husk_error **err);
 
+/* An exec plan: what exec needs of a running container (its state, its
+ * process with exec's AppArmor default, the compiled seccomp filter, the
+ * namespaces that differ from ours), loaded once for a caller that execs
+ * into the same container again and again (huskd's ExecSync, a probe every
+ * few seconds).  A plan applies exactly what `husk exec ID ARGS...` does. */
+struct exec_plan;
+
+int container_exec_plan_load (const struct runtime_ctx *ctx, const char *id, struct exec_plan **out,
+                              struct husk_error **err);
+/* False once the init is gone or replaced, or state.json was rewritten. */
+bool container_exec_plan_current (const struct exec_plan *plan);
+/* False where only `husk exec` can join (a time namespace, joined by a
+ * single-threaded process alone). */
+bool container_exec_plan_spawnable (const struct exec_plan *plan);
+void container_exec_plan_free (struct exec_plan *plan);
+
+/* Forks ARGS (the container's process otherwise, no terminal) with STDIO
+ * as fds 0-2 and its own process group, from any thread of a
+ * multithreaded caller; returns its pid, a child of the caller.  A
+ * failure after the fork (no such executable, a cwd that is not there) is
+ * the child's: `husk: MESSAGE` on its stderr and exit 1, as `husk exec`. */
+pid_t container_exec_plan_spawn (const struct exec_plan *plan, char *const *args, const int stdio[3],
+                                 struct husk_error **err);
+
 /* Parses "TERM", "SIGTERM" or "15". */
 int container_parse_signal (const char *name, int *sig, struct husk_error **err);
 

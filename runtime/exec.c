@@ -4,6 +4,7 @@
  * container's cgroup and then takes the same last steps as the init. */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -61,6 +62,22 @@ differing_namespaces (pid_t pid)
   return flags;
 }
 
+/* A failure of the exec child: over the sync socket to `husk exec`, or,
+ * forked by a caller that only reads our output (SYNC_FD -1: huskd's
+ * ExecSync), on stderr as `husk exec` itself would report it, exit 1. */
+__attribute__ ((noreturn)) static void
+exec_child_fail (int sync_fd, struct husk_error *err)
+{
+  const char *msg = err && err->msg ? err->msg : "exec failed";
+
+  if (sync_fd >= 0)
+    sync_child_fail (sync_fd, err);
+  (void) !write (2, "husk: ", 6);
+  (void) !write (2, msg, strlen (msg));
+  (void) !write (2, "\n", 1);
+  _exit (1);
+}
+
 static void
 exec_child (int pidfd, int ns_flags, const struct container_state *state, const struct exec_options *opts,
             const struct seccomp_program *seccomp, int sync_fd, int console_fd)
@@ -76,32 +93,32 @@ exec_child (int pidfd, int ns_flags, const struct container_state *state, const 
   if (state->cgroup_path && access (state->cgroup_path, F_OK) == 0
       && (cgroup_enter_v1_self (state->cgroup_path, &err) < 0
           || cgroup_enter_unified (state->cgroup_path, 0, &err) < 0))
-    sync_child_fail (sync_fd, err);
+    exec_child_fail (sync_fd, err);
   if (setns (pidfd, ns_flags & ~(CLONE_NEWPID | CLONE_NEWTIME)) < 0)
     {
       husk_error_make (&err, errno, "join the namespaces of container `%s`", state->id);
-      sync_child_fail (sync_fd, err);
+      exec_child_fail (sync_fd, err);
     }
   if ((ns_flags & CLONE_NEWUSER) && (setresgid (0, 0, 0) < 0 || setresuid (0, 0, 0) < 0))
     {
       husk_error_make (&err, errno, "become root in the user namespace of container `%s`", state->id);
-      sync_child_fail (sync_fd, err);
+      exec_child_fail (sync_fd, err);
     }
   /* The same check as create's, for the same one-line answer. */
   if (security_check_caps (process, &err) < 0)
-    sync_child_fail (sync_fd, err);
+    exec_child_fail (sync_fd, err);
   if (process->terminal && terminal_setup_child (console_fd, process, &err) < 0)
-    sync_child_fail (sync_fd, err);
+    exec_child_fail (sync_fd, err);
   if (init_enter_cwd (process, &err) < 0)
-    sync_child_fail (sync_fd, err);
+    exec_child_fail (sync_fd, err);
   if (init_find_executable (process, &executable, &err) < 0 || security_apply_rlimits (process, &err) < 0
       || security_raise_oom_score_adj (process, &err) < 0
       || apparmor_exec_profile (process->apparmor_profile, &err) < 0)
-    sync_child_fail (sync_fd, err);
+    exec_child_fail (sync_fd, err);
   init_cloexec_from (3 + opts->preserve_fds);
   prctl (PR_SET_PDEATHSIG, 0);
   init_exec_process (process, executable, seccomp, &err);
-  sync_child_fail (sync_fd, err);
+  exec_child_fail (sync_fd, err);
 }
 
 static int
@@ -236,4 +253,164 @@ container_exec (const struct runtime_ctx *ctx, const char *id, const struct exec
   spec_free (spec);
   state_free (state);
   return ret;
+}
+
+/* ------------------------------------------------------------------ */
+/* Exec plans: exec from a long-lived, multithreaded caller             */
+
+struct exec_plan
+{
+  struct container_state *state;
+  struct spec *spec; /* its process has the AppArmor default of exec applied */
+  struct seccomp_program seccomp;
+  int ns_flags;
+  struct stat state_st; /* state.json as loaded: another one means reload */
+};
+
+int
+container_exec_plan_load (const struct runtime_ctx *ctx, const char *id, struct exec_plan **out,
+                          struct husk_error **err)
+{
+  struct exec_plan *plan = xcalloc (1, sizeof *plan);
+  cleanup_free char *state_file = NULL;
+  enum container_status status;
+
+  if (state_load (ctx->root, id, &plan->state, err) < 0)
+    goto fail;
+  status = state_status (plan->state);
+  if (status != STATUS_RUNNING && status != STATUS_CREATED)
+    {
+      husk_error_make (err, 0, "cannot exec in container `%s`: it is %s", id, container_status_name (status));
+      goto fail;
+    }
+  state_file = xasprintf ("%s/state.json", plan->state->state_dir);
+  if (stat (state_file, &plan->state_st) < 0)
+    {
+      husk_error_make (err, errno, "stat %s", state_file);
+      goto fail;
+    }
+  if (container_load_spec (ctx, id, &plan->spec, err) < 0
+      || exec_apparmor_profile (plan->spec, &plan->spec->process, err) < 0
+      || (plan->spec->has_seccomp && seccomp_compile (&plan->spec->seccomp, &plan->seccomp, err) < 0))
+    goto fail;
+  plan->ns_flags = differing_namespaces (plan->state->pid);
+  *out = plan;
+  return 0;
+fail:
+  container_exec_plan_free (plan);
+  return -1;
+}
+
+bool
+container_exec_plan_current (const struct exec_plan *plan)
+{
+  cleanup_free char *state_file = xasprintf ("%s/state.json", plan->state->state_dir);
+  struct stat st;
+
+  return state_init_alive (plan->state) && stat (state_file, &st) == 0 && st.st_ino == plan->state_st.st_ino
+         && st.st_dev == plan->state_st.st_dev && st.st_mtim.tv_sec == plan->state_st.st_mtim.tv_sec
+         && st.st_mtim.tv_nsec == plan->state_st.st_mtim.tv_nsec;
+}
+
+bool
+container_exec_plan_spawnable (const struct exec_plan *plan)
+{
+  /* Joining a time namespace needs a single-threaded caller (EUSERS). */
+  return !(plan->ns_flags & CLONE_NEWTIME);
+}
+
+void
+container_exec_plan_free (struct exec_plan *plan)
+{
+  if (plan == NULL)
+    return;
+  seccomp_program_clear (&plan->seccomp);
+  spec_free (plan->spec);
+  state_free (plan->state);
+  free (plan);
+}
+
+/* The process is born in the container's pid namespace and runs our code
+ * until execve: non-dumpable from its first instruction, as `husk exec`'s
+ * child (runc CVE-2016-9962).  fork copies the flag of the whole process,
+ * so it is off while any spawn forks and restored after the last. */
+static pthread_mutex_t dumpable_lock = PTHREAD_MUTEX_INITIALIZER;
+static int dumpable_holds;
+static int dumpable_before;
+
+static void
+hold_undumpable (bool hold)
+{
+  pthread_mutex_lock (&dumpable_lock);
+  if (hold && dumpable_holds++ == 0)
+    {
+      dumpable_before = prctl (PR_GET_DUMPABLE);
+      prctl (PR_SET_DUMPABLE, 0);
+    }
+  else if (!hold && --dumpable_holds == 0 && dumpable_before > 0)
+    prctl (PR_SET_DUMPABLE, dumpable_before);
+  pthread_mutex_unlock (&dumpable_lock);
+}
+
+/* Our own pid namespace, to return the calling thread to after the fork. */
+static int own_pidns_fd = -1;
+static pthread_once_t own_pidns_once = PTHREAD_ONCE_INIT;
+
+static void
+open_own_pidns (void)
+{
+  own_pidns_fd = open ("/proc/self/ns/pid", O_RDONLY | O_CLOEXEC);
+}
+
+static void
+spawn_child (const struct exec_plan *plan, int pidfd, const struct spec_process *process, const int stdio[3])
+{
+  const struct exec_options opts = { .process = (struct spec_process *) process };
+
+  setpgid (0, 0);
+  for (int i = 0; i < 3; i++)
+    if (stdio[i] == i ? fcntl (i, F_SETFD, 0) < 0 : dup2 (stdio[i], i) < 0)
+      _exit (127);
+  exec_child (pidfd, plan->ns_flags, plan->state, &opts, &plan->seccomp, -1, -1);
+  _exit (1);
+}
+
+pid_t
+container_exec_plan_spawn (const struct exec_plan *plan, char *const *args, const int stdio[3],
+                           struct husk_error **err)
+{
+  cleanup_close int pidfd = (int) syscall (SYS_pidfd_open, plan->state->pid, 0);
+  struct spec_process process = plan->spec->process;
+  bool pidns = plan->ns_flags & CLONE_NEWPID;
+  pid_t pid;
+
+  if (pidfd < 0 || !state_init_alive (plan->state))
+    return husk_error_make (err, 0, "container `%s` is not running", plan->state->id);
+  if (!container_exec_plan_spawnable (plan))
+    return husk_error_make (err, ENOTSUP, "exec in container `%s`: its time namespace needs `husk exec`",
+                            plan->state->id);
+  process.args = (char **) args;
+  process.terminal = false;
+  pthread_once (&own_pidns_once, open_own_pidns);
+  if (pidns && own_pidns_fd < 0)
+    return husk_error_make (err, errno, "open /proc/self/ns/pid");
+  /* Only this thread's children are born there (setns of a pid namespace
+   * is per thread); it comes back right after the fork. */
+  if (pidns && setns (pidfd, CLONE_NEWPID) < 0)
+    return husk_error_make (err, errno, "join the pid namespace of container `%s`", plan->state->id);
+  hold_undumpable (true);
+  pid = fork ();
+  if (pid == 0)
+    spawn_child (plan, pidfd, &process, stdio);
+  {
+    int fork_errno = errno;
+    hold_undumpable (false);
+    /* Cannot fail (our own namespace is always ours to enter); if it did,
+     * this thread's later children would be born in the container. */
+    if (pidns && setns (own_pidns_fd, CLONE_NEWPID) < 0)
+      abort ();
+    if (pid < 0)
+      return husk_error_make (err, fork_errno, "fork for exec in container `%s`", plan->state->id);
+  }
+  return pid;
 }

@@ -10,6 +10,7 @@
 
 #include "cri/cdi/cdi.h"
 #include "cri/config/config.h"
+#include "cri/config/self_exe.h"
 #include "cri/spec/cri_spec.h"
 #include "cri/spec/ocispec.h"
 #include "husk/cleanup.h"
@@ -33,13 +34,11 @@ static void
 default_runtimes (struct huskd_config *cfg)
 {
   static const char *const peers[] = { "runc", "crun" };
-  char self[4096];
-  ssize_t n = readlink ("/proc/self/exe", self, sizeof self - 1);
+  cleanup_free char *self = cri_self_exe ();
   cleanup_free char *husk = NULL;
 
-  if (n > 0)
+  if (self)
     {
-      self[n] = '\0';
       char *slash = strrchr (self, '/');
       if (slash)
         {

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cri/config/runtime_exec.h"
+#include "cri/config/self_exe.h"
 #include "husk/cleanup.h"
 #include "husk/util.h"
 
@@ -116,14 +117,34 @@ kill_pid_file (const char *pid_file)
   return kill ((pid_t) pid, SIGKILL) == 0;
 }
 
+/* RUN->spawn with stdin /dev/null and the write ends of PIPES; closes them. */
+static pid_t
+child_spawn (struct cri_child_run *run, int pipes[2][2], struct husk_error **err)
+{
+  int null_fd = open ("/dev/null", O_RDWR | O_CLOEXEC);
+  pid_t pid = -1;
+
+  if (null_fd < 0)
+    husk_error_make (err, errno, "open /dev/null");
+  else
+    pid = run->spawn (run->spawn_arg, (const int[3]){ null_fd, pipes[0][1], pipes[1][1] }, err);
+  if (null_fd >= 0)
+    close (null_fd);
+  close (pipes[0][1]);
+  close (pipes[1][1]);
+  if (pid < 0)
+    close (pipes[0][0]), close (pipes[1][0]);
+  return pid;
+}
+
+static void child_collect (struct cri_child_run *run, pid_t pid, int out_fd, int err_fd);
+
 /* Runs RUN->argv with stdout and stderr captured, killing its process
  * group at the deadline. */
 int
 cri_child_run (struct cri_child_run *run, struct husk_error **err)
 {
   int pipes[2][2], exec_err[2];
-  int64_t deadline = run->timeout_ms > 0 ? cri_monotonic_ms () + run->timeout_ms : 0;
-  bool open_flags[2] = { true, true };
   pid_t pid;
 
   if (pipe2 (pipes[0], O_CLOEXEC) < 0)
@@ -132,6 +153,13 @@ cri_child_run (struct cri_child_run *run, struct husk_error **err)
     {
       close (pipes[0][0]), close (pipes[0][1]);
       return husk_error_make (err, errno, "pipe");
+    }
+  if (run->spawn)
+    {
+      if ((pid = child_spawn (run, pipes, err)) < 0)
+        return -1;
+      child_collect (run, pid, pipes[0][0], pipes[1][0]);
+      return 0;
     }
   if (pipe2 (exec_err, O_CLOEXEC) < 0)
     {
@@ -165,10 +193,23 @@ cri_child_run (struct cri_child_run *run, struct husk_error **err)
         return husk_error_make (err, exec_errno, "run `%s`", run->argv[0]);
       }
   }
+  child_collect (run, pid, pipes[0][0], pipes[1][0]);
+  return 0;
+}
+
+/* Reads PID's stdout and stderr until both close or the deadline, then
+ * reaps it; closes the fds. */
+static void
+child_collect (struct cri_child_run *run, pid_t pid, int out_fd, int err_fd)
+{
+  int64_t deadline = run->timeout_ms > 0 ? cri_monotonic_ms () + run->timeout_ms : 0;
+  bool open_flags[2] = { true, true };
+  int fd[2] = { out_fd, err_fd };
+
   while (open_flags[0] || open_flags[1])
     {
-      struct pollfd fds[2] = { { open_flags[0] ? pipes[0][0] : -1, POLLIN, 0 },
-                               { open_flags[1] ? pipes[1][0] : -1, POLLIN, 0 } };
+      struct pollfd fds[2]
+          = { { open_flags[0] ? fd[0] : -1, POLLIN, 0 }, { open_flags[1] ? fd[1] : -1, POLLIN, 0 } };
       int64_t left = deadline ? deadline - cri_monotonic_ms () : -1;
 
       if (deadline && left <= 0)
@@ -192,11 +233,13 @@ cri_child_run (struct cri_child_run *run, struct husk_error **err)
         if (fds[i].revents)
           child_read (fds[i].fd, &run->out[i], run->output_max, &open_flags[i]);
     }
-  close (pipes[0][0]);
-  close (pipes[1][0]);
-  while (waitpid (pid, &run->wait_status, 0) < 0 && errno == EINTR)
-    ;
-  return 0;
+  close (fd[0]);
+  close (fd[1]);
+  if (run->spawn && run->wait)
+    run->wait (run->spawn_arg, pid, &run->wait_status);
+  else
+    while (waitpid (pid, &run->wait_status, 0) < 0 && errno == EINTR)
+      ;
 }
 
 void
@@ -371,12 +414,10 @@ cri_runtime_state (const struct huskd_runtime *rt, const char *id, char **status
 char *
 cri_helper_path (const char *name)
 {
-  char self[4096];
-  ssize_t n = readlink ("/proc/self/exe", self, sizeof self - 1);
+  cleanup_free char *self = cri_self_exe ();
 
-  if (n <= 0)
+  if (self == NULL)
     return xstrdup (name);
-  self[n] = '\0';
   return xasprintf ("%s/%s", dirname (self), name);
 }
 

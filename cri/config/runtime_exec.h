@@ -28,6 +28,13 @@ struct cri_child_run
    * child given time to reap it, so nothing it ran outlives the call. */
   const char *pid_file;
   size_t output_max;
+  /* Instead of fork+exec of argv: starts the child with STDIO as its fds
+   * 0-2 and its own process group, returning its pid (ExecSync's
+   * in-process exec). */
+  pid_t (*spawn) (void *spawn_arg, const int stdio[3], struct husk_error **err);
+  /* With spawn, when the child is not ours to waitpid: its wait status. */
+  void (*wait) (void *spawn_arg, pid_t pid, int *wait_status);
+  void *spawn_arg;
   struct cri_child_output out[2]; /* stdout, stderr */
   int wait_status;
   bool timed_out;

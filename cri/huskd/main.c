@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -19,9 +20,12 @@
 #include "cri/rpc/server.h"
 #include "cri/server/service.h"
 #include "cri/config/runtime_probe.h"
+#include "cri/config/self_exe.h"
+#include "cri/container/exec_helper.h"
 #include "husk/cleanup.h"
 #include "husk/sd_notify.h"
 #include "husk/util.h"
+#include "runtime/container.h"
 
 struct huskd_args
 {
@@ -302,6 +306,12 @@ serve (struct huskd_config *cfg, struct sd_notifier *notifier, struct husk_error
   if (lock_dir (cfg->root, "--root", err) < 0 || lock_dir (cfg->state, "--state", err) < 0)
     return -1;
   sweep_stale_tmp (cfg);
+  /* While huskd is one small thread: the helper's forks stay cheap. */
+  if (cri_exec_helper_start (err) < 0)
+    {
+      husk_warn ("%s: ExecSync forks from huskd itself", (*err)->msg);
+      husk_error_free (err);
+    }
   cri_runtime_probe_start (cfg);
   notify (notifier, "STATUS=recovering pods and containers under %s and %s", cfg->root, cfg->state);
   if (cri_service_init (&svc, cfg, err) < 0)
@@ -377,6 +387,28 @@ check_root (struct husk_error **err)
       (int) geteuid ());
 }
 
+/* huskd forks ExecSync's processes straight into containers (cri/container/
+ * exec_sync.c): until their execve they are huskd, and a container binary
+ * that is `#!/proc/self/exe` would run huskd's file inside the container,
+ * which could then reopen and overwrite it (CVE-2019-5736).  So huskd runs
+ * from a sealed memfd copy of itself, as `husk create/exec` do; the path on
+ * disk goes over the re-exec in HUSKD_EXE, to find husk and its helpers. */
+static int
+run_from_sealed_copy (char **argv, struct husk_error **err)
+{
+  char *on_disk = realpath ("/proc/self/exe", NULL); /* NULL on the memfd */
+
+  if (on_disk)
+    setenv ("HUSKD_EXE", on_disk, 1);
+  free (on_disk);
+  if (container_ensure_cloned_binary (argv, err) < 0)
+    return husk_error_wrap (err, "huskd");
+  cri_set_self_exe (getenv ("HUSKD_EXE"));
+  unsetenv ("HUSKD_EXE");
+  prctl (PR_SET_NAME, "huskd");
+  return 0;
+}
+
 int
 main (int argc, char **argv)
 {
@@ -388,6 +420,11 @@ main (int argc, char **argv)
 
   husk_log_set_prog ("huskd");
   husk_log_set_level (HUSK_LOG_INFO);
+  if (run_from_sealed_copy (argv, &err) < 0)
+    {
+      husk_error_report (&err, "huskd");
+      return 1;
+    }
   block_sigpipe ();
   /* First, so that a bad config file is in `systemctl status` too. */
   open_notifier (&notifier);

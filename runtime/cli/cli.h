@@ -39,6 +39,7 @@ int cli_kill (struct cli_globals *g, int argc, char **argv, struct husk_error **
 int cli_delete (struct cli_globals *g, int argc, char **argv, struct husk_error **err);
 int cli_list (struct cli_globals *g, int argc, char **argv, struct husk_error **err);
 int cli_exec (struct cli_globals *g, int argc, char **argv, struct husk_error **err);
+int cli_exec_helper (struct cli_globals *g, int argc, char **argv, struct husk_error **err);
 int cli_ps (struct cli_globals *g, int argc, char **argv, struct husk_error **err);
 int cli_spec (struct cli_globals *g, int argc, char **argv, struct husk_error **err);
 int cli_features (struct cli_globals *g, int argc, char **argv, struct husk_error **err);

@@ -1,14 +1,19 @@
 /* husk exec: the process comes from --process FILE, or from the container's
  * own process with args, env, cwd, user and capabilities overridden. */
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 
 #include "husk/cleanup.h"
 #include "husk/util.h"
 #include "runtime/cli/cli.h"
+#include "runtime/exec_helper.h"
 
 enum
 {
@@ -257,4 +262,24 @@ cli_exec (struct cli_globals *g, int argc, char **argv, struct husk_error **err)
   husk_strvfreep (&cli.caps);
   husk_strvfreep (&cli.gids);
   return ret;
+}
+
+/* `husk exec-helper`: huskd's exec helper (runtime/exec_helper.h), its
+ * control socket on fd 3.  Run by huskd only. */
+int
+cli_exec_helper (struct cli_globals *g, int argc, char **argv, struct husk_error **err)
+{
+  struct stat st;
+  int type = 0;
+  socklen_t len = sizeof type;
+
+  if (argc > 1)
+    return cli_usage_error ("exec-helper", err, "takes no arguments");
+  if (fstat (3, &st) < 0 || !S_ISSOCK (st.st_mode) || getsockopt (3, SOL_SOCKET, SO_TYPE, &type, &len) < 0
+      || type != SOCK_SEQPACKET)
+    return husk_error_make (err, 0,
+                            "exec-helper: fd 3 is not a SOCK_SEQPACKET socket (huskd starts this command)");
+  fcntl (3, F_SETFD, FD_CLOEXEC);
+  prctl (PR_SET_NAME, "huskd-exec");
+  return exec_helper_serve (3, err) < 0 ? -1 : 0;
 }

@@ -136,6 +136,8 @@ static const struct cli_command commands[] = {
   { "list", cli_list, "list [--format table|json] [--quiet]", "list containers", "", list_opts },
   { "exec", cli_exec, "exec [--process FILE | options] ID [COMMAND [ARG...]]", "run a process in a container",
     "ID [COMMAND [ARG...]]", exec_opts },
+  { "exec-helper", cli_exec_helper, "exec-helper",
+    "fork ExecSync's processes for huskd (started by huskd, control socket on fd 3)", "", NULL },
   { "ps", cli_ps, "ps [--format table|json] ID [PS ARGS...]", "show the processes of a container",
     "ID [PS ARGS...]", ps_opts },
   { "spec", cli_spec, "spec [--bundle DIR] [--rootless]", "write a default config.json", "", spec_opts },
@@ -332,7 +334,7 @@ static bool
 needs_cloned_binary (const char *name)
 {
   return strcmp (name, "create") == 0 || strcmp (name, "run") == 0 || strcmp (name, "exec") == 0
-         || strcmp (name, "container") == 0;
+         || strcmp (name, "exec-helper") == 0 || strcmp (name, "container") == 0;
 }
 
 #ifdef __SANITIZE_ADDRESS__
