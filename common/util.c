@@ -113,6 +113,50 @@ write_and_rename (const char *path, const void *data, size_t len, mode_t mode, b
 }
 
 int
+husk_write_file_prepare (const char *path, const void *data, size_t len, mode_t mode, char **tmp_out,
+                         struct husk_error **err)
+{
+  cleanup_free char *tmp = xasprintf ("%s.tmp.%d.%d", path, (int) getpid (), (int) gettid ());
+  cleanup_close int fd = open (tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+
+  if (fd < 0)
+    return husk_error_make (err, errno, "create `%s`", tmp);
+  if (husk_write_all (fd, data, len) < 0 || fsync (fd) < 0)
+    {
+      int saved = errno;
+      unlink (tmp);
+      return husk_error_make (err, saved, "write `%s`", tmp);
+    }
+  *tmp_out = steal_pointer (&tmp);
+  return 0;
+}
+
+int
+husk_write_file_commit (char **tmp, const char *path, struct husk_error **err)
+{
+  int ret = 0;
+
+  if (rename (*tmp, path) < 0)
+    {
+      int saved = errno;
+      unlink (*tmp);
+      ret = husk_error_make (err, saved, "rename `%s` to `%s`", *tmp, path);
+    }
+  free (*tmp);
+  *tmp = NULL;
+  return ret;
+}
+
+void
+husk_write_file_discard (char **tmp)
+{
+  if (*tmp)
+    unlink (*tmp);
+  free (*tmp);
+  *tmp = NULL;
+}
+
+int
 husk_write_file_atomic (const char *path, const void *data, size_t len, mode_t mode, struct husk_error **err)
 {
   return write_and_rename (path, data, len, mode, true, err);

@@ -1,8 +1,9 @@
-/* Running one CNI plugin: fork and execve (no shell) with the config on
+/* Running one CNI plugin: spawn and execve (no shell) with the config on
  * stdin, stdout and stderr collected through pipes, a deadline after which
  * its process group is killed.  huskd calls this from many threads, so
- * everything the child needs is built before fork and the child only makes
- * async-signal-safe calls until execve. */
+ * everything the child needs is built before the spawn and the child only
+ * makes async-signal-safe calls until execve (husk/spawn.h: it shares
+ * huskd's memory until then). */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -17,6 +18,7 @@
 
 #include "cri/cni/internal.h"
 #include "husk/cleanup.h"
+#include "husk/spawn.h"
 #include "husk/util.h"
 
 /* What a plugin may print: results are small, logs are kept for errors. */
@@ -113,10 +115,21 @@ mark_fds_cloexec (void)
     fcntl (fd, F_SETFD, FD_CLOEXEC);
 }
 
-static __attribute__ ((noreturn)) void
-plugin_child (const struct cni_exec *exec, const struct plugin_pipes *pipes, const sigset_t *empty_mask,
-              pid_t parent)
+/* What the child needs, all made before the spawn. */
+struct plugin_start
 {
+  const struct cni_exec *exec;
+  const struct plugin_pipes *pipes;
+  sigset_t empty_mask;
+  pid_t parent;
+};
+
+static int
+plugin_child (void *arg)
+{
+  const struct plugin_start *start = arg;
+  const struct cni_exec *exec = start->exec;
+  const struct plugin_pipes *pipes = start->pipes;
   char *const default_argv[] = { (char *) exec->path, NULL };
   char *const *argv = exec->argv ? exec->argv : default_argv;
   int exec_errno;
@@ -126,12 +139,12 @@ plugin_child (const struct cni_exec *exec, const struct plugin_pipes *pipes, con
    * ADD still running would race. */
   setpgid (0, 0);
   prctl (PR_SET_PDEATHSIG, SIGKILL);
-  if (getppid () != parent)
+  if (getppid () != start->parent)
     _exit (126);
   if (dup2 (pipes->child[PIPE_STDIN], 0) < 0 || dup2 (pipes->child[PIPE_STDOUT], 1) < 0
       || dup2 (pipes->child[PIPE_STDERR], 2) < 0)
     _exit (126);
-  reset_signals (empty_mask);
+  reset_signals (&start->empty_mask);
   mark_fds_cloexec ();
   execve (exec->path, argv, exec->envp);
   exec_errno = errno;
@@ -140,26 +153,15 @@ plugin_child (const struct cni_exec *exec, const struct plugin_pipes *pipes, con
   _exit (127);
 }
 
-/* Signals stay blocked from before fork until the child has reset their
- * handlers, so none of huskd's handlers runs in the child. */
+/* husk_spawn blocks every signal until the child has reset the handlers,
+ * so none of huskd's handlers runs in the child. */
 static pid_t
-fork_plugin (const struct cni_exec *exec, const struct plugin_pipes *pipes)
+spawn_plugin (const struct cni_exec *exec, const struct plugin_pipes *pipes)
 {
-  sigset_t all, saved, empty;
-  pid_t parent = getpid ();
-  pid_t pid;
-  int fork_errno;
+  struct plugin_start start = { .exec = exec, .pipes = pipes, .parent = getpid () };
 
-  sigfillset (&all);
-  sigemptyset (&empty);
-  pthread_sigmask (SIG_SETMASK, &all, &saved);
-  pid = fork ();
-  if (pid == 0)
-    plugin_child (exec, pipes, &empty, parent);
-  fork_errno = errno;
-  pthread_sigmask (SIG_SETMASK, &saved, NULL);
-  errno = fork_errno;
-  return pid;
+  sigemptyset (&start.empty_mask);
+  return husk_spawn (plugin_child, &start);
 }
 
 /* ---------------------------------------------------------------- parent */
@@ -389,11 +391,11 @@ cni_exec_run (const struct cni_exec *exec, struct cni_exec_output *output, struc
   memset (output, 0, sizeof *output);
   if (pipes_open (&pipes, err) < 0)
     return -1;
-  sup.pid = fork_plugin (exec, &pipes);
+  sup.pid = spawn_plugin (exec, &pipes);
   if (sup.pid < 0)
     {
       pipes_close (&pipes);
-      return husk_error_make (err, errno, "fork for `%s`", exec->path);
+      return husk_error_make (err, errno, "spawn `%s`", exec->path);
     }
   /* Also here, so kill (-pid) works even before the child ran. */
   setpgid (sup.pid, sup.pid);

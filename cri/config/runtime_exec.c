@@ -15,6 +15,7 @@
 #include "cri/config/runtime_exec.h"
 #include "cri/config/self_exe.h"
 #include "husk/cleanup.h"
+#include "husk/spawn.h"
 #include "husk/util.h"
 
 int64_t
@@ -35,25 +36,33 @@ cri_monotonic_ms (void)
   return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* EXEC_ERR_FD is close-on-exec: a successful execv closes it, a failed one
- * sends its errno through it. */
-static void
-child_exec (char *const *argv, int out_fd, int err_fd, int exec_err_fd)
+/* What the child needs, all made before the spawn.  EXEC_ERR_FD is
+ * close-on-exec: a successful execv closes it, a failed one sends its
+ * errno through it. */
+struct child_start
 {
+  char *const *argv;
+  int out_fd, err_fd, exec_err_fd;
+};
+
+static int
+child_exec (void *arg)
+{
+  const struct child_start *start = arg;
   sigset_t none;
   int null_fd = open ("/dev/null", O_RDWR | O_CLOEXEC);
 
   /* huskd blocks SIGINT/SIGTERM for gRPC's threads; the child must not. */
   sigemptyset (&none);
-  sigprocmask (SIG_SETMASK, &none, NULL);
+  husk_spawn_child_signals (&none);
   setpgid (0, 0);
   dup2 (null_fd, 0);
-  dup2 (out_fd >= 0 ? out_fd : null_fd, 1);
-  dup2 (err_fd >= 0 ? err_fd : null_fd, 2);
-  execv (argv[0], argv);
+  dup2 (start->out_fd >= 0 ? start->out_fd : null_fd, 1);
+  dup2 (start->err_fd >= 0 ? start->err_fd : null_fd, 2);
+  execv (start->argv[0], start->argv);
   {
     int exec_errno = errno;
-    if (write (exec_err_fd, &exec_errno, sizeof exec_errno) < 0)
+    if (write (start->exec_err_fd, &exec_errno, sizeof exec_errno) < 0)
       _exit (127);
   }
   _exit (127);
@@ -167,16 +176,17 @@ cri_child_run (struct cri_child_run *run, struct husk_error **err)
         close (pipes[i][0]), close (pipes[i][1]);
       return husk_error_make (err, errno, "pipe");
     }
-  pid = fork ();
+  {
+    struct child_start start = { run->argv, pipes[0][1], pipes[1][1], exec_err[1] };
+    pid = husk_spawn (child_exec, &start);
+  }
   if (pid < 0)
     {
-      int fork_errno = errno;
+      int spawn_errno = errno;
       for (int i = 0; i < 2; i++)
         close (pipes[i][0]), close (pipes[i][1]), close (exec_err[i]);
-      return husk_error_make (err, fork_errno, "fork `%s`", run->argv[0]);
+      return husk_error_make (err, spawn_errno, "spawn `%s`", run->argv[0]);
     }
-  if (pid == 0)
-    child_exec (run->argv, pipes[0][1], pipes[1][1], exec_err[1]);
   close (pipes[0][1]);
   close (pipes[1][1]);
   close (exec_err[1]);

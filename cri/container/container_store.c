@@ -364,15 +364,86 @@ save_locked (struct container_store *store, const struct cri_container *c, bool 
   return 0;
 }
 
+/* A new container's files (CreateContainer's save), written and fsynced
+ * but not yet in place: the two fsyncs need no lock. */
+struct new_record
+{
+  char *config_tmp, *record_tmp;
+};
+
+static int
+prepare_new (struct container_store *store, const struct cri_container *c, struct new_record *rec,
+             struct husk_error **err)
+{
+  cleanup_free char *dir = container_store_dir (store, c->id);
+  cleanup_free char *path = xasprintf ("%s/" RECORD_FILE, dir);
+  cleanup_free char *config_path = xasprintf ("%s/" CONFIG_FILE, dir);
+  size_t size = protobuf_c_message_get_packed_size (&c->config->base);
+  cleanup_free uint8_t *buf = xmalloc (size ? size : 1);
+  json_t *doc = record_json (c);
+  cleanup_free char *text = json_dumps (doc, JSON_COMPACT);
+
+  json_decref (doc);
+  protobuf_c_message_pack (&c->config->base, buf);
+  if (husk_mkdir_p (dir, 0700, err) < 0
+      || husk_write_file_prepare (config_path, buf, size, 0600, &rec->config_tmp, err) < 0
+      || husk_write_file_prepare (path, text, strlen (text), 0600, &rec->record_tmp, err) < 0)
+    return -1;
+  return 0;
+}
+
+/* Under RECORDS_LOCK: the files in place, then the index, in the order
+ * save_locked keeps (the index follows the disk). */
+static int
+commit_new_locked (struct container_store *store, const struct cri_container *c, struct new_record *rec,
+                   struct husk_error **err)
+{
+  cleanup_free char *dir = container_store_dir (store, c->id);
+  cleanup_free char *path = xasprintf ("%s/" RECORD_FILE, dir);
+  cleanup_free char *config_path = xasprintf ("%s/" CONFIG_FILE, dir);
+
+  if (husk_write_file_commit (&rec->config_tmp, config_path, err) < 0
+      || husk_write_file_commit (&rec->record_tmp, path, err) < 0)
+    return -1;
+  /* Reloaded meanwhile: the next load reads it from the disk. */
+  if (store->loaded)
+    index_put (store, cri_container_copy (c));
+  return 0;
+}
+
+/* True when C is one the index does not know yet: only its creator can
+ * save it, so no other save or a remove can come between the write and
+ * the rename. */
+static bool
+is_new_locked (struct container_store *store, const struct cri_container *c, bool with_config)
+{
+  return with_config && store->loaded && c->config && index_get (store, c->id) == NULL;
+}
+
 int
 container_save (struct container_store *store, const struct cri_container *c, bool with_config,
                 struct husk_error **err)
 {
+  struct new_record rec = { NULL, NULL };
   int ret;
 
   pthread_mutex_lock (&store->records_lock);
-  ret = save_locked (store, c, with_config, err);
+  if (!is_new_locked (store, c, with_config))
+    {
+      ret = save_locked (store, c, with_config, err);
+      pthread_mutex_unlock (&store->records_lock);
+      return ret;
+    }
   pthread_mutex_unlock (&store->records_lock);
+  ret = prepare_new (store, c, &rec, err);
+  if (ret == 0)
+    {
+      pthread_mutex_lock (&store->records_lock);
+      ret = commit_new_locked (store, c, &rec, err);
+      pthread_mutex_unlock (&store->records_lock);
+    }
+  husk_write_file_discard (&rec.config_tmp);
+  husk_write_file_discard (&rec.record_tmp);
   return ret;
 }
 

@@ -27,6 +27,7 @@
 #include "cri/config/runtime_exec.h"
 #include "cri/pod/sandbox_internal.h"
 #include "husk/cleanup.h"
+#include "husk/spawn.h"
 #include "husk/util.h"
 #include "runtime/lsm/apparmor.h"
 
@@ -182,6 +183,40 @@ pin_child (const struct sandbox_ns_setup *setup, int report_fd, int go_fd)
   _exit (0);
 }
 
+struct pin_start
+{
+  const struct sandbox_ns_setup *setup;
+  int report_fd, go_fd;
+};
+
+static int
+pin_child_spawned (void *arg)
+{
+  const struct pin_start *start = arg;
+
+  pin_child (start->setup, start->report_fd, start->go_fd);
+  return 0;
+}
+
+/* Without a user namespace the child never waits for huskd, so it can
+ * share huskd's memory until it exits (husk/spawn.h): no page tables
+ * copied for a child that lives a millisecond.  One that unshares a user
+ * namespace must not share memory (the kernel refuses) and waits for its
+ * maps: a fork of its own. */
+static pid_t
+start_pin_child (const struct sandbox_ns_setup *setup, int report_fd, int go_fd)
+{
+  struct pin_start start = { setup, report_fd, go_fd };
+  pid_t pid;
+
+  if (setup->user_pin == NULL)
+    return husk_spawn (pin_child_spawned, &start);
+  pid = fork ();
+  if (pid == 0)
+    pin_child (setup, report_fd, go_fd);
+  return pid;
+}
+
 static int
 make_pin_file (const char *pin, struct husk_error **err)
 {
@@ -296,7 +331,7 @@ sandbox_ns_pin (const struct sandbox_ns_setup *setup, struct husk_error **err)
       close (pipe_fds[1]);
       return unpin_all (setup), husk_error_make (err, errno, "pipe");
     }
-  pid = fork ();
+  pid = start_pin_child (setup, pipe_fds[1], go_fds[0]);
   if (pid < 0)
     {
       close (pipe_fds[0]);
@@ -305,8 +340,6 @@ sandbox_ns_pin (const struct sandbox_ns_setup *setup, struct husk_error **err)
       close (go_fds[1]);
       return unpin_all (setup), husk_error_make (err, errno, "fork to create the pod namespaces");
     }
-  if (pid == 0)
-    pin_child (setup, pipe_fds[1], go_fds[0]);
   close (pipe_fds[1]);
   close (go_fds[0]);
   if (setup->user_pin)

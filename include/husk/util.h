@@ -38,6 +38,14 @@ int husk_write_file_atomic (const char *path, const void *data, size_t len, mode
  * may lose it.  For volatile state under /run. */
 int husk_write_file_replace (const char *path, const void *data, size_t len, mode_t mode,
                              struct husk_error **err);
+/* husk_write_file_atomic in two steps, so that a lock need be held only
+ * for the rename: PREPARE writes and fsyncs PATH's temp file (*TMP, which
+ * the caller passes on), COMMIT renames it over PATH, DISCARD removes it
+ * instead; both free *TMP and set it NULL. */
+int husk_write_file_prepare (const char *path, const void *data, size_t len, mode_t mode, char **tmp,
+                             struct husk_error **err);
+int husk_write_file_commit (char **tmp, const char *path, struct husk_error **err);
+void husk_write_file_discard (char **tmp);
 /* Removes the temp files those two leave when their writer dies before the
  * rename (PATH.tmp.PID.TID whose PID is gone), in DIR and LEVELS levels of
  * directories below it, on DIR's filesystem only.  *REMOVED: their paths

@@ -100,11 +100,48 @@ test_remove_stale_tmp (void **state)
     free (not_ours[i]);
 }
 
+/* The two-step atomic write: nothing at PATH until the commit, the temp
+ * file gone after a commit or a discard. */
+static void
+test_write_prepare_commit (void **state)
+{
+  char dir[] = "/tmp/husk-test-util.XXXXXX";
+  struct husk_error *err = NULL;
+  cleanup_free char *path = NULL, *text = NULL;
+  char *tmp = NULL;
+
+  (void) state;
+  assert_non_null (mkdtemp (dir));
+  path = xasprintf ("%s/record", dir);
+  assert_int_equal (husk_write_file_prepare (path, "new", 3, 0600, &tmp, &err), 0);
+  assert_non_null (tmp);
+  assert_int_equal (access (path, F_OK), -1);
+  assert_int_equal (access (tmp, F_OK), 0);
+  assert_int_equal (husk_write_file_commit (&tmp, path, &err), 0);
+  assert_null (tmp);
+  assert_int_equal (husk_read_file (path, &text, NULL, &err), 0);
+  assert_string_equal (text, "new");
+
+  assert_int_equal (husk_write_file_prepare (path, "other", 5, 0600, &tmp, &err), 0);
+  {
+    cleanup_free char *kept = xstrdup (tmp);
+    husk_write_file_discard (&tmp);
+    assert_null (tmp);
+    assert_int_equal (access (kept, F_OK), -1);
+  }
+  free (text);
+  text = NULL;
+  assert_int_equal (husk_read_file (path, &text, NULL, &err), 0);
+  assert_string_equal (text, "new");
+  assert_int_equal (husk_rm_rf (dir, &err), 0);
+}
+
 int
 main (void)
 {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test (test_remove_stale_tmp),
+    cmocka_unit_test (test_write_prepare_commit),
   };
 
   return cmocka_run_group_tests (tests, NULL, NULL);
