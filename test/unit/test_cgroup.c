@@ -1050,7 +1050,15 @@ test_v1_stats (void **state)
   assert_int_equal (read (pipefd[0], &byte, 1), 1);
   close (pipefd[0]);
   close (pipefd[1]);
-  assert_int_equal (husk_cgroup_stats_read (cgroup, &stats, &err), 0);
+  /* memory.stat's counters are flushed by the kernel lazily (rstat, about
+   * every 2 s), where the usage counter is exact: wait for them. */
+  for (int tries = 0;; tries++)
+    {
+      assert_int_equal (husk_cgroup_stats_read (cgroup, &stats, &err), 0);
+      if (stats.memory.anon >= (4 << 20) || tries == 50)
+        break;
+      usleep (100 * 1000);
+    }
   assert_true (stats.has_memory);
   assert_int_equal (stats.memory.limit, 67108864);
   assert_true (stats.memory.usage >= (4 << 20));
