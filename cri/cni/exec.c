@@ -124,7 +124,7 @@ struct plugin_start
   pid_t parent;
 };
 
-static int
+HUSK_SPAWN_CHILD static int
 plugin_child (void *arg)
 {
   const struct plugin_start *start = arg;

@@ -45,7 +45,7 @@ struct child_start
   int out_fd, err_fd, exec_err_fd;
 };
 
-static int
+HUSK_SPAWN_CHILD static int
 child_exec (void *arg)
 {
   const struct child_start *start = arg;

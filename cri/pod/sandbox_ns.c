@@ -189,7 +189,7 @@ struct pin_start
   int report_fd, go_fd;
 };
 
-static int
+HUSK_SPAWN_CHILD static int
 pin_child_spawned (void *arg)
 {
   const struct pin_start *start = arg;

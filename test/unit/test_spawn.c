@@ -30,7 +30,7 @@ struct exec_start
   int exec_errno; /* written by the child: the memory is shared */
 };
 
-static int
+HUSK_SPAWN_CHILD static int
 exec_child (void *arg)
 {
   struct exec_start *start = arg;
@@ -95,7 +95,7 @@ struct signal_start
 /* Raises a signal the parent handles (and one it ignores) after the
  * reset: the handled one must kill the child by its default action, the
  * ignored one must stay ignored. */
-static int
+HUSK_SPAWN_CHILD static int
 signal_child (void *arg)
 {
   const struct signal_start *start = arg;
