@@ -94,7 +94,7 @@ close_inherited_fds_but2 (int fd_a, int fd_b)
   close_range ((unsigned) high + 1, ~0U, 0);
 }
 
-static void
+HUSK_SPAWN_CHILD static void
 child_fail (int fd, int step)
 {
   struct child_report report = { step, errno };
@@ -135,7 +135,7 @@ write_sysctl (const struct sandbox_sysctl *sysctl)
 }
 
 /* Tells huskd it waits (STEP), and waits for its byte on GO_FD. */
-static void
+HUSK_SPAWN_CHILD static void
 wait_for_huskd (int report_fd, int go_fd, int step)
 {
   struct child_report report = { step, 0 };
@@ -147,7 +147,7 @@ wait_for_huskd (int report_fd, int go_fd, int step)
 
 /* In the pod's user namespace (then the namespaces made next are its) the
  * child cannot mount on the host: huskd pins them from /proc/PID/ns. */
-static void
+HUSK_SPAWN_CHILD static void
 pin_child (const struct sandbox_ns_setup *setup, int report_fd, int go_fd)
 {
   int flags = (setup->net_pin ? CLONE_NEWNET : 0) | (setup->ipc_pin ? CLONE_NEWIPC : 0)

@@ -21,7 +21,7 @@
  * execve.  Returns the child's pid, or -1 with errno. */
 pid_t husk_spawn (int (*child) (void *), void *arg);
 
-/* Put on every CHILD function: AddressSanitizer cannot follow a process
+/* Put on every CHILD function and what it calls that may _exit: AddressSanitizer cannot follow a process
  * that runs on a stack it did not see made (it warns "ignoring requested
  * __asan_handle_no_return" at CHILD's _exit or failing execve, and the
  * sanitizer run counts that as a report), so CHILD's own code is left
