@@ -448,14 +448,18 @@ main (int argc, char **argv)
   struct monitor_options opts = { .sync_fd = -1, .stdin_fd = -1 };
   cleanup_free char *runtime = NULL;
   struct husk_error *err = NULL;
+  int rc;
 
   husk_log_set_prog ("husk-monitor");
   if (parse_options (argc, argv, &opts, &runtime, &err) < 0)
     {
+      husk_strvfreep (&opts.runtime_args);
       husk_error_report (&err, "husk-monitor");
       return 2;
     }
   reset_inherited_state (&opts);
   detach ();
-  return run_monitor (&opts);
+  rc = run_monitor (&opts);
+  husk_strvfreep (&opts.runtime_args);
+  return rc;
 }
