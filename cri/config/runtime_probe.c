@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cri/config/probe_sweep.h"
 #include "cri/config/runtime_exec.h"
 #include "cri/config/runtime_probe.h"
 #include "husk/cleanup.h"
@@ -137,8 +138,8 @@ probe_trial (const struct huskd_runtime *rt, const char *dir)
 {
   cleanup_free char *bundle = xasprintf ("%s/bundle", dir);
   cleanup_free char *root = xasprintf ("%s/root", dir);
-  cleanup_free char *id = xasprintf ("husk-probe-%d", (int) getpid ());
-  cleanup_free char *cgroup = xasprintf ("/husk-probe-%d-%s", (int) getpid (), rt->name);
+  cleanup_free char *id = xasprintf (CRI_PROBE_PREFIX "%d", (int) getpid ());
+  cleanup_free char *cgroup = xasprintf ("/" CRI_PROBE_PREFIX "%d-%s", (int) getpid (), rt->name);
   cleanup_free char *err_path = xasprintf ("%s/stderr", dir);
   cleanup_free char *delete_err = xasprintf ("%s/delete.stderr", dir);
   struct huskd_runtime trial_rt = *rt;
@@ -177,7 +178,7 @@ probe_trial (const struct huskd_runtime *rt, const char *dir)
 static void
 probe_one (struct huskd_runtime *rt, const char *probe_dir)
 {
-  cleanup_free char *dir = xasprintf ("%s/%s", probe_dir, rt->name[0] ? rt->name : "default");
+  cleanup_free char *dir = xasprintf ("%s/%s", probe_dir, cri_probe_dir_name (rt));
   struct husk_error *err = NULL;
 
   probe_features (rt);
@@ -203,6 +204,7 @@ cri_runtime_probe_all (struct huskd_config *cfg)
   cleanup_free char *probe_dir = xasprintf ("%s/probe", cfg->state);
   struct husk_error *err = NULL;
 
+  cri_probe_sweep (cfg, probe_dir);
   for (size_t i = 0; i < cfg->n_runtimes; i++)
     probe_one (&cfg->runtimes[i], probe_dir);
   if (husk_rm_rf (probe_dir, &err) < 0)
