@@ -1551,6 +1551,17 @@ exec_sync (struct cri_service *svc, const Runtime__V1__ExecSyncRequest *req, str
   return ret;
 }
 
+/* REQ's timeout in ms, less the WAITED_MS the call waited for a worker: 0
+ * for none, -1 when it has passed.  Past 68 years a timeout is none
+ * (seconds * 1000 must not overflow). */
+static int64_t
+exec_timeout_left_ms (const Runtime__V1__ExecSyncRequest *req, int64_t waited_ms)
+{
+  if (req->timeout <= 0 || req->timeout > INT32_MAX)
+    return 0;
+  return req->timeout * 1000 > waited_ms ? req->timeout * 1000 - waited_ms : -1;
+}
+
 void
 cri_exec_sync (struct rpc_call *call, const void *req_bytes, size_t len, void *user)
 {
@@ -1566,8 +1577,8 @@ cri_exec_sync (struct rpc_call *call, const void *req_bytes, size_t len, void *u
 
   if (req == NULL)
     return;
-  run.timeout_ms = req->timeout > 0 ? req->timeout * 1000 - waited_ms : 0;
-  if (req->timeout > 0 && run.timeout_ms <= 0)
+  run.timeout_ms = exec_timeout_left_ms (req, waited_ms);
+  if (run.timeout_ms < 0)
     rpc_fail (call, GRPC_STATUS_DEADLINE_EXCEEDED,
               "ExecSync in %s: timeout %llds exceeded while the call waited %lld ms for a worker",
               req->container_id, (long long) req->timeout, (long long) waited_ms);

@@ -56,6 +56,21 @@ def test_burst(c, cid):
        "\n".join(sorted({repr(r) for r in results})))
 
 
+def test_huge_timeout(c, cid):
+    """A timeout whose milliseconds overflow int64 is no timeout (huskd
+    multiplied it into a signed overflow before, which for 2^62 happened
+    to wrap to 0, no timeout, too)."""
+    fn = c.channel.unary_unary("/runtime.v1.RuntimeService/ExecSync",
+                               request_serializer=lambda m: m.SerializeToString(),
+                               response_deserializer=pb.ExecSyncResponse.FromString)
+    try:
+        r = fn(pb.ExecSyncRequest(container_id=cid, cmd=["echo", "ran"], timeout=2**62), timeout=60)
+        got = (r.exit_code, r.stdout)
+    except grpc.RpcError as e:
+        got = (e.code().name, e.details())
+    ok(got == (0, b"ran\n"), "ExecSync with a timeout of 2^62 s runs as one without a timeout", repr(got))
+
+
 def test_flood(c, cid):
     """The running and waiting places filled with calls that wait for a
     gate, one short-timeout call among them, then 40 more than the bound."""
@@ -112,7 +127,7 @@ def main():
         cid = c.create(pod, cri_client.container_config("burst", IMAGE, ["sleep 3600"], mounts=[mount]), cfg)
         c.start(cid)
         ok(c.status(cid).state == pb.CONTAINER_RUNNING, "a container runs")
-        for test in (test_burst, test_flood):
+        for test in (test_burst, test_huge_timeout, test_flood):
             try:
                 test(c, cid)
             except Exception as e:  # a crash of one test is one failure
