@@ -187,18 +187,25 @@ check_attack() { # NAME COPY SHA-BEFORE RESULT
 	assert_not_contains "$name: writing the runtime binary through /proc/PID/exe failed" "$result" WROTE
 }
 
-# Init path: the container's args[0] is /proc/self/exe.  No pid namespace,
-# so the attacker (an exec'd process) outlives the init it attacks.
-t_cve_2019_5736_init() {
-	local copy before b result
-	copy=$WORK/runtime-copy-init
-	cp "$RUNTIME" "$copy"
-	before=$(sha256sum <"$copy")
-	RUNTIME=$copy
+# Init path: the container's args[0] is /proc/self/exe.
+# Sets b and before, and RUNTIME to COPY; creates the container whose
+# process is the runtime binary (as /proc/self/exe) in a bundle the
+# attacker is in.  No pid namespace, so the attacker (an exec'd process)
+# outlives the init it attacks.
+create_init_target() { # COPY
+	before=$(sha256sum <"$1")
+	RUNTIME=$1
 	b=$(attack_bundle)
 	BUNDLE=$b spec_del_ns pid
 	BUNDLE=$b spec_args "${TARGET_ARGS[@]}"
 	BUNDLE=$b create_ctr
+}
+
+t_cve_2019_5736_init() {
+	local copy before b result
+	copy=$WORK/runtime-copy-init
+	cp "$RUNTIME" "$copy"
+	create_init_target "$copy"
 	if [ "$RC" -ne 0 ]; then
 		diag "create refused /proc/self/exe as the process: $ERR"
 		assert_eq "CVE-2019-5736 init path: the host runtime binary is unchanged" "$before" "$(sha256sum <"$copy")"
@@ -278,12 +285,7 @@ t_cve_2019_5736_ro_binary() {
 		not_ok "CVE-2019-5736 read-only binary: bind-mount a read-only copy" "mount failed"
 		return
 	}
-	before=$(sha256sum <"$copy")
-	RUNTIME=$copy
-	b=$(attack_bundle)
-	BUNDLE=$b spec_del_ns pid
-	BUNDLE=$b spec_args "${TARGET_ARGS[@]}"
-	BUNDLE=$b create_ctr
+	create_init_target "$copy"
 	assert_rc "CVE-2019-5736 read-only binary: create succeeds" 0 "$RC" || return
 	if runtime_is_husk; then
 		# Before start the init is still husk's code: no memfd copy.

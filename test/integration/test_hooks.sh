@@ -40,8 +40,9 @@ kinds_in() { # LOG
 	awk '{print $1}' "$1" 2>/dev/null | tr '\n' ' ' | sed 's/ $//'
 }
 
-t_all_hooks() {
-	local b logdir log hook pid kind
+# Sets logdir, log, hook and b: a log dir the container sees as /hooklog,
+# the hook script on the host and in a new bundle's rootfs.
+hook_bundle() {
 	logdir=$(new_tmpdir hooklog)
 	chmod 0777 "$logdir"
 	log=$logdir/log
@@ -50,6 +51,11 @@ t_all_hooks() {
 	b=$(new_bundle)
 	cp "$hook" "$b/rootfs/hook.sh"
 	BUNDLE=$b spec_mount /hooklog bind "$logdir" bind
+}
+
+t_all_hooks() {
+	local b logdir log hook pid kind
+	hook_bundle
 	BUNDLE=$b spec_set '
 hook, log = A
 def h(kind, path=hook, logpath=log, *extra):
@@ -171,14 +177,7 @@ t_failing_poststart() {
 # returns the process's exit code.
 t_run_hooks() {
 	local logdir log hook b
-	logdir=$(new_tmpdir hooklog)
-	chmod 0777 "$logdir"
-	log=$logdir/log
-	hook=$logdir/hook.sh
-	write_hook "$hook"
-	b=$(new_bundle)
-	cp "$hook" "$b/rootfs/hook.sh"
-	BUNDLE=$b spec_mount /hooklog bind "$logdir" bind
+	hook_bundle
 	BUNDLE=$b spec_set '
 hook, log = A
 def h(kind, path=hook, logpath=log):
