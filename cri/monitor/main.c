@@ -379,10 +379,9 @@ start_container (struct monitor *monitor, struct husk_error **err)
   log_stream_init (&monitor->streams[MONITOR_STDERR], "stderr");
   if (monitor_create_container (monitor, err) < 0)
     return -1;
-  /* The sandbox's cgroup is every container's of the pod: no OOM kill
-   * there is this container's alone. */
-  if (monitor->wait_pid > 0)
-    return 0;
+  /* For a container inside a handler's sandbox (runsc) CONTAINER_PID is
+   * the sandbox's: its cgroup holds the whole pod, and an OOM kill there
+   * takes the sentry, so every container of the pod was OOM killed. */
   monitor->oom_events_path = monitor_oom_events_path (monitor->container_pid);
   monitor->oom_kills_at_start = monitor_oom_kills (monitor->oom_events_path);
   return 0;

@@ -211,14 +211,109 @@ def test_pod(c, s):
        and r.stats.linux.cpu.usage_core_nano_seconds.value > 0,
        "PodSandboxStats: the pod cgroup (runsc's sandbox lives there) has memory and CPU use",
        (r.stats.linux.memory, r.stats.linux.cpu))
-    res = pb.LinuxContainerResources(memory_limit_in_bytes=64 << 20)
-    e = rpc_error(lambda: c.call("UpdateContainerResources", pb.UpdateContainerResourcesRequest(
-        container_id=shell, linux=res), pb.UpdateContainerResourcesResponse))
-    ok(e is not None and e.code() == grpc.StatusCode.UNIMPLEMENTED and "`runsc`" in e.details(),
-       "UpdateContainerResources of a running gVisor container: UNIMPLEMENTED, one line (runsc has no update)",
-       e and (e.code(), e.details()))
+    test_update(c, pod, cfg.linux.cgroup_parent, web, shell)
     return pod, cfg, web, shell
 
+
+def read_first(*paths):
+    for path in paths:
+        try:
+            with open(path) as f:
+                return f.read().strip()
+        except OSError:
+            pass
+    return None
+
+
+def cgroup_limits(parent, cid):
+    """(memory limit, cpu quota, cpu period, cpu shares) of the cgroup runsc
+    made for CID under PARENT, from v1's files or v2's (cpu.weight stays a
+    weight); -1 for no limit."""
+    rel = parent.strip("/") + "/" + cid
+    v1_mem = read_first(f"/sys/fs/cgroup/memory/{rel}/memory.limit_in_bytes")
+    if v1_mem is not None:
+        mem = int(v1_mem)
+        quota = int(read_first(f"/sys/fs/cgroup/cpu/{rel}/cpu.cfs_quota_us") or 0)
+        period = int(read_first(f"/sys/fs/cgroup/cpu/{rel}/cpu.cfs_period_us") or 0)
+        shares = int(read_first(f"/sys/fs/cgroup/cpu/{rel}/cpu.shares") or 0)
+        return (-1 if mem >= 1 << 62 else mem, quota, period, shares)
+    mem = read_first(f"/sys/fs/cgroup/{rel}/memory.max")
+    quota, period = (read_first(f"/sys/fs/cgroup/{rel}/cpu.max") or "max 0").split()
+    weight = int(read_first(f"/sys/fs/cgroup/{rel}/cpu.weight") or 0)
+    return (-1 if mem in (None, "max") else int(mem), -1 if quota == "max" else int(quota), int(period), weight)
+
+
+def shares_seen(shares):
+    """What the cgroup shows for SHARES: itself on v1, cpu.weight on v2."""
+    if os.path.isdir("/sys/fs/cgroup/cpu"):
+        return shares
+    return 1 + ((shares - 2) * 9999) // 262142
+
+
+def update(c, cid, **fields):
+    return rpc_error(lambda: c.call("UpdateContainerResources", pb.UpdateContainerResourcesRequest(
+        container_id=cid, linux=pb.LinuxContainerResources(**fields)), pb.UpdateContainerResourcesResponse))
+
+
+def test_update(c, pod, parent, web, shell):
+    """runsc 2022 has no `update`: huskd writes the limits itself, the pod's
+    total into the sandbox's cgroup (which enforces them: the sentry runs
+    every container) and the container's own into the cgroup runsc made for
+    it."""
+    e = update(c, shell, memory_limit_in_bytes=96 << 20, cpu_shares=512, cpu_quota=50000, cpu_period=100000)
+    own, box = cgroup_limits(parent, shell), cgroup_limits(parent, pod)
+    ok(e is None and own == (96 << 20, 50000, 100000, shares_seen(512)),
+       "UpdateContainerResources of a running gVisor container: its cgroup has memory 96 MiB, "
+       "cpu quota 50000/100000, shares 512", (e and e.details(), own))
+    ok(box[0] == -1 and box[1] == -1,
+       "... the sandbox's stays without a memory or quota limit: the pod's other container has none", box)
+    st = c.status(shell)
+    ok(st.resources.linux.memory_limit_in_bytes == 96 << 20 and st.resources.linux.cpu_quota == 50000
+       and st.resources.linux.cpu_shares == 512, "ContainerStatus.resources reports the new limits",
+       st.resources)
+    e = update(c, web, memory_limit_in_bytes=64 << 20, cpu_shares=256, cpu_quota=10000, cpu_period=50000)
+    box = cgroup_limits(parent, pod)
+    ok(e is None and box == ((96 + 64) << 20, 70000, 100000, shares_seen(768)),
+       "both limited: the sandbox's cgroup holds the pod's total (160 MiB, quota 70000/100000, shares 768)",
+       (e and e.details(), box))
+    r = c.exec_sync(shell, ["sh", "-c", "x=$(head -c 8000000 /dev/zero | tr '\\0' a); echo ${#x}"], timeout=60)
+    ok(r.exit_code == 0 and r.stdout.strip() == b"8000000", "... and the pod runs under them (8 MB string in sh)",
+       (r.exit_code, r.stdout[-100:], r.stderr[-200:]))
+
+
+def test_oom(c, s):
+    """A container past its memory limit: the sandbox's cgroup (the pod's
+    total, here the one container's limit) OOM-kills the sentry, and
+    ContainerStatus says OOMKilled, 137."""
+    parent = "/husk-gv-oom-%d" % os.getpid()
+    cfg = cri_client.pod_config("gv-oom", LOGS, cgroup_parent=parent)
+    pod = c.run_pod_with(cfg, "runsc")
+    s["pods"].append(pod)
+    hog = c.create(pod, cri_client.container_config("hog", IMAGE, [
+        "while [ ! -e /tmp/go ]; do sleep 0.2; done; x=$(head -c 400000000 /dev/zero | tr '\\0' a); "
+        "echo survived ${#x}"]), cfg)
+    c.start(hog)
+    e = update(c, hog, memory_limit_in_bytes=4096)
+    ok(e is not None and e.code() == grpc.StatusCode.FAILED_PRECONDITION and "below what its sandbox uses" in e.details()
+       and "\n" not in e.details() and cgroup_limits(parent, pod)[0] == -1
+       and c.status(hog).resources.linux.memory_limit_in_bytes == 0,
+       "a gVisor container's limit below what its sandbox uses: FAILED_PRECONDITION in one line, nothing changed",
+       (e and (e.code(), e.details()), cgroup_limits(parent, pod)))
+    e = update(c, hog, memory_limit_in_bytes=64 << 20)
+    ok(e is None and cgroup_limits(parent, pod)[0] == 64 << 20, "... 64 MiB is taken (the sandbox's cgroup)",
+       (e and e.details(), cgroup_limits(parent, pod)))
+    c.exec_sync(hog, ["touch", "/tmp/go"], timeout=30)
+    st = wait_for(lambda: c.status(hog).state == pb.CONTAINER_EXITED and c.status(hog), 60)
+    ok(st and st.reason == "OOMKilled" and st.exit_code == 137,
+       "a gVisor container that allocates 400 MB under 64 MiB: EXITED, reason OOMKilled, exit code 137",
+       st or c.status(hog))
+    ok("survived" not in log_text(os.path.join(LOGS, "gv-oom", "hog.log")), "... it did not get its memory")
+    c.stop_pod(pod)
+    c.remove_pod(pod)
+    s["pods"].remove(pod)
+    gone = wait_for(lambda: not of_pod(pod), 10)
+    ok(pod not in runsc_list() and gone and not cgroup_dirs(parent),
+       "... and the OOM-killed pod stops and goes, nothing left", (runsc_list(), of_pod(pod), cgroup_dirs(parent)))
 
 def test_attach(c, s, pod, cfg):
     reader = c.create(pod, cri_client.container_config(
@@ -343,6 +438,7 @@ def main():
         pod, cfg, web, shell = test_pod(c, s)
         for name, step in (("exits", lambda: test_exits(c, s, pod, cfg)),
                            ("attach", lambda: test_attach(c, s, pod, cfg)),
+                           ("oom", lambda: test_oom(c, s)),
                            ("refused", lambda: test_refused(c, s, pod, cfg)),
                            ("gone", lambda: test_gone(c, s, pod, web, shell, cfg.linux.cgroup_parent)),
                            ("restart and crash", lambda: test_restart_and_crash(c, s))):
