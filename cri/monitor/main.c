@@ -195,8 +195,8 @@ check_options (struct monitor_options *opts, struct husk_error **err)
     return husk_error_make (err, 0, "--attach-socket `%s`: not an absolute path", opts->attach_socket);
   if (opts->stdin_fd >= 0 && !opts->stdin_pipe)
     return husk_error_make (err, 0, "--stdin-fd needs --stdin");
-  if (opts->start_and_wait && (opts->terminal || opts->restore_dir))
-    return husk_error_make (err, 0, "--start-and-wait takes neither --terminal nor --restore");
+  if (opts->start_and_wait && opts->restore_dir)
+    return husk_error_make (err, 0, "--start-and-wait does not take --restore");
   if (access (opts->runtime, X_OK) < 0)
     return husk_error_make (err, errno, "--runtime `%s`", opts->runtime);
   return 0;

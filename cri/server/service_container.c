@@ -531,8 +531,7 @@ claim_name (struct container_store *store, const char *key, const char *sandbox_
 }
 
 /* What a handler that owns the pod (runsc) cannot give a container: the
- * host's devices and capabilities (privileged), a terminal (its monitor
- * hands `start` pipes only), a CRIU restore. */
+ * host's devices and capabilities (privileged), a CRIU restore. */
 static int
 check_pod_owner (const struct huskd_runtime *rt, const Runtime__V1__CreateContainerRequest *req,
                  struct husk_error **err)
@@ -547,9 +546,6 @@ check_pod_owner (const struct huskd_runtime *rt, const Runtime__V1__CreateContai
         "config.linux.security_context.privileged: runtime handler `%s` runs the pod in its "
         "own sandbox and refuses privileged containers",
         rt->name);
-  if (config->tty)
-    return husk_error_kind (
-        err, EINVAL, "config.tty: not supported with runtime handler `%s` (it owns the pod)", rt->name);
   if (cri_is_checkpoint_archive (config->image->image))
     return husk_error_kind (
         err, EINVAL, "config.image.image: restoring a checkpoint is not supported with runtime handler `%s`",

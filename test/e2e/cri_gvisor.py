@@ -398,6 +398,24 @@ def test_monitor_lost(c, s, pod, cfg):
     ok(cid not in runsc_list() and not os.path.exists(os.path.join(STATE, "exits", ".wait-" + cid)),
        "... RemoveContainer: runsc forgets it, nothing of the follower left", runsc_list())
 
+def test_tty(c, s, pod, cfg):
+    """tty: true: runsc's `create --console-socket` hands the monitor the
+    pty's master, as runc's does; attach with a resize and stdin."""
+    cid = c.create(pod, cri_client.container_config(
+        "tty", IMAGE, ["read x; stty size; [ -t 0 ] && [ -t 1 ] && echo both-tty; echo got-$x; exit 6"],
+        stdin=True, stdin_once=True, tty=True), cfg)
+    c.start(cid)
+    out, err, status = exec_session(c.attach_url(cid, stderr=False, tty=True), stdin=b"typed\r", stderr=False,
+                                    tty=True, resize=(123, 45), close_stdin=False)
+    ok(b"45 123" in out and b"both-tty" in out and b"got-typed" in out,
+       "tty container in a gVisor pod: attach with a resize (stty size 45 123), stdin and stdout a terminal",
+       (out, status))
+    st = wait_for(lambda: c.status(cid).state == pb.CONTAINER_EXITED and c.status(cid))
+    text = log_text(os.path.join(LOGS, "gv-web", "tty.log"))
+    ok(st and st.exit_code == 6 and "stdout" in text and "got-typed" in text,
+       "... it exits 6, and its terminal's output is in its CRI log", (st or c.status(cid), text[-300:]))
+    c.remove(cid)
+
 def test_refused(c, s, pod, cfg):
     sc = pb.LinuxContainerSecurityContext(privileged=True)
     e = rpc_error(lambda: c.create(pod, cri_client.container_config("priv", IMAGE, ["true"], sc=sc), cfg))
@@ -488,6 +506,7 @@ def main():
         for name, step in (("exits", lambda: test_exits(c, s, pod, cfg)),
                            ("attach", lambda: test_attach(c, s, pod, cfg)),
                            ("monitor lost", lambda: test_monitor_lost(c, s, pod, cfg)),
+                           ("tty", lambda: test_tty(c, s, pod, cfg)),
                            ("oom", lambda: test_oom(c, s)),
                            ("refused", lambda: test_refused(c, s, pod, cfg)),
                            ("gone", lambda: test_gone(c, s, pod, web, shell, cfg.linux.cgroup_parent)),
