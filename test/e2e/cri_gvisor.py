@@ -315,17 +315,18 @@ def test_oom(c, s):
     s["pods"].append(pod)
     hog = c.create(pod, cri_client.container_config("hog", IMAGE, [
         "while [ ! -e /tmp/go ]; do sleep 0.2; done; dd if=/dev/zero of=/dev/null bs=400M count=1 && "
-        "echo survived"]), cfg)
+        "echo survived"], linux=pb.LinuxContainerConfig(
+            resources=pb.LinuxContainerResources(memory_limit_in_bytes=64 << 20))), cfg)
     c.start(hog)
+    ok(cgroup_limits(parent, pod)[0] == 64 << 20,
+       "a gVisor container's limit from CreateContainer is in the sandbox's cgroup once it starts (64 MiB)",
+       cgroup_limits(parent, pod))
     e = update(c, hog, memory_limit_in_bytes=4096)
     ok(e is not None and e.code() == grpc.StatusCode.FAILED_PRECONDITION and "below what its sandbox uses" in e.details()
-       and "\n" not in e.details() and cgroup_limits(parent, pod)[0] == -1
-       and c.status(hog).resources.linux.memory_limit_in_bytes == 0,
+       and "\n" not in e.details() and cgroup_limits(parent, pod)[0] == 64 << 20
+       and c.status(hog).resources.linux.memory_limit_in_bytes == 64 << 20,
        "a gVisor container's limit below what its sandbox uses: FAILED_PRECONDITION in one line, nothing changed",
        (e and (e.code(), e.details()), cgroup_limits(parent, pod)))
-    e = update(c, hog, memory_limit_in_bytes=64 << 20)
-    ok(e is None and cgroup_limits(parent, pod)[0] == 64 << 20, "... 64 MiB is taken (the sandbox's cgroup)",
-       (e and e.details(), cgroup_limits(parent, pod)))
     c.exec_sync(hog, ["touch", "/tmp/go"], timeout=30)
     st = wait_for(lambda: c.status(hog).state == pb.CONTAINER_EXITED and c.status(hog), 60)
     ok(st and st.reason == "OOMKilled" and st.exit_code == 137,
