@@ -26,21 +26,33 @@ struct sum_job
   struct sandboxed_pod_limits *out;
 };
 
+/* Sums saturate: a client's huge limits make the pod's total "no limit"
+ * (memory at INT64_MAX, which the kernel takes as such; quota -1), never
+ * an overflow. */
+static void
+add_saturating (int64_t *sum, int64_t value, int64_t on_overflow)
+{
+  if (*sum >= 0 && __builtin_add_overflow (*sum, value, sum))
+    *sum = on_overflow;
+}
+
 static void
 add_container (struct sandboxed_pod_limits *out, const Resources *res)
 {
   int64_t period = res && res->cpu_period > 0 ? res->cpu_period : SANDBOXED_CPU_PERIOD;
+  int64_t scaled;
 
   if (res == NULL || res->memory_limit_in_bytes <= 0)
     out->memory = -1;
-  else if (out->memory >= 0)
-    out->memory += res->memory_limit_in_bytes;
+  else
+    add_saturating (&out->memory, res->memory_limit_in_bytes, INT64_MAX);
   if (res && res->cpu_shares > 0)
-    out->shares += res->cpu_shares;
-  if (res == NULL || res->cpu_quota <= 0)
+    add_saturating (&out->shares, res->cpu_shares, INT64_MAX);
+  if (res == NULL || res->cpu_quota <= 0
+      || __builtin_mul_overflow (res->cpu_quota, (int64_t) SANDBOXED_CPU_PERIOD, &scaled))
     out->quota = -1;
-  else if (out->quota >= 0)
-    out->quota += res->cpu_quota * SANDBOXED_CPU_PERIOD / period;
+  else
+    add_saturating (&out->quota, scaled / period, -1);
 }
 
 static void

@@ -404,11 +404,14 @@ follow_with_wait (struct cri_service *svc, const struct huskd_runtime *rt, const
   cleanup_free char *key = xasprintf (WAIT_KEY "%s", c->id);
   cleanup_free char *path = wait_output_path (svc, c->id);
   cleanup_free const char **argv = cri_runtime_argv (rt, (const char *[]){ "wait", c->id, NULL }, 0);
-  cleanup_close int out_fd = open (path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  /* No O_TRUNC: a follower of another thread (or of a huskd before a
+   * restart) may have written the status already; each writes the same
+   * line from offset 0, and the reader stops after the first JSON value. */
+  cleanup_close int out_fd = open (path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
   cleanup_close int null_fd = open ("/dev/null", O_RDWR | O_CLOEXEC);
   struct wait_spawn w = { .argv = (char *const *) argv, .out_fd = out_fd, .null_fd = null_fd };
   pid_t pid;
-  int pidfd;
+  int pidfd, watched;
 
   if (cri_events_watching_pid (svc->events, key))
     return 0;
@@ -425,11 +428,13 @@ follow_with_wait (struct cri_service *svc, const struct huskd_runtime *rt, const
       waitpid (pid, NULL, 0);
       return husk_error_make (err, errno, "pidfd_open of `%s wait` (pid %d)", rt->path, (int) pid);
     }
-  if (cri_events_watch_pid (svc->events, pidfd, key, on_wait_exit, svc, err) < 0)
+  watched = cri_events_watch_pid (svc->events, pidfd, key, on_wait_exit, svc, err);
+  /* 0: another thread's follower came first; this one is not needed. */
+  if (watched <= 0)
     {
       kill (pid, SIGKILL);
       waitpid (pid, NULL, 0);
-      return -1;
+      return watched;
     }
   husk_warn ("container %s: husk-monitor (pid %d) is gone without an exit file; huskd follows it with `%s "
              "wait` (pid %d)",

@@ -223,7 +223,12 @@ def test_pod(c, s):
        and all(p[2].startswith(("runsc-", RUNSC)) for p in mine),
        "the node sees the pod as runsc's sandbox, gofers and `runsc wait` only", [p[2][:100] for p in mine])
 
-    back, err = port_forward(c.pf_url(pod, [8080]), 8080, b"GET /index.html HTTP/1.0\r\n\r\n")
+    # A few sessions at most, as http_get: httpd under runsc 2022 closes a
+    # connection whose request comes a moment after its first read (README).
+    for _ in range(5):
+        back, err = port_forward(c.pf_url(pod, [8080]), 8080, b"GET /index.html HTTP/1.0\r\n\r\n")
+        if back.startswith(b"HTTP/") or err:
+            break
     ok(back.endswith(b"served-by-gvisor\n") and not err,
        "PortForward to 8080: through the pod's network namespace, which runsc's host network mode serves",
        (back[-200:], err))
@@ -303,6 +308,14 @@ def test_update(c, pod, parent, web, shell):
     r = c.exec_sync(shell, ["sh", "-c", "x=$(head -c 8000000 /dev/zero | tr '\\0' a); echo ${#x}"], timeout=60)
     ok(r.exit_code == 0 and r.stdout.strip() == b"8000000", "... and the pod runs under them (8 MB string in sh)",
        (r.exit_code, r.stdout[-100:], r.stderr[-200:]))
+    # Two memory limits of 2^62 bytes: the pod's sum would overflow int64
+    # (undefined behaviour in huskd); it saturates to "no limit".
+    e1 = update(c, shell, memory_limit_in_bytes=1 << 62)
+    e2 = update(c, web, memory_limit_in_bytes=1 << 62)
+    box = cgroup_limits(parent, pod)
+    ok(e1 is None and e2 is None and box[0] == -1 and c.status(web).state == pb.CONTAINER_RUNNING,
+       "limits whose pod total overflows int64: the sandbox's cgroup gets no limit, huskd carries on",
+       (e1 and e1.details(), e2 and e2.details(), box))
 
 
 def test_oom(c, s):
