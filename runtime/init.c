@@ -247,7 +247,7 @@ container_init (const struct init_config *cfg)
   if (!cfg->new_user_ns && !cfg->joined_user_ns)
     prctl (PR_SET_DUMPABLE, 0);
 
-  if (sync_expect (cfg->sync_fd, SYNC_PARENT_GO, &state_json, &err) < 0)
+  if (!cfg->go_late && sync_expect (cfg->sync_fd, SYNC_PARENT_GO, &state_json, &err) < 0)
     _exit (1);
   if (setup_before_pivot (cfg, state_json, &err) < 0)
     sync_child_fail (cfg->sync_fd, err);
@@ -278,6 +278,9 @@ container_init (const struct init_config *cfg)
   if (apparmor_exec_profile (spec->process.apparmor_profile, &err) < 0)
     sync_child_fail (cfg->sync_fd, err);
 
+  /* Late: the parent has the init in its cgroups and its state written. */
+  if (cfg->go_late && sync_expect (cfg->sync_fd, SYNC_PARENT_GO, &state_json, &err) < 0)
+    _exit (1);
   init_cloexec_from (3 + cfg->opts->preserve_fds);
   prctl (PR_SET_PDEATHSIG, 0);
   if (sync_send (cfg->sync_fd, SYNC_CHILD_READY, NULL, 0, &err) < 0)
@@ -285,7 +288,7 @@ container_init (const struct init_config *cfg)
   close (cfg->sync_fd);
 
   /* From here on nobody waits for our messages: errors go to stderr. */
-  if (wait_for_start (cfg->fifo_fd, &err) < 0
+  if ((cfg->fifo_fd >= 0 && wait_for_start (cfg->fifo_fd, &err) < 0)
       || hooks_run (&spec->hooks, SPEC_HOOK_START_CONTAINER, state_json, &err) < 0)
     sync_child_fail (-1, err);
   init_exec_process (&spec->process, executable, cfg->seccomp, &err);

@@ -16,7 +16,7 @@ struct init_config
   const struct create_options *opts;
   const struct seccomp_program *seccomp;
   int sync_fd;    /* child's end of the handshake socket */
-  int fifo_fd;    /* exec fifo, opened O_RDWR by the parent */
+  int fifo_fd;    /* exec fifo, opened O_RDWR by the parent; -1: exec once ready (run) */
   int console_fd; /* socket that receives the pty master, or -1 */
   bool new_user_ns;
   bool joined_user_ns; /* linux.namespaces user has a path: the clone was made inside it */
@@ -27,6 +27,7 @@ struct init_config
   bool new_cgroup_ns;
   const char *cgroup_path; /* the container's cgroup, made before the clone; NULL: none */
   bool join_cgroup_v1;     /* init moves itself into CGROUP_PATH's v1 hierarchies */
+  bool go_late;            /* set up before the parent's go, wait for it only before ready */
 };
 
 /* The container's init: runs in the cloned child, never returns. */

@@ -315,10 +315,10 @@ container_run (const struct runtime_ctx *ctx, const char *id, const struct creat
 
   if (!detach)
     foreground_block_signals ();
-  if (create_container_job (ctx, id, opts, !detach, &result, err) < 0)
+  if (create_container_job (ctx, id, opts, !detach, true, &result, err) < 0)
     return -1;
   console = result.console_fd;
-  if (container_start (ctx, id, err) < 0)
+  if (!result.started && container_start (ctx, id, err) < 0)
     {
       container_delete (ctx, id, true, &ignored);
       husk_error_free (&ignored);

@@ -13,9 +13,16 @@
  *                                        masks, terminal, cwd
  *                          ◄──────────── SYNC_CHILD_READY
  *   writes state, exits                  blocks on the exec fifo until start
+ *                                        (run: no fifo, it execs at once)
+ *
+ * Where the go brings the child nothing its setup needs (no user or
+ * cgroup namespace, no hook before ready, cgroups the child joins itself:
+ * see init_may_go_late in create.c), the child sets up without waiting
+ * and expects SYNC_PARENT_GO just before it sends SYNC_CHILD_READY.
  *
  * At any point the child may send SYNC_CHILD_ERROR (payload: one line) and
- * exit; the parent turns it into its own error. */
+ * exit; the parent turns it into its own error (also when the child has
+ * gone before the go could be sent). */
 #ifndef HUSK_RUNTIME_SYNC_H
 #define HUSK_RUNTIME_SYNC_H
 

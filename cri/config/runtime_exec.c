@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -148,14 +149,105 @@ child_spawn (struct cri_child_run *run, int pipes[2][2], struct husk_error **err
 
 static void child_collect (struct cri_child_run *run, pid_t pid, int out_fd, int err_fd);
 
+/* Spawns RUN->argv with OUT_FD and ERR_FD (-1: /dev/null) as its stdout
+ * and stderr; the caller closes them.  Its pid, or -1 when it could not
+ * exec (E2BIG and the like are errors, not exit 127). */
+static pid_t
+child_start_argv (struct cri_child_run *run, int out_fd, int err_fd, struct husk_error **err)
+{
+  int exec_err[2], exec_errno;
+  pid_t pid;
+
+  if (pipe2 (exec_err, O_CLOEXEC) < 0)
+    return husk_error_make (err, errno, "pipe");
+  {
+    struct child_start start = { run->argv, out_fd, err_fd, exec_err[1] };
+    pid = husk_spawn (child_exec, &start);
+  }
+  if (pid < 0)
+    {
+      int spawn_errno = errno;
+      close (exec_err[0]), close (exec_err[1]);
+      return husk_error_make (err, spawn_errno, "spawn `%s`", run->argv[0]);
+    }
+  close (exec_err[1]);
+  exec_errno = child_exec_errno (exec_err[0]);
+  close (exec_err[0]);
+  if (exec_errno == 0)
+    return pid;
+  while (waitpid (pid, NULL, 0) < 0 && errno == EINTR)
+    ;
+  return husk_error_make (err, exec_errno, "run `%s`", run->argv[0]);
+}
+
+/* Whether PID has ended, leaving it to be reaped. */
+static bool
+child_exited (pid_t pid)
+{
+  siginfo_t info = { 0 };
+
+  return waitid (P_PID, (id_t) pid, &info, WEXITED | WNOHANG | WNOWAIT) < 0 || info.si_pid != 0;
+}
+
+/* Reaps PID, killing its process group at RUN's deadline.  Waits on a
+ * pidfd, or polls where the kernel has none. */
+static void
+child_wait_exit (struct cri_child_run *run, pid_t pid)
+{
+  int64_t deadline = run->timeout_ms > 0 ? cri_monotonic_ms () + run->timeout_ms : 0;
+  int pidfd = (int) syscall (SYS_pidfd_open, pid, 0);
+  struct timespec pause = { 0, 2 * 1000 * 1000 };
+
+  for (;;)
+    {
+      int64_t left = deadline ? deadline - cri_monotonic_ms () : -1;
+      struct pollfd p = { .fd = pidfd, .events = POLLIN };
+
+      if (deadline && left <= 0)
+        {
+          run->timed_out = true;
+          kill (-pid, SIGKILL);
+          kill (pid, SIGKILL);
+          break;
+        }
+      if (pidfd >= 0 ? poll (&p, 1, (int) left) > 0 : child_exited (pid))
+        break;
+      if (pidfd < 0)
+        nanosleep (&pause, NULL);
+    }
+  if (pidfd >= 0)
+    close (pidfd);
+  while (waitpid (pid, &run->wait_status, 0) < 0 && errno == EINTR)
+    ;
+}
+
+/* RUN->err_path's way: nothing captured, the child's exit ends the call. */
+static int
+child_run_to_file (struct cri_child_run *run, struct husk_error **err)
+{
+  int err_fd = open (run->err_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+  pid_t pid;
+
+  if (err_fd < 0)
+    return husk_error_make (err, errno, "open `%s`", run->err_path);
+  pid = child_start_argv (run, -1, err_fd, err);
+  close (err_fd);
+  if (pid < 0)
+    return -1;
+  child_wait_exit (run, pid);
+  return 0;
+}
+
 /* Runs RUN->argv with stdout and stderr captured, killing its process
  * group at the deadline. */
 int
 cri_child_run (struct cri_child_run *run, struct husk_error **err)
 {
-  int pipes[2][2], exec_err[2];
+  int pipes[2][2];
   pid_t pid;
 
+  if (run->err_path && !run->spawn)
+    return child_run_to_file (run, err);
   if (pipe2 (pipes[0], O_CLOEXEC) < 0)
     return husk_error_make (err, errno, "pipe");
   if (pipe2 (pipes[1], O_CLOEXEC) < 0)
@@ -164,45 +256,16 @@ cri_child_run (struct cri_child_run *run, struct husk_error **err)
       return husk_error_make (err, errno, "pipe");
     }
   if (run->spawn)
+    pid = child_spawn (run, pipes, err);
+  else
     {
-      if ((pid = child_spawn (run, pipes, err)) < 0)
-        return -1;
-      child_collect (run, pid, pipes[0][0], pipes[1][0]);
-      return 0;
+      pid = child_start_argv (run, pipes[0][1], pipes[1][1], err);
+      close (pipes[0][1]), close (pipes[1][1]);
+      if (pid < 0)
+        close (pipes[0][0]), close (pipes[1][0]);
     }
-  if (pipe2 (exec_err, O_CLOEXEC) < 0)
-    {
-      for (int i = 0; i < 2; i++)
-        close (pipes[i][0]), close (pipes[i][1]);
-      return husk_error_make (err, errno, "pipe");
-    }
-  {
-    struct child_start start = { run->argv, pipes[0][1], pipes[1][1], exec_err[1] };
-    pid = husk_spawn (child_exec, &start);
-  }
   if (pid < 0)
-    {
-      int spawn_errno = errno;
-      for (int i = 0; i < 2; i++)
-        close (pipes[i][0]), close (pipes[i][1]), close (exec_err[i]);
-      return husk_error_make (err, spawn_errno, "spawn `%s`", run->argv[0]);
-    }
-  close (pipes[0][1]);
-  close (pipes[1][1]);
-  close (exec_err[1]);
-  {
-    /* E2BIG (arguments too long) and the like: an error, not exit 127. */
-    int exec_errno = child_exec_errno (exec_err[0]);
-    close (exec_err[0]);
-    if (exec_errno)
-      {
-        close (pipes[0][0]);
-        close (pipes[1][0]);
-        while (waitpid (pid, NULL, 0) < 0 && errno == EINTR)
-          ;
-        return husk_error_make (err, exec_errno, "run `%s`", run->argv[0]);
-      }
-  }
+    return -1;
   child_collect (run, pid, pipes[0][0], pipes[1][0]);
   return 0;
 }
@@ -311,34 +374,6 @@ cri_run_runtime (const struct huskd_runtime *rt, const char *const *args, struct
   return ret;
 }
 
-static pid_t
-spawn_to_file (char *const *argv, const char *err_path, struct husk_error **err)
-{
-  int err_fd = open (err_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-  pid_t pid;
-
-  if (err_fd < 0)
-    return husk_error_make (err, errno, "open `%s`", err_path);
-  pid = fork ();
-  if (pid == 0)
-    {
-      sigset_t none;
-      int null_fd = open ("/dev/null", O_RDWR);
-
-      sigemptyset (&none);
-      sigprocmask (SIG_SETMASK, &none, NULL);
-      setpgid (0, 0);
-      dup2 (null_fd, 0), dup2 (null_fd, 1), dup2 (err_fd, 2);
-      execv (argv[0], argv);
-      dprintf (2, "exec `%s`: %s\n", argv[0], strerror (errno));
-      _exit (127);
-    }
-  close (err_fd);
-  if (pid < 0)
-    return husk_error_make (err, errno, "fork `%s`", argv[0]);
-  return pid;
-}
-
 /* The last non-empty line of PATH (the runtime's stderr), or "failed". */
 static char *
 last_line_of (const char *path)
@@ -362,28 +397,18 @@ cri_run_runtime_to_file (const struct huskd_runtime *rt, const char *const *args
                          struct husk_error **err)
 {
   cleanup_free const char **argv = cri_runtime_argv (rt, args, 0);
-  int64_t deadline = cri_monotonic_ms () + 60000;
-  struct timespec pause = { 0, 2 * 1000 * 1000 };
+  struct cri_child_run run = { .argv = (char *const *) argv, .timeout_ms = 60000, .err_path = err_path };
+  const char *id = argv[husk_strv_len ((char **) argv) - 1];
   cleanup_free char *line = NULL;
-  int status = 0;
-  pid_t pid = spawn_to_file ((char *const *) argv, err_path, err), reaped;
 
-  if (pid < 0)
+  if (cri_child_run (&run, err) < 0)
     return -1;
-  while ((reaped = waitpid (pid, &status, WNOHANG)) == 0 && cri_monotonic_ms () < deadline)
-    nanosleep (&pause, NULL);
-  if (reaped == 0)
-    {
-      kill (-pid, SIGKILL);
-      waitpid (pid, &status, 0);
-      return husk_error_make (err, 0, "%s %s %s: timed out", rt->path, args[0],
-                              argv[husk_strv_len ((char **) argv) - 1]);
-    }
-  if (WIFEXITED (status) && WEXITSTATUS (status) == 0)
+  if (run.timed_out)
+    return husk_error_make (err, 0, "%s %s %s: timed out", rt->path, args[0], id);
+  if (WIFEXITED (run.wait_status) && WEXITSTATUS (run.wait_status) == 0)
     return 0;
   line = last_line_of (err_path);
-  return husk_error_make (err, 0, "%s %s %s: %s", rt->path, args[0], argv[husk_strv_len ((char **) argv) - 1],
-                          line);
+  return husk_error_make (err, 0, "%s %s %s: %s", rt->path, args[0], id, line);
 }
 
 /* `RUNTIME --root ROOT state ID`, parsed. */

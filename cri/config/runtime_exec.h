@@ -35,6 +35,11 @@ struct cri_child_run
   /* With spawn, when the child is not ours to waitpid: its wait status. */
   void (*wait) (void *spawn_arg, pid_t pid, int *wait_status);
   void *spawn_arg;
+  /* Without spawn: instead of capturing, stdout to /dev/null and stderr
+   * to this file (made 0600, truncated), and the call ends when the child
+   * exits, not when its output closes (a created container's init, or
+   * runsc's sandbox, inherits the runtime's stderr and lives on). */
+  const char *err_path;
   struct cri_child_output out[2]; /* stdout, stderr */
   int wait_status;
   bool timed_out;

@@ -3,20 +3,17 @@
  * from the same default spec huskd's bundles start from, with husk-pause
  * as its process (it never runs: create stops before the exec). */
 #include <errno.h>
-#include <fcntl.h>
 #include <jansson.h>
-#include <poll.h>
 #include <pthread.h>
 #include <stdbool.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cri/config/probe_sweep.h"
 #include "cri/config/runtime_exec.h"
 #include "cri/config/runtime_probe.h"
 #include "husk/cleanup.h"
@@ -82,46 +79,23 @@ write_trial_bundle (const char *dir, const char *cgroup, struct husk_error **err
 
 /* Runs ARGV with stdout to /dev/null and stderr to ERR_PATH (a file, not a
  * pipe: the created container's init inherits it and lives on until the
- * delete).  The exit status, or -1 when it did not end in time. */
+ * delete).  The wait status, or -1 when it did not end in time; one that
+ * cannot start says why in ERR_PATH and counts as exit 127, as a shell's. */
 static int
 run_to_file (char *const *argv, const char *err_path)
 {
-  int err_fd = open (err_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  pid_t pid;
-  int status = 0, pidfd;
-  struct pollfd p;
+  struct cri_child_run run = { .argv = argv, .timeout_ms = PROBE_TIMEOUT_MS, .err_path = err_path };
+  struct husk_error *err = NULL;
 
-  if (err_fd < 0)
-    return -1;
-  pid = fork ();
-  if (pid == 0)
+  if (cri_child_run (&run, &err) < 0)
     {
-      sigset_t none;
-      int null_fd = open ("/dev/null", O_RDWR);
+      cleanup_free char *line = xasprintf ("%s\n", err->msg);
 
-      sigemptyset (&none);
-      sigprocmask (SIG_SETMASK, &none, NULL);
-      setpgid (0, 0);
-      dup2 (null_fd, 0), dup2 (null_fd, 1), dup2 (err_fd, 2);
-      execv (argv[0], argv);
-      _exit (127);
+      husk_error_free (&err);
+      husk_write_file_replace (err_path, line, strlen (line), 0600, NULL);
+      return 127 << 8;
     }
-  close (err_fd);
-  if (pid < 0)
-    return -1;
-  pidfd = (int) syscall (SYS_pidfd_open, pid, 0);
-  p = (struct pollfd){ .fd = pidfd, .events = POLLIN };
-  if (pidfd >= 0 && poll (&p, 1, PROBE_TIMEOUT_MS) == 0)
-    {
-      kill (-pid, SIGKILL);
-      kill (pid, SIGKILL);
-      status = -1;
-    }
-  if (pidfd >= 0)
-    close (pidfd);
-  while (waitpid (pid, status < 0 ? NULL : &status, 0) < 0 && errno == EINTR)
-    ;
-  return status < 0 ? -1 : status;
+  return run.timed_out ? -1 : run.wait_status;
 }
 
 /* The runtime's last non-empty stderr line, shortened. */
@@ -164,8 +138,8 @@ probe_trial (const struct huskd_runtime *rt, const char *dir)
 {
   cleanup_free char *bundle = xasprintf ("%s/bundle", dir);
   cleanup_free char *root = xasprintf ("%s/root", dir);
-  cleanup_free char *id = xasprintf ("husk-probe-%d", (int) getpid ());
-  cleanup_free char *cgroup = xasprintf ("/husk-probe-%d-%s", (int) getpid (), rt->name);
+  cleanup_free char *id = xasprintf (CRI_PROBE_PREFIX "%d", (int) getpid ());
+  cleanup_free char *cgroup = xasprintf ("/" CRI_PROBE_PREFIX "%d-%s", (int) getpid (), rt->name);
   cleanup_free char *err_path = xasprintf ("%s/stderr", dir);
   cleanup_free char *delete_err = xasprintf ("%s/delete.stderr", dir);
   struct huskd_runtime trial_rt = *rt;
@@ -204,7 +178,7 @@ probe_trial (const struct huskd_runtime *rt, const char *dir)
 static void
 probe_one (struct huskd_runtime *rt, const char *probe_dir)
 {
-  cleanup_free char *dir = xasprintf ("%s/%s", probe_dir, rt->name[0] ? rt->name : "default");
+  cleanup_free char *dir = xasprintf ("%s/%s", probe_dir, cri_probe_dir_name (rt));
   struct husk_error *err = NULL;
 
   probe_features (rt);
@@ -230,6 +204,7 @@ cri_runtime_probe_all (struct huskd_config *cfg)
   cleanup_free char *probe_dir = xasprintf ("%s/probe", cfg->state);
   struct husk_error *err = NULL;
 
+  cri_probe_sweep (cfg, probe_dir);
   for (size_t i = 0; i < cfg->n_runtimes; i++)
     probe_one (&cfg->runtimes[i], probe_dir);
   if (husk_rm_rf (probe_dir, &err) < 0)

@@ -588,6 +588,16 @@ rpc_call_deadline_ms_left (struct rpc_call *call)
   return left.tv_sec * 1000 + left.tv_nsec / 1000000;
 }
 
+int64_t
+rpc_call_age_ms (struct rpc_call *call)
+{
+  struct timespec now;
+
+  clock_gettime (CLOCK_MONOTONIC, &now);
+  return (int64_t) (now.tv_sec - call->arrived.tv_sec) * 1000
+         + (now.tv_nsec - call->arrived.tv_nsec) / 1000000;
+}
+
 bool
 rpc_call_cancelled (struct rpc_call *call)
 {
@@ -748,6 +758,16 @@ rpc_call_arrived (struct rpc_call *call)
   if (!(method->flags & RPC_SLOW))
     {
       run_handler (call);
+      return;
+    }
+  if (method->flags & RPC_PROBE)
+    {
+      if (rpc_pool_submit (call->server->probe_pool, run_handler, call) == 0)
+        return;
+      refuse (call, GRPC_STATUS_RESOURCE_EXHAUSTED,
+              xasprintf ("%s: too many calls in progress: %u running and %u waiting is the limit "
+                         "(probe_workers + probe_queue)",
+                         method->path, call->server->opts.probe_workers, call->server->opts.probe_queue));
       return;
     }
   if (method->flags & RPC_BULK)

@@ -98,6 +98,7 @@ struct rpc_server
   grpc_completion_queue *cq;
   struct rpc_pool *pool;
   struct rpc_pool *bulk_pool;    /* RPC_BULK methods */
+  struct rpc_pool *probe_pool;   /* RPC_PROBE methods */
   struct rpc_method_slot *slots; /* n_slots - 1 methods, then the generic one */
   size_t n_slots;
   pthread_t *cq_threads;

@@ -27,6 +27,8 @@ static const struct rpc_server_options rpc_defaults = {
   .pool_queue = 64,
   .bulk_workers = 4,
   .bulk_queue = 16,
+  .probe_workers = 16,
+  .probe_queue = 256,
   .shutdown_grace_ms = 2000,
   .stream_queue_max = 1024,
   .max_receive_bytes = 16 << 20,
@@ -51,6 +53,8 @@ options_with_defaults (const struct rpc_server_options *given)
   DEFAULT_IF_ZERO (pool_queue);
   DEFAULT_IF_ZERO (bulk_workers);
   DEFAULT_IF_ZERO (bulk_queue);
+  DEFAULT_IF_ZERO (probe_workers);
+  DEFAULT_IF_ZERO (probe_queue);
   DEFAULT_IF_ZERO (shutdown_grace_ms);
   DEFAULT_IF_ZERO (stream_queue_max);
   DEFAULT_IF_ZERO (max_receive_bytes);
@@ -234,6 +238,8 @@ rpc_server_shutdown (struct rpc_server *server)
   server->pool = NULL;
   rpc_pool_free (server->bulk_pool);
   server->bulk_pool = NULL;
+  rpc_pool_free (server->probe_pool);
+  server->probe_pool = NULL;
   if (server->grpc)
     grpc_server_destroy (server->grpc);
   if (server->cq)
@@ -318,7 +324,8 @@ setup (struct rpc_server *server, const struct rpc_method *methods, size_t n_met
   grpc_channel_args args = { .num_args = 1, .args = &max_receive };
 
   if (rpc_pool_new (server->opts.pool_workers, server->opts.pool_queue, &server->pool, err) < 0
-      || rpc_pool_new (server->opts.bulk_workers, server->opts.bulk_queue, &server->bulk_pool, err) < 0)
+      || rpc_pool_new (server->opts.bulk_workers, server->opts.bulk_queue, &server->bulk_pool, err) < 0
+      || rpc_pool_new (server->opts.probe_workers, server->opts.probe_queue, &server->probe_pool, err) < 0)
     return -1;
   server->cq = grpc_completion_queue_create_for_next (NULL);
   if (start_cq_threads (server, err) < 0)

@@ -50,6 +50,13 @@ enum rpc_method_flags
    * their own, so however many of them hang, the calls kubelet needs for
    * health (exec probes, stop, status) still find a worker. */
   RPC_BULK = 1 << 3,
+  /* With RPC_SLOW: short calls a client sends in bursts to check health
+   * (kubelet's exec probes, ExecSync).  They run on a pool of their own,
+   * probe_workers running and probe_queue waiting, so neither a burst past
+   * the slow pool nor slow calls that hang (stops) fails a probe: it waits.
+   * A waiting call whose client leaves or whose deadline passes never runs;
+   * past the bound the client gets RESOURCE_EXHAUSTED naming it. */
+  RPC_PROBE = 1 << 4,
 };
 
 struct rpc_method
@@ -69,6 +76,8 @@ struct rpc_server_options
   unsigned pool_queue;        /* RPC_SLOW calls that may wait for a worker: 64 */
   unsigned bulk_workers;      /* workers for RPC_BULK methods: 4 */
   unsigned bulk_queue;        /* RPC_BULK calls that may wait for a worker: 16 */
+  unsigned probe_workers;     /* workers for RPC_PROBE methods: 16 */
+  unsigned probe_queue;       /* RPC_PROBE calls that may wait for a worker: 256 */
   unsigned shutdown_grace_ms; /* how long calls may finish before being cancelled: 2000 */
   unsigned stream_queue_max;  /* unsent messages a stream may hold: 1024 */
   size_t max_receive_bytes;   /* largest request accepted: 16 MiB, as kubelet sends */
@@ -136,6 +145,10 @@ bool rpc_call_cancelled (struct rpc_call *call);
 /* Milliseconds until the client's deadline: 0 when passed, INT64_MAX when
  * the client set none. */
 int64_t rpc_call_deadline_ms_left (struct rpc_call *call);
+/* Milliseconds since the call arrived: for an RPC_SLOW handler, at its
+ * start, how long it waited for a worker (a timeout in the request, such
+ * as ExecSync's, counts from the call's arrival, as its client's does). */
+int64_t rpc_call_age_ms (struct rpc_call *call);
 const char *rpc_call_method (struct rpc_call *call);
 /* Whether the call has its final status yet, and which (*CODE). */
 bool rpc_call_status (struct rpc_call *call, grpc_status_code *code);

@@ -46,7 +46,7 @@ static const struct rpc_method method_table[] = {
   M (RUNTIME_SVC, ContainerStatus, cri_container_status, 0),
   M (RUNTIME_SVC, UpdateContainerResources, cri_update_container_resources, RPC_SLOW),
   M (RUNTIME_SVC, ReopenContainerLog, cri_reopen_container_log, 0),
-  M (RUNTIME_SVC, ExecSync, cri_exec_sync, RPC_SLOW),
+  M (RUNTIME_SVC, ExecSync, cri_exec_sync, RPC_SLOW | RPC_PROBE),
   M (RUNTIME_SVC, Exec, cri_exec, 0),
   M (RUNTIME_SVC, Attach, cri_attach, 0),
   M (RUNTIME_SVC, PortForward, cri_port_forward, 0),

@@ -1517,12 +1517,12 @@ cri_list_containers (struct rpc_call *call, const void *req_bytes, size_t len, v
 /* ExecSync                                                             */
 
 /* The husk handler's ExecSync without the husk binary (a probe's cost);
- * 1 when the container needs `husk exec` after all. */
+ * 1 when the container needs `husk exec` after all.  RUN->timeout_ms is
+ * set. */
 static int
 exec_sync_in_process (const struct huskd_runtime *rt, const char *id, const Runtime__V1__ExecSyncRequest *req,
                       struct cri_child_run *run, struct husk_error **err)
 {
-  run->timeout_ms = req->timeout > 0 ? req->timeout * 1000 : 0;
   run->output_max = EXEC_OUTPUT_MAX;
   return cri_exec_sync_in_process (rt, id, (const char *const *) req->cmd, req->n_cmd, run, err);
 }
@@ -1561,7 +1561,6 @@ exec_sync (struct cri_service *svc, const Runtime__V1__ExecSyncRequest *req, str
           for (size_t i = 0; i < req->n_cmd; i++)
             argv[n++] = req->cmd[i];
           run->argv = (char *const *) argv;
-          run->timeout_ms = req->timeout > 0 ? req->timeout * 1000 : 0;
           run->output_max = EXEC_OUTPUT_MAX;
           ret = cri_child_run (run, err);
           free (argv);
@@ -1575,6 +1574,17 @@ exec_sync (struct cri_service *svc, const Runtime__V1__ExecSyncRequest *req, str
   return ret;
 }
 
+/* REQ's timeout in ms, less the WAITED_MS the call waited for a worker: 0
+ * for none, -1 when it has passed.  Past 68 years a timeout is none
+ * (seconds * 1000 must not overflow). */
+static int64_t
+exec_timeout_left_ms (const Runtime__V1__ExecSyncRequest *req, int64_t waited_ms)
+{
+  if (req->timeout <= 0 || req->timeout > INT32_MAX)
+    return 0;
+  return req->timeout * 1000 > waited_ms ? req->timeout * 1000 - waited_ms : -1;
+}
+
 void
 cri_exec_sync (struct rpc_call *call, const void *req_bytes, size_t len, void *user)
 {
@@ -1584,10 +1594,18 @@ cri_exec_sync (struct rpc_call *call, const void *req_bytes, size_t len, void *u
   Runtime__V1__ExecSyncResponse resp = RUNTIME__V1__EXEC_SYNC_RESPONSE__INIT;
   struct cri_child_run run = { 0 };
   struct husk_error *err = NULL;
+  /* The request's timeout counts from the call's arrival, as kubelet's
+   * probe timer does: a call that waited for a worker runs for the rest. */
+  int64_t waited_ms = rpc_call_age_ms (call);
 
   if (req == NULL)
     return;
-  if (exec_sync (svc, req, &run, &err) < 0)
+  run.timeout_ms = exec_timeout_left_ms (req, waited_ms);
+  if (run.timeout_ms < 0)
+    rpc_fail (call, GRPC_STATUS_DEADLINE_EXCEEDED,
+              "ExecSync in %s: timeout %llds exceeded while the call waited %lld ms for a worker",
+              req->container_id, (long long) req->timeout, (long long) waited_ms);
+  else if (exec_sync (svc, req, &run, &err) < 0)
     cri_fail (call, &err);
   else if (run.timed_out)
     rpc_fail (call, GRPC_STATUS_DEADLINE_EXCEEDED, "ExecSync in %s: timeout %llds exceeded",

@@ -360,12 +360,24 @@ inherit_cpuset (const char *dir, struct husk_error **err)
   return 0;
 }
 
+static int
+write_clone_children (const char *dir)
+{
+  cleanup_free char *path = xasprintf ("%s/cgroup.clone_children", dir);
+  struct husk_error *ignored = NULL;
+  int ret = husk_write_file (path, "1", 1, &ignored);
+
+  husk_error_free (&ignored);
+  return ret;
+}
+
 int
 cgroup_v1_create (const char *dir, struct husk_error **err)
 {
   const char *mount = mount_of (dir);
   bool cpuset = mount && mount == cgroup_v1_mount ("cpuset");
   cleanup_free char *levels = xstrdup (dir);
+  bool made;
 
   if (mount == NULL)
     return husk_error_make (err, 0, "create cgroup `%s`: not in a cgroup v1 hierarchy", dir);
@@ -376,10 +388,17 @@ cgroup_v1_create (const char *dir, struct husk_error **err)
       if (end != '/' && end != '\0')
         continue;
       levels[i] = '\0';
-      if (mkdir (levels, 0755) < 0 && errno != EEXIST)
+      made = mkdir (levels, 0755) == 0;
+      if (!made && errno != EEXIST)
         return husk_error_make (err, errno, "create cgroup `%s`", levels);
       if (cpuset && inherit_cpuset (levels, err) < 0)
         return -1;
+      /* A level we made above the container's own: its new children get
+       * its cpus and mems from the kernel when they are made.  Writing
+       * them into an empty cpuset makes the kernel rebuild the scheduler
+       * domains, ~1 ms of every create on this 2-CPU machine. */
+      if (cpuset && made && end == '/')
+        (void) write_clone_children (levels);
       levels[i] = end;
     }
   return 0;

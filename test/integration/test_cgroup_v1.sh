@@ -210,7 +210,33 @@ t_refused_leaves_nothing() {
 	fi
 }
 
+# A cpuset level husk makes above the container gets clone_children, so the
+# kernel gives each new container cgroup its cpus and mems (no write, which
+# would rebuild the scheduler domains); the container still gets exactly
+# its parent's, and a level husk did not make is left as it was.
+t_cpuset_parent() {
+	local cpuset parent root_before
+	cpuset=$(v1_mount cpuset)
+	need_v1 "cpuset: a new parent level" "$cpuset" || return
+	root_before=$(cat "$cpuset/cgroup.clone_children")
+	parent=husk-it-cpuset-$$-$RANDOM
+	BUNDLE=$(new_bundle)
+	spec_set 'c["linux"]["cgroupsPath"] = "/" + A[0] + "/" + A[1]' "$parent" "ctr-$RANDOM"
+	start_sleeper
+	defer "rmdir '$cpuset/$parent' 2>/dev/null"
+	assert_eq "cpuset: the level husk made has clone_children" 1 "$(cat "$cpuset/$parent/cgroup.clone_children" 2>/dev/null)"
+	assert_eq "cpuset: the container has its parent's cpus" "$(cat "$cpuset/$parent/cpuset.cpus")" \
+		"$(cat "$cpuset"/"$parent"/ctr-*/cpuset.cpus 2>/dev/null)"
+	assert_eq "cpuset: the container has its parent's mems" "$(cat "$cpuset/$parent/cpuset.mems")" \
+		"$(cat "$cpuset"/"$parent"/ctr-*/cpuset.mems 2>/dev/null)"
+	assert_eq "cpuset: the root level, which husk did not make, is left as it was" "$root_before" \
+		"$(cat "$cpuset/cgroup.clone_children")"
+	rt delete --force "$CID" >/dev/null 2>&1
+	assert_eq "cpuset: delete removes the container's cgroup" "" "$(ls -d "$cpuset/$parent"/ctr-* 2>/dev/null)"
+}
+
 run_test t_memory_oom
+run_test t_cpuset_parent
 run_test t_memory_under_limit
 run_test t_pids_limit
 run_test t_cpu_and_files

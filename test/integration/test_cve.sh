@@ -187,18 +187,25 @@ check_attack() { # NAME COPY SHA-BEFORE RESULT
 	assert_not_contains "$name: writing the runtime binary through /proc/PID/exe failed" "$result" WROTE
 }
 
-# Init path: the container's args[0] is /proc/self/exe.  No pid namespace,
-# so the attacker (an exec'd process) outlives the init it attacks.
-t_cve_2019_5736_init() {
-	local copy before b result
-	copy=$WORK/runtime-copy-init
-	cp "$RUNTIME" "$copy"
-	before=$(sha256sum <"$copy")
-	RUNTIME=$copy
+# Init path: the container's args[0] is /proc/self/exe.
+# Sets b and before, and RUNTIME to COPY; creates the container whose
+# process is the runtime binary (as /proc/self/exe) in a bundle the
+# attacker is in.  No pid namespace, so the attacker (an exec'd process)
+# outlives the init it attacks.
+create_init_target() { # COPY
+	before=$(sha256sum <"$1")
+	RUNTIME=$1
 	b=$(attack_bundle)
 	BUNDLE=$b spec_del_ns pid
 	BUNDLE=$b spec_args "${TARGET_ARGS[@]}"
 	BUNDLE=$b create_ctr
+}
+
+t_cve_2019_5736_init() {
+	local copy before b result
+	copy=$WORK/runtime-copy-init
+	cp "$RUNTIME" "$copy"
+	create_init_target "$copy"
 	if [ "$RC" -ne 0 ]; then
 		diag "create refused /proc/self/exe as the process: $ERR"
 		assert_eq "CVE-2019-5736 init path: the host runtime binary is unchanged" "$before" "$(sha256sum <"$copy")"
@@ -216,15 +223,30 @@ t_cve_2019_5736_init() {
 
 # Exec path: `exec` runs /proc/self/exe; the attacker is the container's init.
 t_cve_2019_5736_exec() {
-	local copy before b result
-	copy=$WORK/runtime-copy-exec
+	local copy=$WORK/runtime-copy-exec
 	cp "$RUNTIME" "$copy"
+	exec_attack "CVE-2019-5736 exec path" "$copy"
+}
+
+# The exec path again with the runtime bind-mounted read-only (no memfd
+# copy for husk): the write must fail all the same.
+t_cve_2019_5736_ro_binary_exec() {
+	local copy
+	copy=$(ro_runtime_copy runtime-copy-ro-exec) || {
+		not_ok "CVE-2019-5736 read-only binary, exec path: bind-mount a read-only copy" "mount failed"
+		return
+	}
+	exec_attack "CVE-2019-5736 read-only binary, exec path" "$copy"
+}
+
+exec_attack() { # NAME COPY
+	local name=$1 copy=$2 before b result
 	before=$(sha256sum <"$copy")
 	RUNTIME=$copy
 	b=$(attack_bundle)
 	BUNDLE=$b spec_args sh -c 'sh /attack.sh; sleep 1000'
 	BUNDLE=$b create_ctr
-	assert_rc "CVE-2019-5736 exec path: create succeeds" 0 "$RC" || return
+	assert_rc "$name: create succeeds" 0 "$RC" || return
 	start_ctr "$CID"
 	# Foreground (in the background here) so its exit status tells a
 	# refused exec from a target the attacker could not find.
@@ -235,10 +257,48 @@ t_cve_2019_5736_exec() {
 	exec_rc=$?
 	if [ -z "${result##*no-target*}" ] && [ "$exec_rc" -ne 0 ]; then
 		diag "exec refused /proc/self/exe (rc $exec_rc): $(tail -n 1 "$WORK/exec.err")"
-		assert_eq "CVE-2019-5736 exec path: exec of /proc/self/exe refused; the binary is unchanged" "$before" "$(sha256sum <"$copy")"
+		assert_eq "$name: exec of /proc/self/exe refused; the binary is unchanged" "$before" "$(sha256sum <"$copy")"
 		return
 	fi
-	check_attack "CVE-2019-5736 exec path" "$copy" "$before" "$result"
+	check_attack "$name" "$copy" "$before" "$result"
+}
+
+# The runtime binary bind-mounted read-only over itself: husk then runs it
+# without the memfd copy (runtime/cloned_binary.c), so the target's exe is
+# the host file itself, and the write the attack tries must still fail
+# (EROFS through the read-only mount).  runc 1.1 and crun copy anyway.
+ro_runtime_copy() { # NAME -> path of a read-only bind-mounted copy
+	local copy=$WORK/$1
+	cp "$RUNTIME" "$copy"
+	mount --bind "$copy" "$copy" && mount -o remount,bind,ro "$copy" || return 1
+	defer "umount -l '$copy'"
+	echo "$copy"
+}
+
+runtime_is_husk() {
+	"$RUNTIME" --version 2>/dev/null | grep -q '^husk'
+}
+
+t_cve_2019_5736_ro_binary() {
+	local copy before b result
+	copy=$(ro_runtime_copy runtime-copy-ro) || {
+		not_ok "CVE-2019-5736 read-only binary: bind-mount a read-only copy" "mount failed"
+		return
+	}
+	create_init_target "$copy"
+	assert_rc "CVE-2019-5736 read-only binary: create succeeds" 0 "$RC" || return
+	if runtime_is_husk; then
+		# Before start the init is still husk's code: no memfd copy.
+		assert_eq "CVE-2019-5736 read-only binary: the init runs the host file, not a memfd copy" \
+			"$copy" "$(readlink "/proc/$(rt state "$CID" | sed -n 's/.*"pid": *\([0-9]*\).*/\1/p')/exe")"
+	fi
+	attack_then_start "$CID"
+	result=$(attack_result "$b")
+	check_attack "CVE-2019-5736 read-only binary, init path" "$copy" "$before" "$result"
+	case $result in
+	*write-refused*"Read-only file system"* | *open-refused*) ok "CVE-2019-5736 read-only binary: the reopen for writing is refused by the read-only mount" ;;
+	*) runtime_is_husk && not_ok "CVE-2019-5736 read-only binary: the reopen for writing is refused by the read-only mount" "result: $result" ;;
+	esac
 }
 
 # Control: the same probe against a host binary bind-mounted writable into
@@ -266,7 +326,7 @@ t_cve_2019_5736_control() {
 }
 
 for t in t_cwd_proc_self_fd t_exec_cwd_proc_self_fd t_no_leaked_fds t_cve_2019_5736_control \
-	t_cve_2019_5736_init t_cve_2019_5736_exec; do
+	t_cve_2019_5736_init t_cve_2019_5736_exec t_cve_2019_5736_ro_binary t_cve_2019_5736_ro_binary_exec; do
 	run_test "$t"
 done
 finish

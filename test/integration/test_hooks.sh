@@ -40,8 +40,9 @@ kinds_in() { # LOG
 	awk '{print $1}' "$1" 2>/dev/null | tr '\n' ' ' | sed 's/ $//'
 }
 
-t_all_hooks() {
-	local b logdir log hook pid kind
+# Sets logdir, log, hook and b: a log dir the container sees as /hooklog,
+# the hook script on the host and in a new bundle's rootfs.
+hook_bundle() {
 	logdir=$(new_tmpdir hooklog)
 	chmod 0777 "$logdir"
 	log=$logdir/log
@@ -50,6 +51,11 @@ t_all_hooks() {
 	b=$(new_bundle)
 	cp "$hook" "$b/rootfs/hook.sh"
 	BUNDLE=$b spec_mount /hooklog bind "$logdir" bind
+}
+
+t_all_hooks() {
+	local b logdir log hook pid kind
+	hook_bundle
 	BUNDLE=$b spec_set '
 hook, log = A
 def h(kind, path=hook, logpath=log, *extra):
@@ -165,7 +171,38 @@ t_failing_poststart() {
 	assert_eq "after a failing poststart, delete --force cleans up" "" "$(ls -A "$ROOT")"
 }
 
-for t in t_all_hooks t_failing_create_runtime t_hook_timeout t_failing_poststart; do
+# run: with a poststart hook, the hook runs after the process started
+# (husk keeps the exec fifo and start for it); without one, run starts the
+# process without the fifo.  Either way every hook runs, in order, and run
+# returns the process's exit code.
+t_run_hooks() {
+	local logdir log hook b
+	hook_bundle
+	BUNDLE=$b spec_set '
+hook, log = A
+def h(kind, path=hook, logpath=log):
+    return [{"path": path, "args": ["hook.sh", kind, logpath]}]
+c["hooks"] = {"prestart": h("prestart"), "startContainer": h("startContainer", "/hook.sh", "/hooklog/log"),
+              "poststart": h("poststart"), "poststop": h("poststop")}' "$hook" "$log"
+	BUNDLE=$b spec_args sh -c 'touch /hooklog/ran; exit 7'
+	BUNDLE=$b run_ctr
+	assert_rc "run with a poststart hook returns the process's exit code" 7 "$RC"
+	assert_true "run with a poststart hook: the process ran" test -e "$logdir/ran"
+	assert_eq "run with a poststart hook: every hook, in order" \
+		"prestart startContainer poststart poststop" "$(kinds_in "$log")"
+	assert_eq "run with a poststart hook leaves nothing under --root" "" "$(ls -A "$ROOT")"
+
+	rm -f "$log" "$logdir/ran"
+	BUNDLE=$b spec_set 'del c["hooks"]["poststart"]'
+	BUNDLE=$b run_ctr
+	assert_rc "run without a poststart hook returns the process's exit code" 7 "$RC"
+	assert_true "run without a poststart hook: the process ran" test -e "$logdir/ran"
+	assert_eq "run without a poststart hook: the other hooks, in order" \
+		"prestart startContainer poststop" "$(kinds_in "$log")"
+	assert_eq "run without a poststart hook leaves nothing under --root" "" "$(ls -A "$ROOT")"
+}
+
+for t in t_all_hooks t_failing_create_runtime t_hook_timeout t_failing_poststart t_run_hooks; do
 	run_test "$t"
 done
 finish

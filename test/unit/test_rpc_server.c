@@ -51,6 +51,7 @@
 #define BATCH_FORGET "/test.Echo/BatchForget"
 #define BATCH_SLOW "/test.Echo/BatchSlow"
 #define BULK "/test.Echo/Bulk"
+#define PROBE "/test.Echo/Probe"
 
 /* Timing bounds are generous, and ten times so under valgrind. */
 static long
@@ -259,6 +260,7 @@ static const struct rpc_method test_methods[] = {
   { FAIL, handle_fail, NULL, 0 },
   { SLOW, handle_slow, NULL, RPC_SLOW },
   { BULK, handle_slow, NULL, RPC_SLOW | RPC_BULK },
+  { PROBE, handle_slow, NULL, RPC_SLOW | RPC_PROBE },
   { DEADLINE, handle_deadline, NULL, 0 },
   { FORGET, handle_forget, NULL, 0 },
   { META, handle_meta, NULL, 0 },
@@ -882,6 +884,60 @@ test_bulk_pool_apart (void **state)
       assert_true (replies[i].ms < scaled (1000));
     }
   for (int i = 0; i < 5; i++)
+    reply_clear (&replies[i]);
+}
+
+/* Probes wait on a pool of their own: with the slow pool full of calls
+ * that hang (one worker, one queue slot), a burst of probes past their own
+ * workers waits and all succeed; past workers + queue one is refused,
+ * naming the limit. */
+static void
+test_probe_pool_apart (void **state)
+{
+  struct fixture *f = *state;
+  struct rpc_server_options opts
+      = { .pool_workers = 1, .pool_queue = 1, .probe_workers = 2, .probe_queue = 3 };
+  enum
+  {
+    N_SLOW = 2,
+    N_PROBE = 6,
+    N = N_SLOW + N_PROBE
+  };
+  struct unary calls[N];
+  struct reply replies[N];
+  int ok = 0, exhausted = 0, order[N];
+
+  restart_server (f, &opts);
+  for (int i = 0; i < N_SLOW; i++)
+    unary_start (&calls[i], f->channel, f->cq, SLOW, "4000", 4, 0, NULL, 0, &calls[i]);
+  assert_int_equal (seen_wait (&seen.slow_started, 1, scaled (5000)), 1);
+  for (int i = N_SLOW; i < N; i++)
+    unary_start (&calls[i], f->channel, f->cq, PROBE, "50", 2, 0, NULL, 0, &calls[i]);
+  for (int done = 0; done < N; done++)
+    {
+      grpc_event ev = grpc_completion_queue_next (f->cq, deadline_in_ms (scaled (20000)), NULL);
+      assert_int_equal (ev.type, GRPC_OP_COMPLETE);
+      struct unary *u = ev.tag;
+      unary_done (u, &replies[u - calls]);
+      order[u - calls] = done;
+    }
+  /* Not behind the slow calls: every probe ends before either of them. */
+  for (int i = N_SLOW; i < N; i++)
+    assert_true (order[i] < N_PROBE);
+  for (int i = N_SLOW; i < N; i++)
+    if (replies[i].status == GRPC_STATUS_OK)
+      ok++;
+    else
+      {
+        exhausted++;
+        assert_int_equal (replies[i].status, GRPC_STATUS_RESOURCE_EXHAUSTED);
+        assert_non_null (strstr (replies[i].details,
+                                 PROBE ": too many calls in progress: 2 running and 3 "
+                                       "waiting is the limit (probe_workers + probe_queue)"));
+      }
+  assert_int_equal (ok, 5);
+  assert_int_equal (exhausted, 1);
+  for (int i = 0; i < N; i++)
     reply_clear (&replies[i]);
 }
 
@@ -1582,6 +1638,7 @@ main (int argc, char **argv)
     cmocka_unit_test_setup_teardown (test_slow_handler_does_not_block_fast_ones, setup, teardown),
     cmocka_unit_test_setup_teardown (test_full_pool_is_resource_exhausted, setup, teardown),
     cmocka_unit_test_setup_teardown (test_bulk_pool_apart, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_probe_pool_apart, setup, teardown),
     cmocka_unit_test_setup_teardown (test_stream_three_messages, setup, teardown),
     cmocka_unit_test_setup_teardown (test_client_cancel_reaches_stream, setup, teardown),
     cmocka_unit_test_setup_teardown (test_shutdown_with_open_streams, setup, teardown),
