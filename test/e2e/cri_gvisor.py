@@ -493,6 +493,11 @@ def test_restart_and_crash(c, s):
        "huskd restarted: the gVisor pod is READY and its container RUNNING", (st.state, c.status(cid).state))
     r = c.exec_sync(cid, ["uname", "-r"], timeout=30)
     ok(r.stdout.strip() == b"4.4.0", "... ExecSync in it works after the restart", r)
+    e = update(c, cid, memory_limit_in_bytes=64 << 20)
+    ok(e is not None and e.code() == grpc.StatusCode.FAILED_PRECONDITION and "cgroup_parent" in e.details()
+       and "\n" not in e.details() and c.status(cid).resources.linux.memory_limit_in_bytes == 0,
+       "UpdateContainerResources in a gVisor pod without cgroup_parent: FAILED_PRECONDITION, one line, nothing kept",
+       e and (e.code(), e.details()))
     sandbox = [p for p in of_pod(pod) if p[2].startswith("runsc-sandbox ")]
     for p in sandbox:
         os.kill(p[0], 9)
