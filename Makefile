@@ -79,7 +79,7 @@ PAUSE := $(BUILD)/husk-pause
 UNIT_TESTS := $(patsubst test/unit/%.c,$(BUILD)/test/unit/%,$(UNIT_SRCS))
 
 .PHONY: all deps deps-run deps-test deps-bench build test unit-test integration-test vm-test run demo bench clean format format-check \
-	check-layers conformance install sanitize unit-bins fuzz
+	check-layers conformance install sanitize unit-bins e2e-helpers fuzz
 
 all: build
 
@@ -222,10 +222,22 @@ $(BUILD)/test/fuzz/%: test/fuzz/%.c
 
 fuzz: $(FUZZ_TARGETS)
 
+# Static programs the e2e tests run inside pods from a hostPath volume,
+# whatever the image (test_cri_gvisor: a syscall gVisor lacks).  No
+# sanitizer: its runtime cannot be linked statically.
+E2E_HELPERS := $(BUILD)/test/e2e/gvisor_syscall
+
+$(BUILD)/test/e2e/%: test/e2e/%.c
+	@mkdir -p $(dir $@)
+	@echo "  CC      $@"
+	@$(CC) -O2 -Wall -Wextra -Werror -static -o $@ $<
+
+e2e-helpers: $(E2E_HELPERS)
+
 # `make test`: install what is missing, build, run every test, print one
 # summary line at the end.
 test: deps-test
-	$(MAKE) --no-print-directory format-check check-layers build $(UNIT_TESTS) $(FUZZ_TARGETS)
+	$(MAKE) --no-print-directory format-check check-layers build $(UNIT_TESTS) $(FUZZ_TARGETS) $(E2E_HELPERS)
 	./test/run-all.sh $(BUILD)
 
 unit-bins: $(UNIT_TESTS)
@@ -233,7 +245,7 @@ unit-bins: $(UNIT_TESTS)
 unit-test: build $(UNIT_TESTS)
 	./test/run-all.sh --unit-only $(BUILD)
 
-integration-test: build
+integration-test: build $(E2E_HELPERS)
 	./test/run-all.sh --integration-only $(BUILD)
 
 # `make run`: install, build, and start huskd in the foreground with its
@@ -280,7 +292,7 @@ bench: deps-bench
 # then the unit tests and the CRI end-to-end tests under it; a sanitizer
 # report fails the run (hack/sanitize.sh).
 sanitize: deps
-	$(MAKE) --no-print-directory BUILD=$(BUILD)-sanitize SANITIZE=address,undefined build unit-bins
+	$(MAKE) --no-print-directory BUILD=$(BUILD)-sanitize SANITIZE=address,undefined build unit-bins e2e-helpers
 	./hack/sanitize.sh $(BUILD)-sanitize
 
 # critest (cri-tools v1.29) against a huskd of its own, offline; critest and

@@ -184,6 +184,16 @@ add_cri_client() {
 	copy_with_libs "$WORK/cri-cli" /husk/bin/cri-cli
 }
 
+# runsc (Debian's gVisor, a static binary) and the CNI loopback plugin
+# for test/vm/test_cri_gvisor.sh: a gVisor pod needs a network namespace
+# of its own.  Only when that test runs: runsc is 24 MB.
+add_gvisor() {
+	local runsc
+	runsc=$(command -v runsc) || return 0
+	copy_with_libs "$runsc" /husk/bin/runsc
+	copy_with_libs /usr/lib/cni/loopback /usr/lib/cni/loopback
+}
+
 # criu (and runc, to compare with) for test/vm/test_checkpoint.sh: the
 # host's own kernel may be one its criu cannot dump on, the VM's is not.
 add_criu() {
@@ -248,6 +258,9 @@ build_initramfs() {
 	# HUSK_VM_TESTS: a glob picking tests (default test_*), e.g. test_checkpoint.
 	cp "$REPO"/test/vm/lib.sh "$REPO"/test/vm/bench.sh "$REPO"/test/vm/${HUSK_VM_TESTS:-test_*}.sh "$ROOTFS/vm/tests/" ||
 		fail "copy the VM tests (HUSK_VM_TESTS=${HUSK_VM_TESTS:-})"
+	if [ $MODE = test ] && [ -e "$ROOTFS/vm/tests/test_cri_gvisor.sh" ]; then
+		add_gvisor
+	fi
 	mv "$ROOTFS/vm/tests/bench.sh" "$ROOTFS/vm/bench.sh" 2>/dev/null
 	cp "$CACHE/$KVER"/modules/*.ko "$ROOTFS/vm/modules/" 2>/dev/null
 	"$REPO/hack/busybox-rootfs.sh" "$CACHE/rootfs-busybox" >"$WORK/rootfs.log" 2>&1 ||

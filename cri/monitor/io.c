@@ -398,5 +398,14 @@ monitor_run (struct monitor *monitor, struct monitor_exit *exit, struct husk_err
   monitor_exit_from_wait_status (run->wait_status, &run->finished_at, exit);
   if (monitor->oom_events_path)
     exit->oom_killed = monitor_oom_kills (monitor->oom_events_path) > monitor->oom_kills_at_start;
+  /* The kernel's OOM killer took the sandbox: `wait` had no status to
+   * give, and the container died of that SIGKILL.  A status it gave (a
+   * container that outlived a kill of some other process of the sandbox)
+   * stays. */
+  if (exit->oom_killed && monitor->wait_pid > 0 && monitor->wait_unknown)
+    {
+      exit->signal = SIGKILL;
+      exit->exit_code = 128 + SIGKILL;
+    }
   return 0;
 }

@@ -195,8 +195,8 @@ check_options (struct monitor_options *opts, struct husk_error **err)
     return husk_error_make (err, 0, "--attach-socket `%s`: not an absolute path", opts->attach_socket);
   if (opts->stdin_fd >= 0 && !opts->stdin_pipe)
     return husk_error_make (err, 0, "--stdin-fd needs --stdin");
-  if (opts->start_and_wait && (opts->terminal || opts->restore_dir))
-    return husk_error_make (err, 0, "--start-and-wait takes neither --terminal nor --restore");
+  if (opts->start_and_wait && opts->restore_dir)
+    return husk_error_make (err, 0, "--start-and-wait does not take --restore");
   if (access (opts->runtime, X_OK) < 0)
     return husk_error_make (err, errno, "--runtime `%s`", opts->runtime);
   return 0;
@@ -379,10 +379,9 @@ start_container (struct monitor *monitor, struct husk_error **err)
   log_stream_init (&monitor->streams[MONITOR_STDERR], "stderr");
   if (monitor_create_container (monitor, err) < 0)
     return -1;
-  /* The sandbox's cgroup is every container's of the pod: no OOM kill
-   * there is this container's alone. */
-  if (monitor->wait_pid > 0)
-    return 0;
+  /* For a container inside a handler's sandbox (runsc) CONTAINER_PID is
+   * the sandbox's: its cgroup holds the whole pod, and an OOM kill there
+   * takes the sentry, so every container of the pod was OOM killed. */
   monitor->oom_events_path = monitor_oom_events_path (monitor->container_pid);
   monitor->oom_kills_at_start = monitor_oom_kills (monitor->oom_events_path);
   return 0;

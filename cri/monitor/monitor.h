@@ -55,6 +55,7 @@ struct monitor
   /* --start-and-wait: `RUNTIME wait ID` and its stdout; 0 and -1 otherwise. */
   pid_t wait_pid;
   int wait_fd;
+  bool wait_unknown; /* `wait` gave no exit status (the sandbox is gone) */
   char *oom_events_path;
   unsigned long long oom_kills_at_start;
   struct log_file log;
@@ -81,7 +82,7 @@ int monitor_runtime_start (struct monitor *monitor, const int child_stdio[3],
 /* Spawns `RUNTIME wait ID`: fills wait_pid and wait_fd. */
 int monitor_runtime_wait_spawn (struct monitor *monitor, struct husk_error **err);
 /* Once wait_pid exited with WAIT_PROCESS_STATUS: the container's exit as a
- * wait status. */
+ * wait status (255 and wait_unknown set when `wait` gave none). */
 int monitor_runtime_wait_status (struct monitor *monitor, int wait_process_status);
 
 /* ------------------------------------------------------------ console.c */

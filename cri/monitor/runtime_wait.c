@@ -177,6 +177,8 @@ monitor_runtime_wait_status (struct monitor *monitor, int wait_process_status)
   if (json_is_integer (status) && json_integer_value (status) >= 0 && json_integer_value (status) <= 255)
     code = (int) json_integer_value (status);
   else
+    monitor->wait_unknown = true;
+  if (monitor->wait_unknown)
     husk_warn ("`%s wait %s` gave no exit status (its own: %d): %s", monitor->opts->runtime,
                monitor->opts->id, WIFEXITED (wait_process_status) ? WEXITSTATUS (wait_process_status) : -1,
                text);

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/pidfd.h>
 #include <sys/stat.h>
@@ -21,11 +22,15 @@
 #include "cri/config/runtime_exec.h"
 #include "cri/server/service.h"
 #include "husk/cleanup.h"
+#include "husk/spawn.h"
 #include "husk/util.h"
 #include "runtime/state.h"
 
 #define MONITOR_KEY "monitor:"
 #define INIT_KEY "init:"
+#define WAIT_KEY "wait:"
+/* waitid's idtype for a pidfd (Linux 5.4; glibc names it from 2.36). */
+#define LOST_P_PIDFD 3
 
 /* ------------------------------------------------------------------ */
 /* processes                                                            */
@@ -198,7 +203,8 @@ init_exit_status (const struct cri_container *c, int pidfd, int *wait_status)
  * and a message; never over one that is there (RENAME_NOREPLACE: the
  * monitor's own, or another thread's stand-in). */
 static void
-write_lost_exit (struct cri_service *svc, const struct cri_container *c, bool known, int wait_status)
+write_lost_exit (struct cri_service *svc, const struct cri_container *c, bool known, int wait_status,
+                 const char *follower)
 {
   int sig = known && WIFSIGNALED (wait_status) ? WTERMSIG (wait_status) : 0;
   int code = !known ? 255 : sig ? 128 + sig : WEXITSTATUS (wait_status);
@@ -206,11 +212,13 @@ write_lost_exit (struct cri_service *svc, const struct cri_container *c, bool kn
   cleanup_free char *tmp = xasprintf ("%s/.lost-%s.%d", svc->containers->exit_dir, c->id, (int) gettid ());
   cleanup_free char *finished_at = state_now_rfc3339 ();
   cleanup_free char *message
-      = known ? xasprintf ("husk-monitor (pid %d) was lost; huskd saw the container's init (pid %d) exit",
-                           (int) c->monitor_pid, (int) c->pid)
-              : xasprintf ("husk-monitor (pid %d) was lost and the container's init (pid %d) is gone: its"
-                           " exit status is unknown",
-                           (int) c->monitor_pid, (int) c->pid);
+      = follower ? xasprintf ("husk-monitor (pid %d) was lost; huskd followed the container with `%s`%s",
+                              (int) c->monitor_pid, follower, known ? "" : ", which gave no exit status")
+        : known  ? xasprintf ("husk-monitor (pid %d) was lost; huskd saw the container's init (pid %d) exit",
+                              (int) c->monitor_pid, (int) c->pid)
+                 : xasprintf ("husk-monitor (pid %d) was lost and the container's init (pid %d) is gone: its"
+                               " exit status is unknown",
+                              (int) c->monitor_pid, (int) c->pid);
   json_t *doc
       = json_pack ("{s:i, s:i, s:b, s:s, s:s, s:s}", "exit_code", code, "signal", sig, "oom_killed", 0,
                    "finished_at", finished_at, "reason", CRI_REASON_MONITOR_LOST, "message", message);
@@ -271,7 +279,7 @@ on_init_exit (const char *key, int pidfd, void *user)
   if (c)
     {
       known = init_exit_status (c, pidfd, &wait_status);
-      write_lost_exit (svc, c, known, wait_status);
+      write_lost_exit (svc, c, known, wait_status, NULL);
     }
   cri_container_free (c);
 }
@@ -319,6 +327,121 @@ open_init (struct cri_service *svc, const struct cri_container *c)
   return pidfd;
 }
 
+/* A handler that owns the pod (runsc): C's pid is its sandbox's, which
+ * outlives C, so huskd runs `RUNTIME wait ID` in the lost monitor's
+ * place, its output into STATE/exits/.wait-ID, and writes the exit file
+ * from it when it ends. */
+struct wait_spawn
+{
+  char *const *argv;
+  int out_fd, null_fd;
+  sigset_t mask;
+};
+
+HUSK_SPAWN_CHILD static int
+wait_child (void *arg)
+{
+  struct wait_spawn *w = arg;
+
+  if (dup2 (w->null_fd, 0) < 0 || dup2 (w->out_fd, 1) < 0 || dup2 (w->null_fd, 2) < 0)
+    _exit (127);
+  setsid ();
+  husk_spawn_child_signals (&w->mask);
+  execv (w->argv[0], w->argv);
+  _exit (127);
+}
+
+static char *
+wait_output_path (struct cri_service *svc, const char *id)
+{
+  return xasprintf ("%s/.wait-%s", svc->containers->exit_dir, id);
+}
+
+/* `wait`'s {"id","exitStatus"}: a shell's exit code (128 + N for signal
+ * N), as the monitor takes it. */
+static bool
+wait_output_status (const char *path, int *wait_status)
+{
+  json_t *doc = json_load_file (path, JSON_DISABLE_EOF_CHECK, NULL);
+  json_t *status = json_object_get (doc, "exitStatus");
+  bool known
+      = json_is_integer (status) && json_integer_value (status) >= 0 && json_integer_value (status) <= 255;
+
+  if (known)
+    *wait_status = W_EXITCODE ((int) json_integer_value (status), 0);
+  json_decref (doc);
+  return known;
+}
+
+static void
+on_wait_exit (const char *key, int pidfd, void *user)
+{
+  struct cri_service *svc = user;
+  const char *id = key + strlen (WAIT_KEY);
+  struct cri_container *c = running (svc, id);
+  cleanup_free char *path = wait_output_path (svc, id);
+  siginfo_t info;
+  int wait_status = 0;
+
+  /* Ours to reap: huskd's own child. */
+  waitid ((idtype_t) LOST_P_PIDFD, (id_t) pidfd, &info, WEXITED);
+  if (c)
+    {
+      const struct huskd_runtime *rt = huskd_config_runtime (svc->cfg, c->runtime_handler);
+      cleanup_free char *follower = xasprintf ("%s wait", rt ? rt->path : "runtime");
+      bool known = wait_output_status (path, &wait_status);
+
+      write_lost_exit (svc, c, known, wait_status, follower);
+    }
+  unlink (path);
+  cri_container_free (c);
+}
+
+static int
+follow_with_wait (struct cri_service *svc, const struct huskd_runtime *rt, const struct cri_container *c,
+                  struct husk_error **err)
+{
+  cleanup_free char *key = xasprintf (WAIT_KEY "%s", c->id);
+  cleanup_free char *path = wait_output_path (svc, c->id);
+  cleanup_free const char **argv = cri_runtime_argv (rt, (const char *[]){ "wait", c->id, NULL }, 0);
+  /* No O_TRUNC: a follower of another thread (or of a huskd before a
+   * restart) may have written the status already; each writes the same
+   * line from offset 0, and the reader stops after the first JSON value. */
+  cleanup_close int out_fd = open (path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+  cleanup_close int null_fd = open ("/dev/null", O_RDWR | O_CLOEXEC);
+  struct wait_spawn w = { .argv = (char *const *) argv, .out_fd = out_fd, .null_fd = null_fd };
+  pid_t pid;
+  int pidfd, watched;
+
+  if (cri_events_watching_pid (svc->events, key))
+    return 0;
+  if (out_fd < 0 || null_fd < 0)
+    return husk_error_make (err, errno, "open `%s`", out_fd < 0 ? path : "/dev/null");
+  sigemptyset (&w.mask);
+  pid = husk_spawn (wait_child, &w);
+  if (pid < 0)
+    return husk_error_make (err, errno, "start `%s wait %s`", rt->path, c->id);
+  pidfd = pidfd_open (pid, 0);
+  if (pidfd < 0)
+    {
+      kill (pid, SIGKILL);
+      waitpid (pid, NULL, 0);
+      return husk_error_make (err, errno, "pidfd_open of `%s wait` (pid %d)", rt->path, (int) pid);
+    }
+  watched = cri_events_watch_pid (svc->events, pidfd, key, on_wait_exit, svc, err);
+  /* 0: another thread's follower came first; this one is not needed. */
+  if (watched <= 0)
+    {
+      kill (pid, SIGKILL);
+      waitpid (pid, NULL, 0);
+      return watched;
+    }
+  husk_warn ("container %s: husk-monitor (pid %d) is gone without an exit file; huskd follows it with `%s "
+             "wait` (pid %d)",
+             c->id, (int) c->monitor_pid, rt->path, (int) pid);
+  return 0;
+}
+
 void
 cri_monitor_lost (struct cri_service *svc, const struct cri_container *c)
 {
@@ -326,13 +449,25 @@ cri_monitor_lost (struct cri_service *svc, const struct cri_container *c)
   struct husk_error *err = NULL;
   int pidfd;
 
+  const struct huskd_runtime *rt = huskd_config_runtime (svc->cfg, c->runtime_handler);
+
   if (c->state != CRI_CONTAINER_RUNNING || has_exit_file (svc, c->id)
       || cri_events_watching_pid (svc->events, key))
     return;
+  if (rt && rt->owns_pod)
+    {
+      if (follow_with_wait (svc, rt, c, &err) < 0)
+        {
+          husk_warn ("container %s: %s", c->id, err->msg);
+          husk_error_free (&err);
+          write_lost_exit (svc, c, false, 0, NULL);
+        }
+      return;
+    }
   pidfd = open_init (svc, c);
   if (pidfd < 0)
     {
-      write_lost_exit (svc, c, false, 0);
+      write_lost_exit (svc, c, false, 0, NULL);
       return;
     }
   switch (cri_events_watch_pid (svc->events, pidfd, key, on_init_exit, svc, &err))

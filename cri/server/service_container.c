@@ -30,6 +30,7 @@
 #include "cri/container/containers.h"
 #include "cri/container/exec_leftovers.h"
 #include "cri/container/exec_sync.h"
+#include "cri/container/sandboxed_resources.h"
 #include "cri/spec/cri_spec.h"
 #include "cri/container/events.h"
 #include "cri/config/runtime_exec.h"
@@ -531,8 +532,7 @@ claim_name (struct container_store *store, const char *key, const char *sandbox_
 }
 
 /* What a handler that owns the pod (runsc) cannot give a container: the
- * host's devices and capabilities (privileged), a terminal (its monitor
- * hands `start` pipes only), a CRIU restore. */
+ * host's devices and capabilities (privileged), a CRIU restore. */
 static int
 check_pod_owner (const struct huskd_runtime *rt, const Runtime__V1__CreateContainerRequest *req,
                  struct husk_error **err)
@@ -547,9 +547,6 @@ check_pod_owner (const struct huskd_runtime *rt, const Runtime__V1__CreateContai
         "config.linux.security_context.privileged: runtime handler `%s` runs the pod in its "
         "own sandbox and refuses privileged containers",
         rt->name);
-  if (config->tty)
-    return husk_error_kind (
-        err, EINVAL, "config.tty: not supported with runtime handler `%s` (it owns the pod)", rt->name);
   if (cri_is_checkpoint_archive (config->image->image))
     return husk_error_kind (
         err, EINVAL, "config.image.image: restoring a checkpoint is not supported with runtime handler `%s`",
@@ -800,6 +797,30 @@ start_monitor (struct cri_service *svc, struct cri_container *c, const struct hu
   return ret;
 }
 
+/* runsc ignores a joining container's linux.resources: the pod's total
+ * with this container's limits goes into the sandbox's cgroup now, as an
+ * update puts it (cri/container/sandboxed_resources.c).  A total the
+ * sandbox is already past is a warning: the container runs, as it would
+ * under containerd's runsc. */
+static void
+apply_sandboxed_limits (struct cri_service *svc, const struct cri_container *c)
+{
+  const Runtime__V1__LinuxContainerResources *res
+      = c->config && c->config->linux ? c->config->linux->resources : NULL;
+  struct sandbox *sb = NULL;
+  struct husk_error *err = NULL;
+
+  if (sandbox_lookup (svc->sandboxes, c->sandbox_id, &sb, &err) < 0
+      || (cri_nonempty (sb->cgroup_parent)
+          && sandboxed_resources_apply (svc->containers, sb->cgroup_parent, sb->id, c->id, res, &err) < 0))
+    {
+      husk_warn ("container %s: its limits are not in its sandbox's cgroup: %s", c->id, err->msg);
+      husk_error_free (&err);
+    }
+  if (sb)
+    sandbox_free (sb);
+}
+
 /* The monitor runs `RUNTIME create`, then `RUNTIME start`; the record says
  * how that went (a failed start: exited, reason StartError). */
 static int
@@ -835,6 +856,8 @@ run_container (struct cri_service *svc, struct cri_container *c, const struct hu
     {
       c->state = CRI_CONTAINER_RUNNING;
       ret = 0;
+      if (rt->owns_pod)
+        apply_sandboxed_limits (svc, c);
     }
   /* CRIU's images are used once the runtime ran (a failed monitor
    * leaves them for RemoveContainer). */

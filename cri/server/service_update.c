@@ -1,6 +1,7 @@
 /* UpdateContainerResources: new limits merged into the container's
  * recorded resources (a field kubelet leaves zero keeps its value, as in
- * containerd), applied by `RUNTIME update` to a running container or
+ * containerd), applied by `RUNTIME update` to a running container (by
+ * husk into the sandbox's cgroups where the handler owns the pod) or
  * written into the bundle of one not started yet, then recorded.  A
  * refused update leaves the record as it was. */
 #include <errno.h>
@@ -9,6 +10,8 @@
 
 #include "cri/container/container_store.h"
 #include "cri/container/containers.h"
+#include "cri/container/sandboxed_resources.h"
+#include "cri/pod/sandbox.h"
 #include "cri/spec/cri_spec.h"
 #include "cri/config/runtime_exec.h"
 #include "cri/server/service.h"
@@ -94,9 +97,25 @@ update_bundle (struct cri_service *svc, const char *id, json_t *resources, struc
   return ret;
 }
 
+/* A handler that owns the pod (runsc 2022) has no `update`: husk writes
+ * the sandbox's cgroups itself (cri/container/sandboxed_resources.c). */
+static int
+update_sandboxed (struct cri_service *svc, const struct cri_container *c, const Resources *merged,
+                  struct husk_error **err)
+{
+  struct sandbox *sb = NULL;
+  int ret;
+
+  if (sandbox_lookup (svc->sandboxes, c->sandbox_id, &sb, err) < 0)
+    return -1;
+  ret = sandboxed_resources_apply (svc->containers, sb->cgroup_parent, sb->id, c->id, merged, err);
+  sandbox_free (sb);
+  return ret;
+}
+
 static int
 update_running (struct cri_service *svc, const struct cri_container *c, json_t *resources,
-                struct husk_error **err)
+                const Resources *merged, struct husk_error **err)
 {
   const struct huskd_runtime *rt = cri_runtime_for (svc->cfg, c->runtime_handler, err);
   cleanup_free char *dir = container_store_dir (svc->containers, c->id);
@@ -106,14 +125,8 @@ update_running (struct cri_service *svc, const struct cri_container *c, json_t *
 
   if (rt == NULL)
     return -1;
-  /* runsc (2022) has no `update`: its containers share the sandbox's
-   * cgroup, so a per-container limit has no place to go. */
   if (rt->owns_pod)
-    return husk_error_kind (
-        err, ENOSYS,
-        "runtime handler `%s` owns the pod: its containers share one sandbox, and it has no "
-        "per-container resource update",
-        rt->name);
+    return update_sandboxed (svc, c, merged, err);
   text = json_dumps (resources, JSON_COMPACT);
   ret = husk_write_file_replace (path, text, strlen (text), 0600, err);
   free (text);
@@ -197,7 +210,7 @@ update_resources (struct cri_service *svc, const char *id, const Resources *want
   if (c->state == CRI_CONTAINER_CREATED)
     ret = update_bundle (svc, c->id, resources, err);
   else if (c->state == CRI_CONTAINER_RUNNING && json_object_size (resources))
-    ret = update_running (svc, c, resources, err);
+    ret = update_running (svc, c, resources, merged, err);
   json_decref (resources);
   if (ret < 0)
     runtime__v1__linux_container_resources__free_unpacked (merged, NULL);

@@ -11,6 +11,7 @@ a huskd restart and a crash of its sandbox.  Prints TAP lines.
 """
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -32,6 +33,7 @@ SOCK = os.path.join(WORK, "husk.sock")
 IMAGE = f"{REGISTRY}/test/busybox:latest"
 LOGS = os.path.join(WORK, "logs")
 VOLUME = os.path.join(WORK, "volume")
+SYSCALL_PROBE = os.path.join(os.path.dirname(os.path.abspath(HUSKD)), "test", "e2e", "gvisor_syscall")
 GLOBAL = ["--root", RUNSC_ROOT, "--platform=ptrace", "--network=host"]
 
 
@@ -70,6 +72,14 @@ def host_processes():
             continue
         found.append((int(pid), comm, cmdline))
     return found
+
+
+def parent_pid(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return 0
 
 
 def of_pod(pod):
@@ -164,13 +174,30 @@ def test_pod(c, s):
        "ExecSync uname -r inside: gVisor's kernel (4.4.0), not the host's", (r.stdout, r.stderr))
     r = c.exec_sync(shell, ["dmesg"], timeout=30)
     ok(b"gVisor" in r.stdout, "dmesg inside is gVisor's", r.stdout[:300])
+    # copy_file_range(2), which runsc 2022's sentry does not implement: it
+    # answers ENOSYS itself (38), where the host kernel runs the call and
+    # refuses its bad fds (EBADF, 9).  The static program comes through the
+    # pod's hostPath volume (make e2e-helpers).
+    if os.path.exists(SYSCALL_PROBE):
+        shutil.copy(SYSCALL_PROBE, os.path.join(VOLUME, "gvisor_syscall"))
+        r = c.exec_sync(shell, ["/shared/gvisor_syscall"], timeout=30)
+        host = subprocess.run([SYSCALL_PROBE], capture_output=True, text=True).stdout.strip()
+        ok(r.exit_code == 0 and r.stdout.startswith(b"copy_file_range: errno 38 ")
+           and host.startswith("copy_file_range: errno 9 "),
+           "a syscall gVisor lacks (copy_file_range) fails ENOSYS inside; on the host the kernel runs it (EBADF)",
+           (r.exit_code, r.stdout, r.stderr, host))
+    else:
+        ok(False, "a syscall gVisor lacks: no " + SYSCALL_PROBE + " (make e2e-helpers)")
     r = c.exec_sync(shell, ["sh", "-c", "echo out; echo err >&2; exit 3"], timeout=30)
     ok(r.stdout == b"out\n" and r.stderr == b"err\n" and r.exit_code == 3,
        "ExecSync: stdout, stderr apart, exit code 3", (r.stdout, r.stderr, r.exit_code))
     # nc, not wget: busybox wget reads the reply through stdio, which gets
     # EAGAIN from runsc 2022's host network sockets (README).
-    r = c.exec_sync(shell, ["sh", "-c", "printf 'GET /index.html HTTP/1.0\\r\\n\\r\\n' | nc 127.0.0.1 8080"],
-                    timeout=30)
+    # A few tries, as http_get: httpd under runsc 2022 closes a request that
+    # comes a moment late (README), which left this empty once under load.
+    r = c.exec_sync(shell, ["sh", "-c", "for i in 1 2 3 4 5; do out=$(printf 'GET /index.html HTTP/1.0\\r\\n\\r\\n'"
+                            " | nc 127.0.0.1 8080); case $out in *served-by-gvisor) break ;; esac; done; "
+                            "echo \"$out\""], timeout=60)
     ok(r.stdout.endswith(b"served-by-gvisor\n"), "two containers of the pod share localhost (nc 127.0.0.1:8080)",
        (r.stdout, r.stderr))
     c.exec_sync(web, ["sh", "-c", "echo from-web > /shared/note"], timeout=30)
@@ -199,7 +226,12 @@ def test_pod(c, s):
        and all(p[2].startswith(("runsc-", RUNSC)) for p in mine),
        "the node sees the pod as runsc's sandbox, gofers and `runsc wait` only", [p[2][:100] for p in mine])
 
-    back, err = port_forward(c.pf_url(pod, [8080]), 8080, b"GET /index.html HTTP/1.0\r\n\r\n")
+    # A few sessions at most, as http_get: httpd under runsc 2022 closes a
+    # connection whose request comes a moment after its first read (README).
+    for _ in range(5):
+        back, err = port_forward(c.pf_url(pod, [8080]), 8080, b"GET /index.html HTTP/1.0\r\n\r\n")
+        if back.startswith(b"HTTP/") or err:
+            break
     ok(back.endswith(b"served-by-gvisor\n") and not err,
        "PortForward to 8080: through the pod's network namespace, which runsc's host network mode serves",
        (back[-200:], err))
@@ -211,14 +243,118 @@ def test_pod(c, s):
        and r.stats.linux.cpu.usage_core_nano_seconds.value > 0,
        "PodSandboxStats: the pod cgroup (runsc's sandbox lives there) has memory and CPU use",
        (r.stats.linux.memory, r.stats.linux.cpu))
-    res = pb.LinuxContainerResources(memory_limit_in_bytes=64 << 20)
-    e = rpc_error(lambda: c.call("UpdateContainerResources", pb.UpdateContainerResourcesRequest(
-        container_id=shell, linux=res), pb.UpdateContainerResourcesResponse))
-    ok(e is not None and e.code() == grpc.StatusCode.UNIMPLEMENTED and "`runsc`" in e.details(),
-       "UpdateContainerResources of a running gVisor container: UNIMPLEMENTED, one line (runsc has no update)",
-       e and (e.code(), e.details()))
+    test_update(c, pod, cfg.linux.cgroup_parent, web, shell)
     return pod, cfg, web, shell
 
+
+def read_first(*paths):
+    for path in paths:
+        try:
+            with open(path) as f:
+                return f.read().strip()
+        except OSError:
+            pass
+    return None
+
+
+def cgroup_limits(parent, cid):
+    """(memory limit, cpu quota, cpu period, cpu shares) of the cgroup runsc
+    made for CID under PARENT, from v1's files or v2's (cpu.weight stays a
+    weight); -1 for no limit."""
+    rel = parent.strip("/") + "/" + cid
+    v1_mem = read_first(f"/sys/fs/cgroup/memory/{rel}/memory.limit_in_bytes")
+    if v1_mem is not None:
+        mem = int(v1_mem)
+        quota = int(read_first(f"/sys/fs/cgroup/cpu/{rel}/cpu.cfs_quota_us") or 0)
+        period = int(read_first(f"/sys/fs/cgroup/cpu/{rel}/cpu.cfs_period_us") or 0)
+        shares = int(read_first(f"/sys/fs/cgroup/cpu/{rel}/cpu.shares") or 0)
+        return (-1 if mem >= 1 << 62 else mem, quota, period, shares)
+    mem = read_first(f"/sys/fs/cgroup/{rel}/memory.max")
+    quota, period = (read_first(f"/sys/fs/cgroup/{rel}/cpu.max") or "max 0").split()
+    weight = int(read_first(f"/sys/fs/cgroup/{rel}/cpu.weight") or 0)
+    return (-1 if mem in (None, "max") else int(mem), -1 if quota == "max" else int(quota), int(period), weight)
+
+
+def shares_seen(shares):
+    """What the cgroup shows for SHARES: itself on v1, cpu.weight on v2."""
+    if os.path.isdir("/sys/fs/cgroup/cpu"):
+        return shares
+    return 1 + ((shares - 2) * 9999) // 262142
+
+
+def update(c, cid, **fields):
+    return rpc_error(lambda: c.call("UpdateContainerResources", pb.UpdateContainerResourcesRequest(
+        container_id=cid, linux=pb.LinuxContainerResources(**fields)), pb.UpdateContainerResourcesResponse))
+
+
+def test_update(c, pod, parent, web, shell):
+    """runsc 2022 has no `update`: huskd writes the limits itself, the pod's
+    total into the sandbox's cgroup (which enforces them: the sentry runs
+    every container) and the container's own into the cgroup runsc made for
+    it."""
+    e = update(c, shell, memory_limit_in_bytes=96 << 20, cpu_shares=512, cpu_quota=50000, cpu_period=100000)
+    own, box = cgroup_limits(parent, shell), cgroup_limits(parent, pod)
+    ok(e is None and own == (96 << 20, 50000, 100000, shares_seen(512)),
+       "UpdateContainerResources of a running gVisor container: its cgroup has memory 96 MiB, "
+       "cpu quota 50000/100000, shares 512", (e and e.details(), own))
+    ok(box[0] == -1 and box[1] == -1,
+       "... the sandbox's stays without a memory or quota limit: the pod's other container has none", box)
+    st = c.status(shell)
+    ok(st.resources.linux.memory_limit_in_bytes == 96 << 20 and st.resources.linux.cpu_quota == 50000
+       and st.resources.linux.cpu_shares == 512, "ContainerStatus.resources reports the new limits",
+       st.resources)
+    e = update(c, web, memory_limit_in_bytes=64 << 20, cpu_shares=256, cpu_quota=10000, cpu_period=50000)
+    box = cgroup_limits(parent, pod)
+    ok(e is None and box == ((96 + 64) << 20, 70000, 100000, shares_seen(768)),
+       "both limited: the sandbox's cgroup holds the pod's total (160 MiB, quota 70000/100000, shares 768)",
+       (e and e.details(), box))
+    r = c.exec_sync(shell, ["sh", "-c", "x=$(head -c 8000000 /dev/zero | tr '\\0' a); echo ${#x}"], timeout=60)
+    ok(r.exit_code == 0 and r.stdout.strip() == b"8000000", "... and the pod runs under them (8 MB string in sh)",
+       (r.exit_code, r.stdout[-100:], r.stderr[-200:]))
+    # Two memory limits of 2^62 bytes: the pod's sum would overflow int64
+    # (undefined behaviour in huskd); it saturates to "no limit".
+    e1 = update(c, shell, memory_limit_in_bytes=1 << 62)
+    e2 = update(c, web, memory_limit_in_bytes=1 << 62)
+    box = cgroup_limits(parent, pod)
+    ok(e1 is None and e2 is None and box[0] == -1 and c.status(web).state == pb.CONTAINER_RUNNING,
+       "limits whose pod total overflows int64: the sandbox's cgroup gets no limit, huskd carries on",
+       (e1 and e1.details(), e2 and e2.details(), box))
+
+
+def test_oom(c, s):
+    """A container past its memory limit: the sandbox's cgroup (the pod's
+    total, here the one container's limit) OOM-kills the sentry, and
+    ContainerStatus says OOMKilled, 137."""
+    parent = "/husk-gv-oom-%d" % os.getpid()
+    cfg = cri_client.pod_config("gv-oom", LOGS, cgroup_parent=parent)
+    pod = c.run_pod_with(cfg, "runsc")
+    s["pods"].append(pod)
+    hog = c.create(pod, cri_client.container_config("hog", IMAGE, [
+        "while [ ! -e /tmp/go ]; do sleep 0.2; done; dd if=/dev/zero of=/dev/null bs=400M count=1 && "
+        "echo survived"], linux=pb.LinuxContainerConfig(
+            resources=pb.LinuxContainerResources(memory_limit_in_bytes=64 << 20))), cfg)
+    c.start(hog)
+    ok(cgroup_limits(parent, pod)[0] == 64 << 20,
+       "a gVisor container's limit from CreateContainer is in the sandbox's cgroup once it starts (64 MiB)",
+       cgroup_limits(parent, pod))
+    e = update(c, hog, memory_limit_in_bytes=4096)
+    ok(e is not None and e.code() == grpc.StatusCode.FAILED_PRECONDITION and "below what its sandbox uses" in e.details()
+       and "\n" not in e.details() and cgroup_limits(parent, pod)[0] == 64 << 20
+       and c.status(hog).resources.linux.memory_limit_in_bytes == 64 << 20,
+       "a gVisor container's limit below what its sandbox uses: FAILED_PRECONDITION in one line, nothing changed",
+       (e and (e.code(), e.details()), cgroup_limits(parent, pod)))
+    c.exec_sync(hog, ["touch", "/tmp/go"], timeout=30)
+    st = wait_for(lambda: c.status(hog).state == pb.CONTAINER_EXITED and c.status(hog), 60)
+    ok(st and st.reason == "OOMKilled" and st.exit_code == 137,
+       "a gVisor container that allocates 400 MiB (dd bs=400M) under 64 MiB: EXITED, reason OOMKilled, exit code 137",
+       st or c.status(hog))
+    ok("survived" not in log_text(os.path.join(LOGS, "gv-oom", "hog.log")), "... it did not get its memory")
+    c.stop_pod(pod)
+    c.remove_pod(pod)
+    s["pods"].remove(pod)
+    gone = wait_for(lambda: not of_pod(pod), 10)
+    ok(pod not in runsc_list() and gone and not cgroup_dirs(parent),
+       "... and the OOM-killed pod stops and goes, nothing left", (runsc_list(), of_pod(pod), cgroup_dirs(parent)))
 
 def test_attach(c, s, pod, cfg):
     reader = c.create(pod, cri_client.container_config(
@@ -253,6 +389,49 @@ def test_exits(c, s, pod, cfg):
     c.remove(stopper)
     c.remove(stubborn)
 
+
+def test_monitor_lost(c, s, pod, cfg):
+    """A gVisor container's husk-monitor killed (SIGKILL): huskd follows
+    the container with `runsc wait` in its place (its pid is the sandbox's,
+    which outlives it) and records its real exit."""
+    cid = c.create(pod, cri_client.container_config(
+        "orphan", IMAGE, ["while [ ! -e /tmp/stop ]; do sleep 0.2; done; exit 7"]), cfg)
+    c.start(cid)
+    monitors = [p for p in host_processes() if p[1] == "husk-monitor" and cid in p[2]]
+    for p in monitors:
+        os.kill(p[0], 9)
+    gone = wait_for(lambda: not [p for p in host_processes() if p[1] == "husk-monitor" and cid in p[2]], 10)
+    follower = wait_for(lambda: [p for p in host_processes() if p[2].startswith(RUNSC) and f"wait {cid}" in p[2]
+                                 and parent_pid(p[0]) == s["proc"].pid], 10)
+    ok(len(monitors) == 1 and gone and c.status(cid).state == pb.CONTAINER_RUNNING and bool(follower),
+       "husk-monitor of a gVisor container SIGKILLed: it stays RUNNING and huskd runs `runsc wait` for it",
+       (monitors, c.status(cid).state, follower))
+    c.exec_sync(cid, ["touch", "/tmp/stop"], timeout=30)
+    st = wait_for(lambda: c.status(cid).state == pb.CONTAINER_EXITED and c.status(cid), 30)
+    ok(st and st.exit_code == 7 and st.reason == "MonitorLost" and "runsc wait" in st.message,
+       "... when it exits inside the sandbox: EXITED with its own exit code 7, reason MonitorLost",
+       st or c.status(cid))
+    c.remove(cid)
+    ok(cid not in runsc_list() and not os.path.exists(os.path.join(STATE, "exits", ".wait-" + cid)),
+       "... RemoveContainer: runsc forgets it, nothing of the follower left", runsc_list())
+
+def test_tty(c, s, pod, cfg):
+    """tty: true: runsc's `create --console-socket` hands the monitor the
+    pty's master, as runc's does; attach with a resize and stdin."""
+    cid = c.create(pod, cri_client.container_config(
+        "tty", IMAGE, ["read x; stty size; [ -t 0 ] && [ -t 1 ] && echo both-tty; echo got-$x; exit 6"],
+        stdin=True, stdin_once=True, tty=True), cfg)
+    c.start(cid)
+    out, err, status = exec_session(c.attach_url(cid, stderr=False, tty=True), stdin=b"typed\r", stderr=False,
+                                    tty=True, resize=(123, 45), close_stdin=False)
+    ok(b"45 123" in out and b"both-tty" in out and b"got-typed" in out,
+       "tty container in a gVisor pod: attach with a resize (stty size 45 123), stdin and stdout a terminal",
+       (out, status))
+    st = wait_for(lambda: c.status(cid).state == pb.CONTAINER_EXITED and c.status(cid))
+    text = log_text(os.path.join(LOGS, "gv-web", "tty.log"))
+    ok(st and st.exit_code == 6 and "stdout" in text and "got-typed" in text,
+       "... it exits 6, and its terminal's output is in its CRI log", (st or c.status(cid), text[-300:]))
+    c.remove(cid)
 
 def test_refused(c, s, pod, cfg):
     sc = pb.LinuxContainerSecurityContext(privileged=True)
@@ -314,6 +493,11 @@ def test_restart_and_crash(c, s):
        "huskd restarted: the gVisor pod is READY and its container RUNNING", (st.state, c.status(cid).state))
     r = c.exec_sync(cid, ["uname", "-r"], timeout=30)
     ok(r.stdout.strip() == b"4.4.0", "... ExecSync in it works after the restart", r)
+    e = update(c, cid, memory_limit_in_bytes=64 << 20)
+    ok(e is not None and e.code() == grpc.StatusCode.FAILED_PRECONDITION and "cgroup_parent" in e.details()
+       and "\n" not in e.details() and c.status(cid).resources.linux.memory_limit_in_bytes == 0,
+       "UpdateContainerResources in a gVisor pod without cgroup_parent: FAILED_PRECONDITION, one line, nothing kept",
+       e and (e.code(), e.details()))
     sandbox = [p for p in of_pod(pod) if p[2].startswith("runsc-sandbox ")]
     for p in sandbox:
         os.kill(p[0], 9)
@@ -343,6 +527,9 @@ def main():
         pod, cfg, web, shell = test_pod(c, s)
         for name, step in (("exits", lambda: test_exits(c, s, pod, cfg)),
                            ("attach", lambda: test_attach(c, s, pod, cfg)),
+                           ("monitor lost", lambda: test_monitor_lost(c, s, pod, cfg)),
+                           ("tty", lambda: test_tty(c, s, pod, cfg)),
+                           ("oom", lambda: test_oom(c, s)),
                            ("refused", lambda: test_refused(c, s, pod, cfg)),
                            ("gone", lambda: test_gone(c, s, pod, web, shell, cfg.linux.cgroup_parent)),
                            ("restart and crash", lambda: test_restart_and_crash(c, s))):

@@ -586,6 +586,18 @@ verb_inspect (struct args *a)
 }
 
 static void
+verb_update (struct args *a)
+{
+  Runtime__V1__UpdateContainerResourcesRequest req = RUNTIME__V1__UPDATE_CONTAINER_RESOURCES_REQUEST__INIT;
+
+  need (a, 2, "update CID RESOURCES.json");
+  req.container_id = a->rest[0];
+  req.linux = (Runtime__V1__LinuxContainerResources *) read_config (
+      a->rest[1], &runtime__v1__linux_container_resources__descriptor);
+  RT ("UpdateContainerResources", req, runtime__v1__update_container_resources_response__descriptor);
+}
+
+static void
 verb_inspectp (struct args *a)
 {
   need (a, 1, "inspectp ID");
@@ -650,6 +662,7 @@ static const struct
   { "ps", verb_ps },           { "pods", verb_pods },
   { "inspect", verb_inspect }, { "inspectp", verb_inspectp },
   { "exec", verb_exec },       { "checkpoint", verb_checkpoint },
+  { "update", verb_update },
 };
 
 static long
