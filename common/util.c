@@ -437,3 +437,26 @@ husk_getopt_bad_option (char **argv, char buf[3])
     }
   return argv[optind - 1];
 }
+
+char **
+husk_cgroup_mounts (bool named_v1_only)
+{
+  cleanup_file FILE *f = fopen ("/proc/self/mountinfo", "re");
+  cleanup_free char *line = NULL;
+  size_t size = 0;
+  char **mounts = xcalloc (1, sizeof *mounts);
+
+  while (f && getline (&line, &size, f) > 0)
+    {
+      char mount[4096], fstype[64], options[1024];
+      const char *tail = strstr (line, " - ");
+
+      if (tail == NULL || sscanf (line, "%*s %*s %*s %*s %4095s", mount) != 1
+          || sscanf (tail + 3, "%63s %*s %1023s", fstype, options) != 2)
+        continue;
+      if (named_v1_only ? strcmp (fstype, "cgroup") == 0 && strstr (options, "name=") != NULL
+                        : strcmp (fstype, "cgroup") == 0 || strcmp (fstype, "cgroup2") == 0)
+        mounts = husk_strv_append (mounts, mount);
+    }
+  return mounts;
+}

@@ -104,29 +104,6 @@ delete_trials (const struct huskd_runtime *rt, const char *root)
   return deleted;
 }
 
-/* The mount points of every cgroup hierarchy, v1 and v2. */
-static char **
-cgroup_mounts (void)
-{
-  cleanup_file FILE *f = fopen ("/proc/self/mountinfo", "re");
-  cleanup_free char *line = NULL;
-  size_t size = 0;
-  char **mounts = xcalloc (1, sizeof *mounts);
-
-  while (f && getline (&line, &size, f) > 0)
-    {
-      char mount[4096], fstype[64];
-      const char *tail = strstr (line, " - ");
-
-      if (tail == NULL || sscanf (line, "%*s %*s %*s %*s %4095s", mount) != 1
-          || sscanf (tail + 3, "%63s", fstype) != 1)
-        continue;
-      if (strcmp (fstype, "cgroup") == 0 || strcmp (fstype, "cgroup2") == 0)
-        mounts = husk_strv_append (mounts, mount);
-    }
-  return mounts;
-}
-
 /* Whether the huskd that named the cgroup NAME (husk-probe-PID-HANDLER)
  * is gone: PID is this process (its probe has not begun), no process, or
  * not a huskd.  A live huskd's cgroup is its probe in progress; it
@@ -206,7 +183,7 @@ remove_stale_cgroup (const char *dir)
 static unsigned
 sweep_cgroups (void)
 {
-  cleanup_strv char **mounts = cgroup_mounts ();
+  cleanup_strv char **mounts = husk_cgroup_mounts (false);
   unsigned removed = 0;
 
   for (size_t i = 0; mounts[i]; i++)

@@ -145,38 +145,16 @@ strv_drop (char **v, const char *s)
 
 /* ------------------------------------------------------- make, remove */
 
-/* The mounts of named v1 hierarchies (name=systemd on hybrid hosts): no
- * controller, so the runtime's cgroups leave them alone, but runc joins
- * them too, making the parents there as well. */
-static char **
-named_hierarchies (void)
-{
-  cleanup_file FILE *f = fopen ("/proc/self/mountinfo", "re");
-  cleanup_free char *line = NULL;
-  size_t size = 0;
-  char **mounts = xcalloc (1, sizeof *mounts);
-
-  while (f && getline (&line, &size, f) > 0)
-    {
-      char mount[4096], fstype[64], options[1024];
-      const char *tail = strstr (line, " - ");
-
-      if (tail == NULL || sscanf (line, "%*s %*s %*s %*s %4095s", mount) != 1
-          || sscanf (tail + 3, "%63s %*s %1023s", fstype, options) != 2)
-        continue;
-      if (strcmp (fstype, "cgroup") == 0 && strstr (options, "name=") != NULL)
-        mounts = husk_strv_append (mounts, mount);
-    }
-  return mounts;
-}
-
-/* PATH's directory in every hierarchy: the runtime's, then the named ones. */
+/* PATH's directory in every hierarchy: the runtime's, then the named ones
+ * (name=systemd on hybrid hosts): they hold no controller, so the
+ * runtime's cgroups leave them alone, but runc joins them too, making the
+ * parents there as well. */
 static char **
 level_dirs (const char *path)
 {
   char **dirs = cgroup_dirs (path);
   const char *name = cgroup_name (path);
-  cleanup_strv char **named = name ? named_hierarchies () : NULL;
+  cleanup_strv char **named = name ? husk_cgroup_mounts (true) : NULL;
 
   for (size_t i = 0; named && named[i]; i++)
     {

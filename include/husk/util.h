@@ -82,6 +82,12 @@ int husk_ms_until (const struct timespec *deadline);
 /* Appends a copy of S to V (which may be NULL); returns the new vector. */
 char **husk_strv_append (char **v, const char *s);
 
+/* The mount points of this mount namespace's cgroup hierarchies, from
+ * /proc/self/mountinfo: v1 and v2, or (NAMED_V1_ONLY) only the named v1
+ * ones (name=systemd), which hold no controller.  A NULL-terminated
+ * vector, empty when none or mountinfo cannot be read. */
+char **husk_cgroup_mounts (bool named_v1_only);
+
 /* The option getopt_long just refused, as the user typed it: "-x" for a
  * short option (written into BUF), else the argument itself (a long
  * option, whose optopt is its code, not a character). */
