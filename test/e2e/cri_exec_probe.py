@@ -6,7 +6,8 @@ user, groups, env, a working dir and an oom_score_adj, where the exec'd
 process's /proc/self/status, limits, cgroup, environment, cwd and
 namespaces equal its init's and what `husk exec` gives; plus failures (no
 such command, a directory, a signal, an argument too long), the pid file,
-a huskd that runs from a sealed copy, its exec helper (and huskd's own
+a huskd that runs from a sealed copy, its exec helper (its memory over
+2,000 calls, a frozen container that must not hold it, and huskd's own
 fork once the helper is killed), and HUSKD_EXEC_VIA_RUNTIME=1.  Prints TAP lines.
 
   cri_exec_probe.py HUSKD REGISTRY WORKDIR
@@ -218,6 +219,87 @@ def exec_parent(c, cid):
     return with_running_exec(c, cid, ppid_of)
 
 
+def helper_of(s):
+    helpers = [p for p in children_of(s["proc"].pid) if comm(p) == "huskd-exec"]
+    return helpers[0] if helpers else None
+
+
+def rss_anon_kib(pid):
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith("RssAnon:"):
+            return int(line.split()[1])
+    return -1
+
+
+def exec_many(c, cid, n):
+    """N ExecSync calls from 4 threads, every other one a command that is
+    not there (the child's failure path); the exit codes seen."""
+    codes = []
+
+    def run(k):
+        for i in range(k):
+            cmd = ["true"] if i % 2 else ["no-such-command"]
+            codes.append(c.exec_sync(cid, cmd, timeout=30).exit_code)
+    threads = [threading.Thread(target=run, args=(n // 4,)) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return codes
+
+
+def test_helper_memory(c, s):
+    """The helper keeps one plan per container and nothing per call: its
+    anonymous memory stays put over 2,000 calls, half of them failing in
+    the child (a coarse guard: it catches a leak of pages, not of bytes)."""
+    helper = helper_of(s)
+    exec_many(c, s["cid"], 200)  # the plan loaded, the heap at its size
+    before = rss_anon_kib(helper)
+    codes = exec_many(c, s["cid"], 2000)
+    after = rss_anon_kib(helper)
+    ok(sorted(set(codes)) == [0, 1] and len(codes) == 2000 and 0 < before and after - before <= 16,
+       "2,000 ExecSync (half of them failing in the child): the helper's anonymous memory grows 16 KiB at most",
+       (before, after, sorted(set(codes))))
+
+
+def freezer_file(pid):
+    """The file that freezes PID's cgroup and the value that does it."""
+    for line in open(f"/proc/{pid}/cgroup"):
+        num, ctrls, path = line.rstrip("\n").split(":", 2)
+        if "freezer" in ctrls.split(","):
+            return f"/sys/fs/cgroup/freezer{path}/freezer.state", "FROZEN", "THAWED"
+        if num == "0" and os.path.exists("/sys/fs/cgroup/cgroup.controllers"):
+            return f"/sys/fs/cgroup{path}/cgroup.freeze", "1", "0"
+    return None, None, None
+
+
+def test_frozen_container(c, s, cfg):
+    """ExecSync into a frozen container must not hold the helper: another
+    container's ExecSync is answered while it is frozen.  (A spawn that
+    waits for its child until execve, such as vfork, hangs here: the v1
+    freezer holds the child even against SIGKILL.)"""
+    other = c.create(s["pod"], cri_client.container_config("other", IMAGE, ["sleep 3600"]), cfg)
+    c.start(other)
+    path, freeze, thaw = freezer_file(init_pid(s["cid"]))
+    box = {}
+    try:
+        with open(path, "w") as f:
+            f.write(freeze)
+        stuck = threading.Thread(target=lambda: box.setdefault("r", c.exec_sync(s["cid"], ["true"], timeout=2)))
+        stuck.start()
+        time.sleep(0.5)
+        r = c.exec_sync(other, ["echo", "answered"], timeout=20)
+        ok(r.exit_code == 0 and r.stdout == b"answered\n",
+           "while a container is frozen with an ExecSync in it, another container's ExecSync is answered", r)
+    finally:
+        with open(path, "w") as f:
+            f.write(thaw)
+    stuck.join(60)
+    ok(not stuck.is_alive(), "the frozen container's ExecSync returns once it is thawed", box)
+    c.stop(other, 0)
+    c.remove(other)
+
+
 def test_helper(c, s):
     huskd = s["proc"].pid
     helpers = [p for p in children_of(huskd) if comm(p) == "huskd-exec"]
@@ -259,14 +341,15 @@ def main():
     try:
         c.pull(IMAGE)
         cfg = cri_client.pod_config("probe", LOGS)
-        pod = c.run_pod(cfg)
+        pod = s["pod"] = c.run_pod(cfg)
         s["cid"] = c.create(pod, confined_config("confined"), cfg)
         c.start(s["cid"])
         ok(c.status(s["cid"]).state == pb.CONTAINER_RUNNING, "a confined container runs")
         for test in (test_same_as_init, test_namespaces_and_cgroup_on_host, test_same_as_husk_exec, test_failures,
-                     test_pid_file, test_sealed_huskd, test_helper, test_via_runtime):
+                     test_pid_file, test_sealed_huskd, test_helper_memory, test_frozen_container, test_helper,
+                     test_via_runtime):
             try:
-                test(c, s)
+                test(c, s, cfg) if test is test_frozen_container else test(c, s)
             except Exception as e:  # a crash of one test is one failure
                 ok(False, f"{test.__name__}: raised", repr(e))
     except Exception as e:
