@@ -574,6 +574,7 @@ static void *
 sampler_main (void *arg)
 {
   (void) arg;
+  cri_stats_background_thread ();
   pthread_mutex_lock (&sampler.lock);
   while (!sampler.stopping)
     {
