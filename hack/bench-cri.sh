@@ -50,6 +50,7 @@
 # the steady CPU is that cgroup tree's: the daemon, every monitor or shim,
 # every exec'd runtime and the containers, exited processes included.
 # Memory: PSS of the tree's processes but the containers' `sleep`s.
+# PEERS=husk skips containerd: husk's figures alone, no ratios.
 #
 # --gvisor measures huskd alone with two handlers, husk and runsc (gVisor,
 # `"sandbox": "runtime"`, --platform=ptrace --network=host), the same
@@ -316,6 +317,10 @@ if [ "$BENCH" = bench_density.py ]; then
 		--listen "unix://$W/husk.sock" --root "$W/husk/root" --state "$W/husk/state" \
 		--config "$W/husk-config.json") || exit 1
 	echo "# husk, bench_density.py: $HUSK_JSON" # kept in the log should containerd's run fail
+	if [ "$PEERS" = husk ]; then
+		"$PY" "$REPO_DIR/test/e2e/bench_density_table.py" "$HUSK_JSON" - "$DENSITY_SECONDS" "$CG_ROOT"
+		exit 0
+	fi
 	write_conflist "$W/ctrd-net.d" "${NET_CTRD[@]}"
 	ctrd_write_config "$W/containerd.toml" "$W" "$ADDR" "$W/ctrd-net.d"
 	CTRD_JSON=$(density_run containerd "$W/ctrd.sock" "$W/logs-ctrd" "$W/containerd.log" "$CONTAINERD" \

@@ -462,7 +462,9 @@ struct netns_reads
   size_t n;
   const char **pins; /* NULL: nothing to read for that pod */
   int *fds;          /* the pod's net/dev opened before, or -1; what is open after */
+  bool *opened;      /* fds[i] opened here, not lent by the cache */
   char **texts;
+  int64_t *taken_ns; /* when texts[i] was read (CLOCK_REALTIME) */
   struct husk_error **errs;
 };
 
@@ -484,6 +486,8 @@ read_net_devs_in (void *arg)
       else if ((job->fds[i] = open ("/proc/thread-self/net/dev", O_RDONLY | O_CLOEXEC)) < 0)
         husk_error_make (&job->errs[i], errno, "open `/proc/thread-self/net/dev` in network namespace `%s`",
                          job->pins[i]);
+      else
+        job->opened[i] = true;
     }
   return NULL;
 }
@@ -503,6 +507,8 @@ net_reads_init (struct netns_reads *job, size_t n)
   job->texts = xcalloc (n + 1, sizeof *job->texts);
   job->errs = xcalloc (n + 1, sizeof *job->errs);
   job->fds = xcalloc (n + 1, sizeof *job->fds);
+  job->opened = xcalloc (n + 1, sizeof *job->opened);
+  job->taken_ns = xcalloc (n + 1, sizeof *job->taken_ns);
   for (size_t i = 0; i < n; i++)
     job->fds[i] = -1;
 }
@@ -535,13 +541,14 @@ net_reads_run (struct netns_reads *job, char *const *ids)
     {
       if (job->fds[i] < 0)
         continue;
+      job->taken_ns[i] = cri_now_ns ();
       if (husk_reread_fd (job->fds[i], &job->texts[i], NULL, "/proc/thread-self/net/dev", &job->errs[i]) < 0)
         {
           husk_error_wrap (&job->errs[i], "network namespace `%s`", job->pins[i]);
           close (job->fds[i]);
         }
       else if (ids)
-        net_fd_return (ids[i], job->fds[i]);
+        net_fd_return (ids[i], job->fds[i], job->opened[i]);
       else
         close (job->fds[i]);
       job->fds[i] = -1;
@@ -560,6 +567,42 @@ net_reads_clear (struct netns_reads *job)
   free (job->texts);
   free (job->errs);
   free (job->fds);
+  free (job->opened);
+  free (job->taken_ns);
+}
+
+/* A pod's interfaces for its NetworkUsage, read at TAKEN_NS (realtime);
+ * READ false: ERR says why not (none: host network, not ready). */
+struct pod_net
+{
+  bool read;
+  struct cri_net_dev *devs;
+  size_t n;
+  int64_t taken_ns;
+  struct husk_error *err;
+};
+
+/* OUT from what JOB read for its pod I, parsed (its error taken). */
+static void
+pod_net_parse (struct netns_reads *job, size_t i, struct pod_net *out)
+{
+  memset (out, 0, sizeof *out);
+  if (job->pins[i] == NULL)
+    return;
+  if (job->errs[i])
+    out->err = steal_pointer (&job->errs[i]);
+  else if (job->texts[i] == NULL)
+    husk_error_make (&out->err, EIO, "network namespace `%s`: no statistics read", job->pins[i]);
+  else if (cri_stats_parse_net_dev (job->texts[i], &out->devs, &out->n, &out->err) == 0)
+    out->read = true;
+  out->taken_ns = job->taken_ns[i];
+}
+
+static void
+pod_net_clear (struct pod_net *net)
+{
+  free (net->devs);
+  husk_error_free (&net->err);
 }
 
 /* The interfaces of SB alone; false when it has none to read (host
@@ -568,8 +611,7 @@ static bool
 pod_net_devs (const struct sandbox *sb, struct cri_net_dev **devs, size_t *n)
 {
   struct netns_reads job;
-  struct husk_error *err = NULL;
-  bool read_ok = false;
+  struct pod_net net;
 
   *devs = NULL;
   *n = 0;
@@ -578,31 +620,29 @@ pod_net_devs (const struct sandbox *sb, struct cri_net_dev **devs, size_t *n)
   net_reads_init (&job, 1);
   job.pins[0] = sb->netns_path;
   net_reads_run (&job, (char *const[]){ sb->id });
-  if (job.errs[0] == NULL && cri_stats_parse_net_dev (job.texts[0], devs, n, &err) == 0)
-    read_ok = true;
-  if (job.errs[0] || err)
-    husk_warn ("pod %s: %s", sb->id, (job.errs[0] ? job.errs[0] : err)->msg);
-  husk_error_free (&err);
+  pod_net_parse (&job, 0, &net);
+  if (net.read)
+    {
+      *devs = steal_pointer (&net.devs);
+      *n = net.n;
+    }
+  else
+    husk_warn ("pod %s: %s", sb->id, net.err->msg);
+  pod_net_clear (&net);
   net_reads_clear (&job);
-  return read_ok;
+  return *devs != NULL;
 }
 
-/* NetworkUsage of SB from TEXT (its /proc/net/dev, read at NOW) or, when
- * it could not be read, NULL and a warning with ERR. */
+/* NetworkUsage of SB from NET (its interfaces, timestamped when they were
+ * read) or, when they could not be read, NULL and a warning. */
 static Runtime__V1__NetworkUsage *
-pod_network (struct cri_arena *arena, const struct sandbox *sb, const char *text, struct husk_error *err,
-             int64_t now)
+pod_network (struct cri_arena *arena, const struct sandbox *sb, const struct pod_net *net)
 {
-  cleanup_free struct cri_net_dev *devs = NULL;
-  struct husk_error *parse_err = NULL;
-  size_t n = 0;
-
   if (!has_own_network (sb))
     return NULL;
-  if (err == NULL && text && cri_stats_parse_net_dev (text, &devs, &n, &parse_err) == 0)
-    return cri_stats_network (arena, devs, n, now);
-  husk_warn ("pod %s: %s", sb->id, err ? err->msg : parse_err ? parse_err->msg : "no network statistics");
-  husk_error_free (&parse_err);
+  if (net->read)
+    return cri_stats_network (arena, net->devs, net->n, net->taken_ns);
+  husk_warn ("pod %s: %s", sb->id, net->err ? net->err->msg : "no network statistics");
   return NULL;
 }
 
@@ -754,12 +794,11 @@ pod_kept_cpu (struct cri_arena *arena, const struct husk_cgroup_stats *usage, bo
   return cri_stats_cpu (arena, usage, has_rate ? &nano_cores : NULL);
 }
 
-/* NET: the pod's net/dev as read_net_devs_in read it.  HOW: SAMPLE_NOW
- * or SAMPLE_KEPT. */
+/* NET: the pod's interfaces, read now or kept.  HOW: SAMPLE_NOW or
+ * SAMPLE_KEPT. */
 static Runtime__V1__PodSandboxStats *
 pod_stats (struct cri_arena *arena, struct cri_service *svc, const struct sandbox *sb,
-           const struct by_pod *index, enum sample_how how, const struct netns_reads *net, size_t net_i,
-           int64_t net_at)
+           const struct by_pod *index, enum sample_how how, const struct pod_net *net)
 {
   Runtime__V1__PodSandboxStats *stats = cri_arena_alloc (arena, sizeof *stats);
   Runtime__V1__LinuxPodSandboxStats *linux_stats = cri_arena_alloc (arena, sizeof *linux_stats);
@@ -795,7 +834,7 @@ pod_stats (struct cri_arena *arena, struct cri_service *svc, const struct sandbo
   else
     linux_stats->cpu = cpu_with_rate (arena, usage, 'p', sb->id);
   linux_stats->memory = cri_stats_memory (arena, usage);
-  linux_stats->network = pod_network (arena, sb, net->texts[net_i], net->errs[net_i], net_at);
+  linux_stats->network = pod_network (arena, sb, net);
   if (sb->state == SANDBOX_READY)
     linux_stats->process
         = pod_process (arena, has_pod_cg ? &pod_cg : NULL, samples, linux_stats->n_containers);
@@ -831,17 +870,19 @@ cri_pod_sandbox_stats (struct rpc_call *call, const void *req_bytes, size_t len,
     cri_fail (call, &err);
   else
     {
-      struct netns_reads net;
+      struct netns_reads job;
+      struct pod_net net;
       struct by_pod index;
-      int64_t net_at = cri_now_ns ();
 
-      net_reads_init (&net, 1);
-      net.pins[0] = has_own_network (sb) ? sb->netns_path : NULL;
-      net_reads_run (&net, (char *const[]){ sb->id });
+      net_reads_init (&job, 1);
+      job.pins[0] = has_own_network (sb) ? sb->netns_path : NULL;
+      net_reads_run (&job, (char *const[]){ sb->id });
+      pod_net_parse (&job, 0, &net);
       by_pod_init (&index, all, n_all);
-      resp.stats = pod_stats (&arena, svc, sb, &index, SAMPLE_NOW, &net, 0, net_at);
+      resp.stats = pod_stats (&arena, svc, sb, &index, SAMPLE_NOW, &net);
       free (index.order);
-      net_reads_clear (&net);
+      pod_net_clear (&net);
+      net_reads_clear (&job);
       cri_reply (call, &resp.base);
     }
   cri_arena_clear (&arena);
@@ -884,6 +925,46 @@ prune_pod_samples (struct sandbox *const *pods, size_t n)
   prune_cgroups ('n', ids, n_ready);
 }
 
+/* The interfaces of the listed pods (MATCH[i]) that have a network: as
+ * the sampler keeps them (cgroup_cache.h), at most two of its periods
+ * old; read now, and kept from then on, for a pod that has none. */
+static struct pod_net *
+list_pod_nets (struct sandbox *const *pods, size_t n_pods, const bool *match)
+{
+  struct pod_net *nets = xcalloc (n_pods + 1, sizeof *nets);
+  cleanup_free char **ids = xcalloc (n_pods + 1, sizeof *ids);
+  int64_t max_age_ns = kept_max_age_ns ();
+  struct netns_reads job;
+  bool any_now = false;
+
+  net_reads_init (&job, n_pods);
+  for (size_t i = 0; i < n_pods; i++)
+    {
+      ids[i] = pods[i]->id;
+      if (!match[i] || !has_own_network (pods[i]))
+        continue;
+      if (max_age_ns > 0
+          && net_kept_sample (ids[i], max_age_ns, &nets[i].devs, &nets[i].n, &nets[i].taken_ns))
+        nets[i].read = true;
+      else
+        {
+          job.pins[i] = pods[i]->netns_path;
+          any_now = true;
+        }
+    }
+  if (any_now)
+    net_reads_run (&job, ids);
+  for (size_t i = 0; i < n_pods; i++)
+    if (job.pins[i])
+      {
+        pod_net_parse (&job, i, &nets[i]);
+        if (nets[i].read)
+          net_keep_sample (ids[i], nets[i].devs, nets[i].n, nets[i].taken_ns);
+      }
+  net_reads_clear (&job);
+  return nets;
+}
+
 static void
 reply_pod_list (struct rpc_call *call, struct cri_service *svc,
                 const Runtime__V1__PodSandboxStatsFilter *filter, struct sandbox *const *pods, size_t n_pods,
@@ -891,27 +972,23 @@ reply_pod_list (struct rpc_call *call, struct cri_service *svc,
 {
   Runtime__V1__ListPodSandboxStatsResponse resp = RUNTIME__V1__LIST_POD_SANDBOX_STATS_RESPONSE__INIT;
   cleanup_free char *id = filter ? full_sandbox_id (svc, filter->id) : NULL;
+  cleanup_free bool *match = xcalloc (n_pods + 1, sizeof *match);
   struct cri_arena arena = { 0 };
-  struct netns_reads net;
+  struct pod_net *nets;
   struct by_pod index;
-  int64_t net_at = cri_now_ns ();
-  cleanup_free char **ids = xcalloc (n_pods + 1, sizeof *ids);
 
-  net_reads_init (&net, n_pods);
   for (size_t i = 0; i < n_pods; i++)
-    {
-      ids[i] = pods[i]->id;
-      if (pod_matches (pods[i], id, filter) && has_own_network (pods[i]))
-        net.pins[i] = pods[i]->netns_path;
-    }
-  net_reads_run (&net, ids);
+    match[i] = pod_matches (pods[i], id, filter);
+  nets = list_pod_nets (pods, n_pods, match);
   by_pod_init (&index, all, n_all);
   resp.stats = cri_arena_alloc (&arena, (n_pods + 1) * sizeof *resp.stats);
   for (size_t i = 0; i < n_pods; i++)
-    if (pod_matches (pods[i], id, filter))
-      resp.stats[resp.n_stats++] = pod_stats (&arena, svc, pods[i], &index, SAMPLE_KEPT, &net, i, net_at);
+    if (match[i])
+      resp.stats[resp.n_stats++] = pod_stats (&arena, svc, pods[i], &index, SAMPLE_KEPT, &nets[i]);
   free (index.order);
-  net_reads_clear (&net);
+  for (size_t i = 0; i < n_pods; i++)
+    pod_net_clear (&nets[i]);
+  free (nets);
   cri_reply (call, &resp.base);
   cri_arena_clear (&arena);
 }

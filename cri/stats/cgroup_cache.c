@@ -42,6 +42,11 @@ struct cgroup_entry
   struct husk_cgroup_stats sample; /* usage fields only: no io, no hugetlb */
   uint64_t nano_cores;
   int64_t sampled_at, wanted_at;
+  /* 'n': the interfaces of the latest sample (has_sample), read at
+   * NET_TAKEN_NS (CLOCK_REALTIME, NetworkUsage's timestamp). */
+  struct cri_net_dev *devs;
+  size_t n_devs;
+  int64_t net_taken_ns;
 };
 
 /* ENTRIES sorted by kind, then id: each list RPC looks up every
@@ -109,6 +114,7 @@ drop_cgroup (size_t i)
   free (e->path);
   husk_cgroup_reader_free (e->reader);
   husk_cgroup_stats_clear (&e->sample);
+  free (e->devs);
   if (e->kind == 'n' && e->net_fd >= 0)
     close (e->net_fd);
   cgroups.fds -= e->n_fds;
@@ -243,7 +249,7 @@ net_fd_lend (const char *id)
 }
 
 void
-net_fd_return (const char *id, int fd)
+net_fd_return (const char *id, int fd, bool opened)
 {
   struct cgroup_entry *e;
 
@@ -253,7 +259,7 @@ net_fd_return (const char *id, int fd)
   if (cgroups.fds_max == 0)
     cgroups.fds_max = fds_budget ();
   e = find_cgroup ('n', id);
-  if (e == NULL && cgroups.fds + 16 <= cgroups.fds_max)
+  if (e == NULL && opened && cgroups.fds + 16 <= cgroups.fds_max)
     {
       e = insert_cgroup ('n', id);
       e->path = xstrdup ("");
@@ -382,6 +388,114 @@ cached_sample (char kind, const char *id, const char *path, int64_t max_age_ns, 
   return 0;
 }
 
+/* ------------------------------------------------------------------ */
+/* pods' network counters, kept as the cgroups' samples                 */
+
+static int64_t
+realtime_ns (void)
+{
+  struct timespec ts;
+
+  clock_gettime (CLOCK_REALTIME, &ts);
+  return (int64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Under LOCK: DEVS (N interfaces read at TAKEN_NS, realtime, and AT,
+ * monotonic) kept in the 'n' entry E, unless what it keeps is newer. */
+static void
+keep_net (struct cgroup_entry *e, const struct cri_net_dev *devs, size_t n, int64_t taken_ns, int64_t at)
+{
+  if (e->has_sample && taken_ns <= e->net_taken_ns)
+    return;
+  free (e->devs);
+  e->devs = xcalloc (n + 1, sizeof *e->devs);
+  memcpy (e->devs, devs, n * sizeof *devs);
+  e->n_devs = n;
+  e->net_taken_ns = taken_ns;
+  e->has_sample = true;
+  e->sampled_at = at;
+}
+
+bool
+net_kept_sample (const char *id, int64_t max_age_ns, struct cri_net_dev **devs, size_t *n, int64_t *taken_ns)
+{
+  int64_t now = monotonic_ns ();
+  struct cgroup_entry *e;
+  bool kept = false;
+
+  *devs = NULL;
+  *n = 0;
+  pthread_mutex_lock (&cgroups.lock);
+  if ((e = find_cgroup ('n', id)) != NULL)
+    {
+      e->wanted_at = now;
+      kept = e->has_sample && now - e->sampled_at <= max_age_ns;
+    }
+  if (kept)
+    {
+      *devs = xcalloc (e->n_devs + 1, sizeof **devs);
+      memcpy (*devs, e->devs, e->n_devs * sizeof **devs);
+      *n = e->n_devs;
+      *taken_ns = e->net_taken_ns;
+    }
+  pthread_mutex_unlock (&cgroups.lock);
+  return kept;
+}
+
+void
+net_keep_sample (const char *id, const struct cri_net_dev *devs, size_t n, int64_t taken_ns)
+{
+  int64_t now = monotonic_ns ();
+  struct cgroup_entry *e;
+
+  pthread_mutex_lock (&cgroups.lock);
+  if ((e = find_cgroup ('n', id)) != NULL)
+    {
+      keep_net (e, devs, n, taken_ns, now);
+      e->wanted_at = now;
+    }
+  pthread_mutex_unlock (&cgroups.lock);
+}
+
+/* The sampler's read of pod ID's net/dev through the descriptor its entry
+ * keeps (none: a list RPC has it now, or the pod went).  A descriptor that
+ * fails goes with its entry: the next list RPC opens the namespace again
+ * and says what is wrong. */
+static void
+refresh_net (const char *id)
+{
+  cleanup_free char *text = NULL;
+  cleanup_free struct cri_net_dev *devs = NULL;
+  struct husk_error *err = NULL;
+  int64_t taken_ns = realtime_ns (), at = monotonic_ns ();
+  struct cgroup_entry *e;
+  size_t n = 0;
+  int fd = net_fd_lend (id);
+
+  if (fd < 0)
+    return;
+  if (husk_reread_fd (fd, &text, NULL, "/proc/thread-self/net/dev", &err) < 0
+      || cri_stats_parse_net_dev (text, &devs, &n, &err) < 0)
+    {
+      husk_error_free (&err);
+      close (fd);
+      forget_cgroup ('n', id);
+      return;
+    }
+  pthread_mutex_lock (&cgroups.lock);
+  /* Not while it was lent out: the pod stopped (its entry went), or a
+   * list RPC opened another meanwhile and keeps that one. */
+  if ((e = find_cgroup ('n', id)) != NULL && e->net_fd < 0)
+    {
+      e->net_fd = fd;
+      fd = -1;
+      keep_net (e, devs, n, taken_ns, at);
+    }
+  pthread_mutex_unlock (&cgroups.lock);
+  if (fd >= 0)
+    close (fd);
+}
+
 /* What one pass of the sampler refreshes. */
 struct due_sample
 {
@@ -389,8 +503,9 @@ struct due_sample
   char *id, *path;
 };
 
-/* Under LOCK: the 'c' and 'p' entries a list RPC asked about within
- * WANTED_NS whose sample is older than AGE_NS. */
+/* Under LOCK: the 'c' and 'p' entries, and the 'n' ones whose descriptor
+ * is here, that a list RPC asked about within WANTED_NS and whose sample
+ * is older than AGE_NS. */
 static struct due_sample *
 due_samples (int64_t now, int64_t age_ns, int64_t wanted_ns, size_t *n)
 {
@@ -400,8 +515,8 @@ due_samples (int64_t now, int64_t age_ns, int64_t wanted_ns, size_t *n)
   for (size_t i = 0; i < cgroups.n; i++)
     {
       const struct cgroup_entry *e = &cgroups.entries[i];
-      if ((e->kind == 'c' || e->kind == 'p') && e->wanted_at && now - e->wanted_at <= wanted_ns
-          && (!e->has_sample || now - e->sampled_at >= age_ns))
+      if ((e->kind == 'c' || e->kind == 'p' || (e->kind == 'n' && e->net_fd >= 0)) && e->wanted_at
+          && now - e->wanted_at <= wanted_ns && (!e->has_sample || now - e->sampled_at >= age_ns))
         due[(*n)++] = (struct due_sample){ e->kind, xstrdup (e->id), xstrdup (e->path) };
     }
   return due;
@@ -423,7 +538,9 @@ refresh_samples (int64_t age_ns, int64_t wanted_ns)
       int64_t taken_at = monotonic_ns ();
       struct cgroup_entry *e;
 
-      if (take_sample (due[i].kind, due[i].id, due[i].path, &fresh, &err) < 0)
+      if (due[i].kind == 'n')
+        refresh_net (due[i].id);
+      else if (take_sample (due[i].kind, due[i].id, due[i].path, &fresh, &err) < 0)
         {
           /* Gone: the next list RPC finds out, as before. */
           husk_error_free (&err);
@@ -457,6 +574,7 @@ static void *
 sampler_main (void *arg)
 {
   (void) arg;
+  cri_stats_background_thread ();
   pthread_mutex_lock (&sampler.lock);
   while (!sampler.stopping)
     {

@@ -23,9 +23,26 @@ void forget_cgroup (char kind, const char *id);
 /* KIND/ID's reader of PATH, lent out until reader_return. */
 struct husk_cgroup_reader *reader_lend (char kind, const char *id, const char *path);
 void reader_return (char kind, const char *id, struct husk_cgroup_reader *reader);
-/* Pod ID's net/dev descriptor, lent out until net_fd_return; -1: none. */
+/* Pod ID's net/dev descriptor, lent out until net_fd_return; -1: none.
+ * Returned, FD goes back into the pod's entry, or into a new one when
+ * OPENED (it was just opened, not lent) and within the budget of
+ * descriptors; else it is closed. */
 int net_fd_lend (const char *id);
-void net_fd_return (const char *id, int fd);
+void net_fd_return (const char *id, int fd, bool opened);
+
+struct cri_net_dev;
+
+/* For ListPodSandboxStats: pod ID's interfaces as last read through its
+ * kept descriptor, into *DEVS (malloc'd, *N of them) with the time they
+ * were read (*TAKEN_NS, CLOCK_REALTIME), when at most MAX_AGE_NS old;
+ * false when there is none that fresh (read it now, then keep it).  Marks
+ * the entry as asked about: the sampler rereads its descriptor for a
+ * minute, as it does the cgroups'. */
+bool net_kept_sample (const char *id, int64_t max_age_ns, struct cri_net_dev **devs, size_t *n,
+                      int64_t *taken_ns);
+/* DEVS (N, read at TAKEN_NS realtime by a list RPC) kept for pod ID, when
+ * its descriptor has an entry; marks it as asked about. */
+void net_keep_sample (const char *id, const struct cri_net_dev *devs, size_t n, int64_t taken_ns);
 
 /* A kept sample: STATS (usage fields; no io, no huge pages) and the CPU
  * rate since the sample kept before it, when there was one. */
@@ -46,8 +63,9 @@ int cached_sample (char kind, const char *id, const char *path, int64_t max_age_
 
 /* The sampler: a thread that, every half PERIOD_MS (0: 1000), samples
  * again what the list RPCs asked about in the last minute and was sampled
- * more than a period ago, so that a list reads kept samples instead of
- * hundreds of cgroup files.  Idempotent; stop joins it. */
+ * more than a period ago (cgroups, and pods' net/dev through the kept
+ * descriptors), so that a list reads kept samples instead of hundreds of
+ * cgroup files and network namespaces.  Idempotent; stop joins it. */
 int cri_stats_sampler_start (unsigned period_ms, struct husk_error **err);
 void cri_stats_sampler_stop (void);
 /* Its period while it runs, else 0. */

@@ -5,9 +5,11 @@
 #include <ftw.h>
 #include <inttypes.h>
 #include <search.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -27,10 +29,39 @@ cri_arena_adopt (struct cri_arena *arena, void *block)
   return block;
 }
 
+void
+cri_stats_background_thread (void)
+{
+  id_t tid = (id_t) gettid ();
+  int nice;
+
+  errno = 0;
+  nice = getpriority (PRIO_PROCESS, tid);
+  if (errno == 0 && nice < CRI_STATS_BACKGROUND_NICE)
+    setpriority (PRIO_PROCESS, tid, CRI_STATS_BACKGROUND_NICE);
+}
+
+/* A list's reply is thousands of small messages: they are carved from
+ * chunks of this size (a larger block gets one of its own). */
+#define ARENA_CHUNK 16384
+
 void *
 cri_arena_alloc (struct cri_arena *arena, size_t size)
 {
-  return cri_arena_adopt (arena, xcalloc (1, size ? size : 1));
+  const size_t align = _Alignof(max_align_t);
+  void *block;
+
+  size = (size ? size + align - 1 : align) & ~(align - 1);
+  if (size > ARENA_CHUNK / 4)
+    return cri_arena_adopt (arena, xcalloc (1, size));
+  if (size > arena->left)
+    {
+      arena->chunk = cri_arena_adopt (arena, xcalloc (1, ARENA_CHUNK));
+      arena->left = ARENA_CHUNK;
+    }
+  block = arena->chunk + (ARENA_CHUNK - arena->left);
+  arena->left -= size;
+  return block;
 }
 
 void

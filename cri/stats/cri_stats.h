@@ -21,6 +21,8 @@ struct cri_arena
 {
   void **blocks;
   size_t n, cap;
+  char *chunk; /* the blocks' latest chunk, LEFT bytes of it unused */
+  size_t left;
 };
 
 /* SIZE zeroed bytes owned by ARENA. */
@@ -28,6 +30,12 @@ void *cri_arena_alloc (struct cri_arena *arena, size_t size);
 /* BLOCK (malloc'd) is ARENA's from now on; returns it. */
 void *cri_arena_adopt (struct cri_arena *arena, void *block);
 void cri_arena_clear (struct cri_arena *arena);
+
+/* The calling thread (the samplers that keep what the list RPCs answer
+ * from) yields to the RPCs' threads and to the probes when the CPUs are
+ * busy: its nice value becomes CRI_STATS_BACKGROUND_NICE, when lower. */
+#define CRI_STATS_BACKGROUND_NICE 10
+void cri_stats_background_thread (void);
 
 Runtime__V1__UInt64Value *cri_stats_u64 (struct cri_arena *arena, uint64_t value);
 

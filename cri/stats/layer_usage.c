@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cri/stats/cri_stats.h"
 #include "cri/stats/layer_usage.h"
 #include "husk/cleanup.h"
 #include "husk/util.h"
@@ -149,6 +150,7 @@ refresher (void *arg)
 {
   struct layer_usage *cache = arg;
 
+  cri_stats_background_thread ();
   pthread_mutex_lock (&cache->lock);
   while (!cache->stopping)
     {

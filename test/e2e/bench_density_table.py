@@ -5,11 +5,13 @@ BENCH| line per figure for hack/bench-table.sh (the host's 1-minute load
 average during each runtime's phase beside each).
 
   bench_density_table.py HUSK_JSON CONTAINERD_JSON SECONDS CGROUP_ROOT
+
+CONTAINERD_JSON `-` (PEERS=husk): husk's figures alone, no ratios.
 """
 import json
 import sys
 
-h, c = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+h, c = json.loads(sys.argv[1]), None if sys.argv[2] == "-" else json.loads(sys.argv[2])
 SECONDS, CG_ROOT = float(sys.argv[3]), sys.argv[4]
 N = h["pods"]
 
@@ -56,6 +58,27 @@ def verdict(goal, hv, ratio):
         return f"<= {x}x", ("met" if ratio is not None and ratio <= x else "missed")
     return f"<= {x} ms", ("met" if hv <= x else "missed")
 
+
+if c is None:
+    print(f"{N} pods of one `sleep` container each, huskd alone (PEERS=husk); steady phase {SECONDS:.0f} s of "
+          "kubelet's load (relist 1 s, stats 10 s, ContainerStatus + ExecSync `true` per pod every 10 s); CPU from "
+          f"cpuacct of its cgroup tree under {CG_ROOT}; 1-minute load average of the host in each phase\n")
+    print("| measure | husk | goal (issue 30) | load |")
+    print("|---|---:|---|---:|")
+    bench = []
+    for name, get, unit, load_key, goal in ROWS:
+        hv = get(h)
+        goal_text, met = verdict(goal, hv, None) if goal and goal[0] == "abs" else ("", "")
+        print(f"| {name} ({unit}) | {show(hv)} | {goal_text} {met} | {h[load_key]:.2f} |")
+        bench.append(f"BENCH|density {N} pods, husk alone: {name} (load {h[load_key]:.2f})|{show(hv)} {unit}|-|-|"
+                     + (f"{goal_text} {met}" if goal_text else "-"))
+    calls = ", ".join(f"{m} {v['n']}" for m, v in sorted(h["calls"].items()))
+    procs = ", ".join(f"{k} x{v['procs']} {v['pss_kib'] / 1024:.1f} MiB" for k, v in sorted(h["pss_by_comm"].items()))
+    print(f"\nhusk: calls timed: {calls}; errors: {h['errors'] or 'none'}; probe ticks dropped: {h['probes_late']}; "
+          f"steady phase {h['seconds']:.0f} s; PSS by process: {procs}; the driver's own CPU: {h['driver_cpu_s']:.1f} s")
+    print()
+    print("\n".join(bench))
+    sys.exit(0)
 
 print(f"{N} pods of one `sleep` container each, huskd then containerd 1.6 (runc shims), same CNI and image; "
       f"steady phase {SECONDS:.0f} s of kubelet's load (relist 1 s, stats 10 s, ContainerStatus + ExecSync "

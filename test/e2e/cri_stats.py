@@ -11,6 +11,7 @@ pod without network stats), the list filters and bad input.  Prints TAP.
 """
 import json
 import os
+import re
 import socket
 import sys
 import time
@@ -230,6 +231,79 @@ def test_pod_stats(c, s):
     ok(c.pod_stats(s["pod"]).linux.cpu.HasField("usage_nano_cores"), "pod cpu: usage_nano_cores on a second call")
 
 
+def listed_network(c, pod):
+    for x in c.list_pod_stats():
+        if x.attributes.id == pod:
+            return x.linux.network
+    return None
+
+
+def test_list_pod_network(c, s):
+    """ListPodSandboxStats answers a pod's network from the counters the
+    sampler keeps (it rereads them every second or two): the timestamp is
+    when they were read, so back-to-back lists give the same one; packets
+    sent to the pod show up in a later one."""
+    ip = c.call("PodSandboxStatus", pb.PodSandboxStatusRequest(pod_sandbox_id=s["pod"]),
+                pb.PodSandboxStatusResponse).status.network.ip
+    first = listed_network(c, s["pod"])
+    ok(first is not None and first.default_interface.name == "eth0" and first.timestamp > 0,
+       "ListPodSandboxStats: the pod's eth0 with a timestamp", first)
+    stamps = []
+    for _ in range(3):
+        before = time.time_ns()
+        net = listed_network(c, s["pod"])
+        stamps.append(net.timestamp)
+        ok(net.timestamp <= time.time_ns(), "a listed network's timestamp is not in the future", (net, before))
+    ok(any(a == b for a, b in zip(stamps, stamps[1:])),
+       "back-to-back lists: the kept sample's timestamp, not a read per call", stamps)
+    base = first.default_interface.rx_bytes.value
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    for _ in range(20):
+        sock.sendto(b"x" * 100, (ip, 9))
+    sock.close()
+    sent = time.time_ns()
+    end, net = time.monotonic() + 15, first
+    while time.monotonic() < end and net.default_interface.rx_bytes.value < base + 20 * 100:
+        time.sleep(0.2)
+        net = listed_network(c, s["pod"])
+    ok(net.default_interface.rx_bytes.value >= base + 20 * 100 and net.timestamp >= sent,
+       f"a later list shows 20 UDP packets received ({base} -> {net.default_interface.rx_bytes.value}), "
+       "read after they were sent", net)
+
+
+def net_dev_fds(pid):
+    """The /proc/<pid>/task/<tid>/net/dev files huskd holds open (one per pod it keeps)."""
+    n = 0
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            n += re.fullmatch(r"/proc/[0-9]+/task/[0-9]+/net/dev", os.readlink(f"/proc/{pid}/fd/{fd}")) is not None
+        except OSError:  # closed meanwhile
+            pass
+    return n
+
+
+def test_stop_then_list(c, s):
+    """A pod stopped right after a list: the next list leaves it out at
+    once, and its kept net/dev (which holds its network namespace) is
+    closed; the other pods keep their network."""
+    pod = c.run_pod(pod_config("goner"))
+    try:
+        ok(listed_network(c, pod) is not None, "a new pod is listed with its network")
+        held = net_dev_fds(s["proc"].pid)
+        c.stop_pod(pod)
+        listed = {x.attributes.id: x for x in c.list_pod_stats()}
+        ok(pod not in listed, "stopped, then listed right away: not listed", list(listed))
+        ok(s["pod"] in listed and listed[s["pod"]].linux.network.default_interface.name == "eth0",
+           "the other pods still have their network", listed.get(s["pod"]))
+        time.sleep(2.5)  # a sampler pass or two: nothing of the stopped pod comes back
+        after = net_dev_fds(s["proc"].pid)
+        ok(held >= 1 and after == held - 1, f"its net/dev descriptor is closed ({held} -> {after} held)")
+    finally:
+        c.stop_pod(pod)
+        c.remove_pod(pod)
+    ok(s["proc"].poll() is None, "huskd still runs")
+
+
 def test_pod_cgroup(c, s):
     """A pod with cgroup_parent: its containers' cgroups live under it, and
     its cpu counter keeps what a stopped container used."""
@@ -324,7 +398,8 @@ def main():
     try:
         setup(c, s)
         for test in (test_container_cpu_memory, test_writable_layer, test_exited, test_list_filters,
-                     test_pod_stats, test_pod_cgroup, test_host_network_pod, test_bad_input):
+                     test_pod_stats, test_list_pod_network, test_stop_then_list, test_pod_cgroup,
+                     test_host_network_pod, test_bad_input):
             try:
                 test(c, s)
             except Exception as e:  # a crash of one test is one failure

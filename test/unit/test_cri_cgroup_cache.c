@@ -2,7 +2,10 @@
  * found by kind and id among hundreds, pruned and forgotten; kept samples
  * handed out while fresh enough, taken again when not, and refreshed by
  * the sampler thread with a CPU rate.  The samples read this host's root
- * cgroup ("/"), which every host has. */
+ * cgroup ("/"), which every host has; a pod's network counters, this
+ * process's /proc/self/net/dev. */
+#include <errno.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,6 +19,7 @@
 #include <cmocka.h>
 
 #include "cri/stats/cgroup_cache.h"
+#include "cri/stats/cri_stats.h"
 #include "husk/cleanup.h"
 #include "husk/util.h"
 
@@ -172,6 +176,86 @@ test_sampler_refreshes (void **state)
   sleep_ms (1);
 }
 
+static bool
+fd_is_open (int fd)
+{
+  return fcntl (fd, F_GETFD) >= 0 || errno != EBADF;
+}
+
+static bool
+has_dev (const struct cri_net_dev *devs, size_t n, const char *name)
+{
+  for (size_t i = 0; i < n; i++)
+    if (strcmp (devs[i].name, name) == 0)
+      return true;
+  return false;
+}
+
+/* A pod's net/dev: what a list RPC read, kept with the time it was read
+ * and handed out while fresh enough; reread by the sampler through the
+ * descriptor kept open; closed when the pod goes. */
+static void
+test_net_samples (void **state)
+{
+  const int64_t second = 1000000000;
+  struct cri_net_dev eth0 = { .name = "eth0", .rx_bytes = 7 }, *devs = NULL;
+  struct husk_error *err = NULL;
+  int64_t taken = 0;
+  bool refreshed = false;
+  size_t n = 0;
+  int fd;
+
+  (void) state;
+  assert_false (net_kept_sample ("pod", 60 * second, &devs, &n, &taken));
+  assert_null (devs);
+  /* A descriptor lent out comes back to no entry (the pod stopped
+   * meanwhile): closed, not kept. */
+  assert_true ((fd = open ("/proc/self/net/dev", O_RDONLY | O_CLOEXEC)) >= 0);
+  net_fd_return ("pod", fd, false);
+  assert_false (fd_is_open (fd));
+  /* One just opened gets an entry, with no sample yet. */
+  assert_true ((fd = open ("/proc/self/net/dev", O_RDONLY | O_CLOEXEC)) >= 0);
+  net_fd_return ("pod", fd, true);
+  assert_true (fd_is_open (fd));
+  assert_false (net_kept_sample ("pod", 60 * second, &devs, &n, &taken));
+  net_keep_sample ("pod", &eth0, 1, 1000);
+  assert_true (net_kept_sample ("pod", 60 * second, &devs, &n, &taken));
+  assert_int_equal (n, 1);
+  assert_string_equal (devs[0].name, "eth0");
+  assert_int_equal (devs[0].rx_bytes, 7);
+  assert_true (taken == 1000);
+  free (steal_pointer (&devs));
+  /* An older read than the kept one is not kept. */
+  net_keep_sample ("pod", &eth0, 0, 999);
+  assert_true (net_kept_sample ("pod", 60 * second, &devs, &n, &taken));
+  assert_true (n == 1 && taken == 1000);
+  free (steal_pointer (&devs));
+  /* Too old for the caller: none (it reads now). */
+  sleep_ms (2);
+  assert_false (net_kept_sample ("pod", 1000000, &devs, &n, &taken));
+  /* The sampler rereads the kept descriptor: this process's interfaces,
+   * timestamped when read. */
+  if (cri_stats_sampler_start (40, &err) < 0)
+    fail_msg ("%s", err->msg);
+  for (int i = 0; i < 200 && !refreshed; i++)
+    {
+      sleep_ms (10);
+      if (net_kept_sample ("pod", 60 * second, &devs, &n, &taken))
+        refreshed = taken > 1000;
+      if (!refreshed)
+        free (steal_pointer (&devs));
+    }
+  assert_true (refreshed);
+  assert_true (has_dev (devs, n, "lo"));
+  free (steal_pointer (&devs));
+  cri_stats_sampler_stop ();
+  /* The pod stops: its descriptor is closed and nothing is kept. */
+  assert_true (fd_is_open (fd));
+  cri_stats_forget_pod ("pod");
+  assert_false (fd_is_open (fd));
+  assert_false (net_kept_sample ("pod", 60 * second, &devs, &n, &taken));
+}
+
 int
 main (void)
 {
@@ -179,6 +263,7 @@ main (void)
     cmocka_unit_test (test_index),
     cmocka_unit_test (test_kept_samples),
     cmocka_unit_test (test_sampler_refreshes),
+    cmocka_unit_test (test_net_samples),
   };
 
   return cmocka_run_group_tests (tests, NULL, NULL);

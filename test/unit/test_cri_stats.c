@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -408,10 +410,72 @@ test_memory_from_pids (void **state)
   assert_int_equal (s.memory.working_set, 0);
 }
 
+/* Thousands of small blocks carved from chunks, and big ones of their
+ * own: each zeroed, aligned for any type, none overlapping another. */
+static void
+test_arena (void **state)
+{
+  struct cri_arena arena = { 0 };
+  const size_t align = _Alignof(max_align_t);
+  unsigned char *blocks[3000];
+  size_t sizes[3000];
+
+  (void) state;
+  for (size_t i = 0; i < 3000; i++)
+    {
+      sizes[i] = i % 97 == 0 ? 9000 + i : i % 61;
+      blocks[i] = cri_arena_alloc (&arena, sizes[i]);
+      assert_non_null (blocks[i]);
+      assert_true ((uintptr_t) blocks[i] % align == 0);
+      for (size_t k = 0; k < sizes[i]; k++)
+        assert_int_equal (blocks[i][k], 0);
+      memset (blocks[i], (int) (i & 0xff) | 1, sizes[i]);
+    }
+  for (size_t i = 0; i < 3000; i++)
+    for (size_t k = 0; k < sizes[i]; k++)
+      assert_int_equal (blocks[i][k], (i & 0xff) | 1);
+  /* Chunks, not a block each. */
+  assert_true (arena.n < 3000 / 4);
+  assert_non_null (cri_arena_adopt (&arena, xstrdup ("adopted")));
+  cri_arena_clear (&arena);
+  assert_int_equal (arena.n, 0);
+  assert_null (arena.chunk);
+  assert_non_null (cri_arena_alloc (&arena, 0));
+  cri_arena_clear (&arena);
+}
+
+static void *
+background (void *arg)
+{
+  int *nice = arg;
+
+  cri_stats_background_thread ();
+  errno = 0;
+  *nice = getpriority (PRIO_PROCESS, (id_t) gettid ());
+  return NULL;
+}
+
+/* The samplers' threads run behind everything else; the caller's nice
+ * value stays. */
+static void
+test_background_thread (void **state)
+{
+  int before = getpriority (PRIO_PROCESS, 0), nice = -100;
+  pthread_t thread;
+
+  (void) state;
+  assert_int_equal (pthread_create (&thread, NULL, background, &nice), 0);
+  pthread_join (thread, NULL);
+  assert_int_equal (nice, before < CRI_STATS_BACKGROUND_NICE ? CRI_STATS_BACKGROUND_NICE : before);
+  assert_int_equal (getpriority (PRIO_PROCESS, 0), before);
+}
+
 int
 main (void)
 {
   const struct CMUnitTest tests[] = {
+    cmocka_unit_test (test_arena),
+    cmocka_unit_test (test_background_thread),
     cmocka_unit_test (test_memory_available),
     cmocka_unit_test (test_memory_no_limit_or_over),
     cmocka_unit_test (test_swap),
