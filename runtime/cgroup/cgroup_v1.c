@@ -360,15 +360,14 @@ inherit_cpuset (const char *dir, struct husk_error **err)
   return 0;
 }
 
-static int
+static void
 write_clone_children (const char *dir)
 {
   cleanup_free char *path = xasprintf ("%s/cgroup.clone_children", dir);
   struct husk_error *ignored = NULL;
-  int ret = husk_write_file (path, "1", 1, &ignored);
 
-  husk_error_free (&ignored);
-  return ret;
+  if (husk_write_file (path, "1", 1, &ignored) < 0)
+    husk_error_free (&ignored);
 }
 
 int
@@ -398,7 +397,7 @@ cgroup_v1_create (const char *dir, struct husk_error **err)
        * them into an empty cpuset makes the kernel rebuild the scheduler
        * domains, ~1 ms of every create on this 2-CPU machine. */
       if (cpuset && made && end == '/')
-        (void) write_clone_children (levels);
+        write_clone_children (levels);
       levels[i] = end;
     }
   return 0;
