@@ -131,6 +131,9 @@ die() {
 	exit 1
 }
 
+# One argument at most after the mode: a build directory given as a second
+# one was silently ignored (the binaries come from BUILD_DIR).
+[ $# -le 1 ] || die "unexpected argument \`$2\`: the only argument is the pod count (binaries: BUILD_DIR=DIR, now $BUILD_DIR)"
 [[ $PODS =~ ^[1-9][0-9]{0,3}$ ]] || die "the pod count \`$PODS\` is not a whole number from 1 to 9999"
 [ "$BENCH" != bench_density.py ] || [[ $DENSITY_SECONDS =~ ^[1-9][0-9]{0,4}$ ]] ||
 	die "DENSITY_SECONDS=\`$DENSITY_SECONDS\` is not a whole number of seconds from 1 to 99999"
