@@ -87,6 +87,10 @@ void container_exec_plan_free (struct exec_plan *plan);
  * the child's: `husk: MESSAGE` on its stderr and exit 1, as `husk exec`. */
 pid_t container_exec_plan_spawn (const struct exec_plan *plan, char *const *args, const int stdio[3],
                                  struct husk_error **err);
+/* For a single-threaded caller (huskd's exec helper): later spawns share
+ * its memory until their execve (vfork) where they can, instead of
+ * copying it (fork); the caller waits meanwhile, 2 s at most. */
+void container_exec_plan_vfork (void);
 
 /* Parses "TERM", "SIGTERM" or "15". */
 int container_parse_signal (const char *name, int *sig, struct husk_error **err);

@@ -4,6 +4,7 @@
  * container's cgroup and then takes the same last steps as the init. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -15,6 +16,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "husk/cleanup.h"
@@ -75,17 +77,46 @@ exec_child_fail (int sync_fd, struct husk_error *err)
   (void) !write (2, "husk: ", 6);
   (void) !write (2, msg, strlen (msg));
   (void) !write (2, "\n", 1);
+  husk_error_free (&err);
   _exit (1);
 }
 
+/* How long a process that shares its spawner's memory (vfork, see
+ * container_exec_plan_spawn) may take from the spawn to its execve: the
+ * spawner waits meanwhile, so a cwd or executable on a hung filesystem
+ * must not hold it for longer.  The setup takes about a millisecond. */
+#define SHARED_SETUP_MAX_MS 2000
+
+/* A POSIX timer that SIGKILLs this process after MS unless it execs
+ * first (execve deletes the process's timers).  Raw syscalls: nothing of
+ * glibc's that could allocate or take a lock. */
+static void
+arm_setup_deadline (long ms)
+{
+  struct sigevent sev = { .sigev_notify = SIGEV_SIGNAL, .sigev_signo = SIGKILL };
+  struct itimerspec when = { .it_value = { .tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L } };
+  int timer;
+
+  if (syscall (SYS_timer_create, CLOCK_MONOTONIC, &sev, &timer) < 0
+      || syscall (SYS_timer_settime, timer, 0, &when, NULL) < 0)
+    _exit (127);
+}
+
+/* SHARED: the child of vfork, on its spawner's memory until execve, so
+ * whatever it allocates and does not free stays in the spawner's heap:
+ * the executable's path lives on the stack and an error is freed before
+ * _exit (the functions called free their own temporaries). */
 static void
 exec_child (int pidfd, int ns_flags, const struct container_state *state, const struct exec_options *opts,
-            const struct seccomp_program *seccomp, int sync_fd, int console_fd)
+            const struct seccomp_program *seccomp, int sync_fd, int console_fd, bool shared)
 {
   struct husk_error *err = NULL;
-  cleanup_free char *executable = NULL;
+  char *found = NULL;
+  char executable[PATH_MAX];
   const struct spec_process *process = opts->process;
 
+  if (shared)
+    arm_setup_deadline (SHARED_SETUP_MAX_MS);
   init_reset_signals ();
   prctl (PR_SET_PDEATHSIG, SIGKILL);
   /* Single-threaded here: the v1 hierarchies through `tasks` (no global
@@ -109,10 +140,14 @@ exec_child (int pidfd, int ns_flags, const struct container_state *state, const 
     exec_child_fail (sync_fd, err);
   if (process->terminal && terminal_setup_child (console_fd, process, &err) < 0)
     exec_child_fail (sync_fd, err);
-  if (init_enter_cwd (process, &err) < 0)
+  if (init_enter_cwd (process, &err) < 0 || init_find_executable (process, &found, &err) < 0)
     exec_child_fail (sync_fd, err);
-  if (init_find_executable (process, &executable, &err) < 0 || security_apply_rlimits (process, &err) < 0
-      || security_raise_oom_score_adj (process, &err) < 0
+  if (strlen (found) >= sizeof executable)
+    husk_error_make (&err, ENAMETOOLONG, "exec `%s`", process->args[0]);
+  else
+    strcpy (executable, found);
+  free (found);
+  if (err || security_apply_rlimits (process, &err) < 0 || security_raise_oom_score_adj (process, &err) < 0
       || apparmor_exec_profile (process->apparmor_profile, &err) < 0)
     exec_child_fail (sync_fd, err);
   init_cloexec_from (3 + opts->preserve_fds);
@@ -187,7 +222,7 @@ spawn_exec (const struct container_state *state, const struct exec_options *opts
   if (pid == 0)
     {
       close (pair[0]);
-      exec_child (pidfd, ns_flags, state, opts, seccomp, pair[1], child_console);
+      exec_child (pidfd, ns_flags, state, opts, seccomp, pair[1], child_console, false);
     }
   close (pair[1]);
   /* EOF on the socket = execve succeeded (it was close-on-exec). */
@@ -362,8 +397,19 @@ open_own_pidns (void)
   own_pidns_fd = open ("/proc/self/ns/pid", O_RDONLY | O_CLOEXEC);
 }
 
-static void
-spawn_child (const struct exec_plan *plan, int pidfd, const struct spec_process *process, const int stdio[3])
+/* Set by a single-threaded spawner (`husk exec-helper`): spawns share its
+ * memory until their execve (container_exec_plan_spawn). */
+static bool spawn_by_vfork;
+
+void
+container_exec_plan_vfork (void)
+{
+  spawn_by_vfork = true;
+}
+
+__attribute__ ((noreturn)) static void
+spawn_child (const struct exec_plan *plan, int pidfd, const struct spec_process *process, const int stdio[3],
+             bool shared)
 {
   const struct exec_options opts = { .process = (struct spec_process *) process };
 
@@ -371,8 +417,39 @@ spawn_child (const struct exec_plan *plan, int pidfd, const struct spec_process 
   for (int i = 0; i < 3; i++)
     if (stdio[i] == i ? fcntl (i, F_SETFD, 0) < 0 : dup2 (stdio[i], i) < 0)
       _exit (127);
-  exec_child (pidfd, plan->ns_flags, plan->state, &opts, &plan->seccomp, -1, -1);
+  exec_child (pidfd, plan->ns_flags, plan->state, &opts, &plan->seccomp, -1, -1, shared);
   _exit (1);
+}
+
+/* Whether this spawn may share our memory until its execve (vfork): a
+ * fork copies the page tables of all the plans kept, marks every page
+ * copy-on-write and tears the copy down at execve, several milliseconds
+ * of CPU per probe on these machines against ~0.2 with vfork.  Not for a
+ * multithreaded caller (the other threads would run beside a child on
+ * the same heap), nor a user namespace (setns refuses a shared mm), nor a
+ * frozen container (its v1 freezer holds the child, even against SIGKILL,
+ * and us with it), nor under ASan (its bookkeeping of our stack). */
+static bool
+spawn_shares_memory (const struct exec_plan *plan)
+{
+#if defined(__SANITIZE_ADDRESS__)
+  (void) plan;
+  return false;
+#else
+  return spawn_by_vfork && !(plan->ns_flags & CLONE_NEWUSER) && !cgroup_is_frozen (plan->state->cgroup_path);
+#endif
+}
+
+/* The child never returns from here (a vfork child must not leave the
+ * frame that called vfork): it execs or exits in spawn_child. */
+__attribute__ ((noinline)) static pid_t
+vfork_child (const struct exec_plan *plan, int pidfd, const struct spec_process *process, const int stdio[3])
+{
+  pid_t pid = vfork ();
+
+  if (pid == 0)
+    spawn_child (plan, pidfd, process, stdio, true);
+  return pid;
 }
 
 pid_t
@@ -382,6 +459,7 @@ container_exec_plan_spawn (const struct exec_plan *plan, char *const *args, cons
   cleanup_close int pidfd = (int) syscall (SYS_pidfd_open, plan->state->pid, 0);
   struct spec_process process = plan->spec->process;
   bool pidns = plan->ns_flags & CLONE_NEWPID;
+  bool shared;
   pid_t pid;
 
   if (pidfd < 0 || !state_init_alive (plan->state))
@@ -391,6 +469,7 @@ container_exec_plan_spawn (const struct exec_plan *plan, char *const *args, cons
                             plan->state->id);
   process.args = (char **) args;
   process.terminal = false;
+  shared = spawn_shares_memory (plan);
   pthread_once (&own_pidns_once, open_own_pidns);
   if (pidns && own_pidns_fd < 0)
     return husk_error_make (err, errno, "open /proc/self/ns/pid");
@@ -399,9 +478,11 @@ container_exec_plan_spawn (const struct exec_plan *plan, char *const *args, cons
   if (pidns && setns (pidfd, CLONE_NEWPID) < 0)
     return husk_error_make (err, errno, "join the pid namespace of container `%s`", plan->state->id);
   hold_undumpable (true);
-  pid = fork ();
+  /* vfork: we wait until the child has exec'd or exited, at most
+   * SHARED_SETUP_MAX_MS (its timer). */
+  pid = shared ? vfork_child (plan, pidfd, &process, stdio) : fork ();
   if (pid == 0)
-    spawn_child (plan, pidfd, &process, stdio);
+    spawn_child (plan, pidfd, &process, stdio, false);
   {
     int fork_errno = errno;
     hold_undumpable (false);

@@ -281,5 +281,6 @@ cli_exec_helper (struct cli_globals *g, int argc, char **argv, struct husk_error
                             "exec-helper: fd 3 is not a SOCK_SEQPACKET socket (huskd starts this command)");
   fcntl (3, F_SETFD, FD_CLOEXEC);
   prctl (PR_SET_NAME, "huskd-exec");
+  container_exec_plan_vfork ();
   return exec_helper_serve (3, err) < 0 ? -1 : 0;
 }
