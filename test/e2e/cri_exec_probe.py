@@ -253,6 +253,9 @@ def test_helper_memory(c, s):
     anonymous memory stays put over 2,000 calls, half of them failing in
     the child (a coarse guard: it catches a leak of pages, not of bytes)."""
     helper = helper_of(s)
+    if "libasan" in open(f"/proc/{helper}/maps").read():
+        print("ok - the helper's memory over 2,000 ExecSync # SKIP an ASan build: its quarantine keeps what is freed")
+        return
     exec_many(c, s["cid"], 200)  # the plan loaded, the heap at its size
     before = rss_anon_kib(helper)
     codes = exec_many(c, s["cid"], 2000)
