@@ -414,6 +414,15 @@ husk_strv_append (char **v, const char *s)
   return v;
 }
 
+int64_t
+husk_clock_ns (clockid_t clock)
+{
+  struct timespec ts;
+
+  clock_gettime (clock, &ts);
+  return (int64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 int
 husk_ms_until (const struct timespec *deadline)
 {

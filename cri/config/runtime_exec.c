@@ -22,10 +22,7 @@
 int64_t
 cri_now_ns (void)
 {
-  struct timespec ts;
-
-  clock_gettime (CLOCK_REALTIME, &ts);
-  return (int64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
+  return husk_clock_ns (CLOCK_REALTIME);
 }
 
 int64_t

@@ -286,15 +286,6 @@ cri_stats_forget_pod (const char *id)
 /* ------------------------------------------------------------------ */
 /* samples for the list RPCs, kept fresh by a thread                    */
 
-static int64_t
-monotonic_ns (void)
-{
-  struct timespec ts;
-
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return (int64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 /* One sample of PATH through KIND/ID's reader.  A container without a
  * memory controller gets what its processes hold, as CRI wants memory. */
 static int
@@ -353,7 +344,7 @@ int
 cached_sample (char kind, const char *id, const char *path, int64_t max_age_ns, struct cri_kept_sample *out,
                struct husk_error **err)
 {
-  int64_t now = monotonic_ns ();
+  int64_t now = husk_clock_ns (CLOCK_MONOTONIC);
   struct husk_cgroup_stats fresh;
   struct cgroup_entry *e;
 
@@ -391,15 +382,6 @@ cached_sample (char kind, const char *id, const char *path, int64_t max_age_ns, 
 /* ------------------------------------------------------------------ */
 /* pods' network counters, kept as the cgroups' samples                 */
 
-static int64_t
-realtime_ns (void)
-{
-  struct timespec ts;
-
-  clock_gettime (CLOCK_REALTIME, &ts);
-  return (int64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 /* Under LOCK: DEVS (N interfaces read at TAKEN_NS, realtime, and AT,
  * monotonic) kept in the 'n' entry E, unless what it keeps is newer. */
 static void
@@ -419,7 +401,7 @@ keep_net (struct cgroup_entry *e, const struct cri_net_dev *devs, size_t n, int6
 bool
 net_kept_sample (const char *id, int64_t max_age_ns, struct cri_net_dev **devs, size_t *n, int64_t *taken_ns)
 {
-  int64_t now = monotonic_ns ();
+  int64_t now = husk_clock_ns (CLOCK_MONOTONIC);
   struct cgroup_entry *e;
   bool kept = false;
 
@@ -445,7 +427,7 @@ net_kept_sample (const char *id, int64_t max_age_ns, struct cri_net_dev **devs, 
 void
 net_keep_sample (const char *id, const struct cri_net_dev *devs, size_t n, int64_t taken_ns)
 {
-  int64_t now = monotonic_ns ();
+  int64_t now = husk_clock_ns (CLOCK_MONOTONIC);
   struct cgroup_entry *e;
 
   pthread_mutex_lock (&cgroups.lock);
@@ -467,7 +449,7 @@ refresh_net (const char *id)
   cleanup_free char *text = NULL;
   cleanup_free struct cri_net_dev *devs = NULL;
   struct husk_error *err = NULL;
-  int64_t taken_ns = realtime_ns (), at = monotonic_ns ();
+  int64_t taken_ns = husk_clock_ns (CLOCK_REALTIME), at = husk_clock_ns (CLOCK_MONOTONIC);
   struct cgroup_entry *e;
   size_t n = 0;
   int fd = net_fd_lend (id);
@@ -529,13 +511,13 @@ refresh_samples (int64_t age_ns, int64_t wanted_ns)
   size_t n;
 
   pthread_mutex_lock (&cgroups.lock);
-  due = due_samples (monotonic_ns (), age_ns, wanted_ns, &n);
+  due = due_samples (husk_clock_ns (CLOCK_MONOTONIC), age_ns, wanted_ns, &n);
   pthread_mutex_unlock (&cgroups.lock);
   for (size_t i = 0; i < n; i++)
     {
       struct husk_cgroup_stats fresh;
       struct husk_error *err = NULL;
-      int64_t taken_at = monotonic_ns ();
+      int64_t taken_at = husk_clock_ns (CLOCK_MONOTONIC);
       struct cgroup_entry *e;
 
       if (due[i].kind == 'n')

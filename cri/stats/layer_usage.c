@@ -34,15 +34,6 @@ struct layer_usage
   pthread_t thread;
 };
 
-static int64_t
-now_ns (void)
-{
-  struct timespec ts;
-
-  clock_gettime (CLOCK_REALTIME, &ts);
-  return (int64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 /* Under LOCK: where DIR is, or would go. */
 static size_t
 lower_bound (const struct layer_usage *cache, const char *dir)
@@ -128,7 +119,7 @@ refresh_all (struct layer_usage *cache)
     {
       struct cri_dir_usage usage;
       struct husk_error *err = NULL;
-      int64_t taken = now_ns ();
+      int64_t taken = husk_clock_ns (CLOCK_REALTIME);
       int ret = cri_stats_dir_usage (dirs[i], &usage, &err);
 
       pthread_mutex_lock (&cache->lock);
@@ -237,7 +228,7 @@ layer_usage_get (struct layer_usage *cache, const char *dir, struct cri_dir_usag
   if (e && e->measured)
     return 0;
   /* New: walked here, once (a fresh container's layer is near empty). */
-  taken = now_ns ();
+  taken = husk_clock_ns (CLOCK_REALTIME);
   if (cri_stats_dir_usage (dir, out, err) < 0)
     return -1;
   pthread_mutex_lock (&cache->lock);

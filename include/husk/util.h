@@ -77,6 +77,8 @@ char **husk_strv_sorted_copy (char *const *v, size_t n);
 /* S is one of the N strings of SORTED (from husk_strv_sorted_copy). */
 bool husk_sorted_strv_contains (char *const *sorted, size_t n, const char *s);
 
+/* CLOCK's time now in nanoseconds (CLOCK_REALTIME, CLOCK_MONOTONIC...). */
+int64_t husk_clock_ns (clockid_t clock);
 /* Milliseconds from now (CLOCK_MONOTONIC) to DEADLINE, 0 once passed. */
 int husk_ms_until (const struct timespec *deadline);
 /* Appends a copy of S to V (which may be NULL); returns the new vector. */
