@@ -7,6 +7,7 @@
  * small.  The protocol is drawn in runtime/exec_helper.h. */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -15,6 +16,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cri/config/runtime_exec.h"
@@ -24,6 +26,65 @@
 #include "runtime/exec_helper.h"
 
 static int helper_fd = -1; /* huskd's end of the control socket */
+
+/* The helper answers one request at a time, and a spawn may hold it: a
+ * child whose cwd or program sits on a hung filesystem holds it until its
+ * 2 s timer, a container frozen between the helper's frozen check and the
+ * child's cgroup join holds it until the thaw.  huskd counts the requests
+ * the helper has not answered yet and when it last answered one; while one
+ * has waited longer than STUCK_NS, new requests are declined and huskd
+ * forks their processes itself, so one container cannot hold every pod's
+ * probes.  Requests already sent wait for their answer. */
+#define STUCK_NS (200 * 1000 * 1000LL)
+
+static struct
+{
+  pthread_mutex_t lock;
+  unsigned unanswered; /* requests sent, no STARTED or FAILED yet */
+  int64_t since;       /* when the helper last answered, or its oldest request was sent */
+  bool warned;         /* this stuck spell was logged */
+} helper_load = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+/* Counts a request in, or says no (false) while the helper is stuck. */
+static bool
+helper_take_request (void)
+{
+  int64_t now = husk_clock_ns (CLOCK_MONOTONIC);
+  bool stuck;
+
+  pthread_mutex_lock (&helper_load.lock);
+  stuck = helper_load.unanswered > 0 && now - helper_load.since > STUCK_NS;
+  if (!stuck)
+    {
+      if (helper_load.unanswered++ == 0)
+        helper_load.since = now;
+    }
+  else if (!helper_load.warned)
+    {
+      helper_load.warned = true;
+      husk_warn ("exec helper has answered nothing for %lld ms (%u requests waiting); huskd forks "
+                 "ExecSync's processes itself until it does",
+                 (long long) ((now - helper_load.since) / 1000000), helper_load.unanswered);
+    }
+  pthread_mutex_unlock (&helper_load.lock);
+  return !stuck;
+}
+
+/* One request answered (or given up on). */
+static void
+helper_answered (void)
+{
+  bool was_stuck;
+
+  pthread_mutex_lock (&helper_load.lock);
+  helper_load.unanswered--;
+  helper_load.since = husk_clock_ns (CLOCK_MONOTONIC);
+  was_stuck = helper_load.warned;
+  helper_load.warned = false;
+  pthread_mutex_unlock (&helper_load.lock);
+  if (was_stuck)
+    husk_warn ("exec helper answers again");
+}
 
 /* In the forked child: the control socket as fd 3 and nothing else of
  * huskd's (no lock, no socket), then `husk exec-helper`. */
@@ -125,7 +186,7 @@ cri_exec_helper_spawn (const char *root, const char *id, const char *pid_file, c
 {
   cleanup_free char *payload = NULL;
   struct exec_helper_reply r;
-  int pair[2];
+  int pair[2], received;
   size_t len;
 
   if (helper_fd < 0)
@@ -135,13 +196,21 @@ cri_exec_helper_spawn (const char *root, const char *id, const char *pid_file, c
     return CRI_EXEC_HELPER_DECLINED;
   if (socketpair (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) < 0)
     return husk_error_make (err, errno, "exec helper: socketpair");
+  if (!helper_take_request ())
+    {
+      close (pair[0]), close (pair[1]);
+      return CRI_EXEC_HELPER_DECLINED; /* the helper is stuck: huskd forks */
+    }
   if (send_request (payload, len, (const int[EXEC_HELPER_FDS]){ stdio[0], stdio[1], stdio[2], pair[1] }) < 0)
     {
+      helper_answered ();
       close (pair[0]), close (pair[1]);
       return CRI_EXEC_HELPER_DECLINED; /* the helper is gone: huskd forks */
     }
   close (pair[1]);
-  if (recv_reply (pair[0], &r) < 0 || (r.kind != EXEC_HELPER_STARTED && r.kind != EXEC_HELPER_FAILED))
+  received = recv_reply (pair[0], &r);
+  helper_answered ();
+  if (received < 0 || (r.kind != EXEC_HELPER_STARTED && r.kind != EXEC_HELPER_FAILED))
     {
       close (pair[0]);
       return husk_error_make (err, EPROTO, "exec helper: no answer");

@@ -14,6 +14,7 @@ fork once the helper is killed), and HUSKD_EXEC_VIA_RUNTIME=1.  Prints TAP lines
 """
 import os
 import re
+import signal
 import subprocess
 import sys
 import threading
@@ -303,6 +304,33 @@ def test_frozen_container(c, s, cfg):
     c.remove(other)
 
 
+def test_stuck_helper(c, s):
+    """A helper that answers nothing (stopped here; in the field a spawn on
+    a hung filesystem, up to its 2 s timer, or a container frozen mid-spawn)
+    must not hold every pod's probes: the call already sent to it waits,
+    the next ones are forked by huskd itself until it answers again."""
+    helper = helper_of(s)
+    box = {}
+    os.kill(helper, signal.SIGSTOP)
+    try:
+        queued = threading.Thread(target=lambda: box.setdefault("r", c.exec_sync(s["cid"], ["echo", "queued"],
+                                                                                 timeout=30)))
+        queued.start()
+        time.sleep(0.5)
+        r = c.exec_sync(s["cid"], ["echo", "answered"], timeout=20)
+        parent = exec_parent(c, s["cid"])
+        ok(r.exit_code == 0 and r.stdout == b"answered\n" and parent == s["proc"].pid and queued.is_alive(),
+           "while the helper answers nothing, ExecSync is answered by huskd's own fork", (r, parent))
+    finally:
+        os.kill(helper, signal.SIGCONT)
+    queued.join(30)
+    q = box.get("r")
+    ok(not queued.is_alive() and q is not None and q.exit_code == 0 and q.stdout == b"queued\n",
+       "the call sent to the stopped helper is answered once it runs again", q)
+    c.exec_sync(s["cid"], ["true"], timeout=30)
+    ok(exec_parent(c, s["cid"]) == helper, "once the helper answers, ExecSync's processes are its children again")
+
+
 def test_helper(c, s):
     huskd = s["proc"].pid
     helpers = [p for p in children_of(huskd) if comm(p) == "huskd-exec"]
@@ -349,7 +377,8 @@ def main():
         c.start(s["cid"])
         ok(c.status(s["cid"]).state == pb.CONTAINER_RUNNING, "a confined container runs")
         for test in (test_same_as_init, test_namespaces_and_cgroup_on_host, test_same_as_husk_exec, test_failures,
-                     test_pid_file, test_sealed_huskd, test_helper_memory, test_frozen_container, test_helper,
+                     test_pid_file, test_sealed_huskd, test_helper_memory, test_frozen_container, test_stuck_helper,
+                     test_helper,
                      test_via_runtime):
             try:
                 test(c, s, cfg) if test is test_frozen_container else test(c, s)
