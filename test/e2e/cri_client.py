@@ -25,9 +25,10 @@ class Client:
         self.channel = grpc.insecure_channel("unix://" + self.socket_path, options=self.options)
 
     def call(self, method, request, reply_type, timeout=60, service="RuntimeService"):
+        """REPLY_TYPE None: the reply's bytes, unparsed."""
         fn = self.channel.unary_unary(f"/runtime.v1.{service}/{method}",
                                       request_serializer=lambda m: m.SerializeToString(),
-                                      response_deserializer=reply_type.FromString)
+                                      response_deserializer=reply_type.FromString if reply_type else None)
         return fn(request, timeout=timeout, wait_for_ready=True)
 
     def stream(self, method, request, reply_type, timeout=60, service="RuntimeService", raw=False):
