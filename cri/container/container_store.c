@@ -15,6 +15,7 @@
 
 #include "cri/container/container_store.h"
 #include "cri/proto/api.pb-c.h"
+#include "cri/spec/proto_copy.h"
 #include "husk/cleanup.h"
 #include "husk/util.h"
 
@@ -68,15 +69,7 @@ dup_or_null (const char *s)
 static Runtime__V1__ContainerConfig *
 config_copy (const Runtime__V1__ContainerConfig *config)
 {
-  size_t size = protobuf_c_message_get_packed_size (&config->base);
-  cleanup_free uint8_t *buf = xmalloc (size ? size : 1);
-  Runtime__V1__ContainerConfig *copy;
-
-  protobuf_c_message_pack (&config->base, buf);
-  copy = runtime__v1__container_config__unpack (NULL, size, buf);
-  if (copy == NULL)
-    abort (); /* only out of memory: we packed it */
-  return copy;
+  return (Runtime__V1__ContainerConfig *) cri_message_copy (&config->base);
 }
 
 /* CONFIG's metadata, labels and annotations alone, copied: what the stats
@@ -582,8 +575,8 @@ annotation (json_t *annotations, const char *key)
 }
 
 /* A ContainerConfig standing in for an unreadable config.pb: C's name and
- * image, and the bundle's annotations but for huskd's own.  Packed and
- * unpacked, so that it is owned like one read from disk. */
+ * image, and the bundle's annotations but for huskd's own.  Copied, so
+ * that it is owned like one read from disk. */
 static void
 stand_in_config (struct cri_container *c, json_t *annotations)
 {
@@ -593,10 +586,8 @@ stand_in_config (struct cri_container *c, json_t *annotations)
   size_t n = json_object_size (annotations), i = 0;
   cleanup_free Runtime__V1__ContainerConfig__AnnotationsEntry *entries = xcalloc (n + 1, sizeof *entries);
   cleanup_free Runtime__V1__ContainerConfig__AnnotationsEntry **ptrs = xcalloc (n + 1, sizeof *ptrs);
-  cleanup_free uint8_t *buf = NULL;
   const char *key;
   json_t *value;
-  size_t size;
 
   meta.name = c->name;
   meta.attempt = c->attempt;
@@ -615,12 +606,7 @@ stand_in_config (struct cri_container *c, json_t *annotations)
   }
   config.n_annotations = i;
   config.annotations = ptrs;
-  size = protobuf_c_message_get_packed_size (&config.base);
-  buf = xmalloc (size ? size : 1);
-  protobuf_c_message_pack (&config.base, buf);
-  c->config = runtime__v1__container_config__unpack (NULL, size, buf);
-  if (c->config == NULL)
-    abort (); /* only out of memory: we packed it */
+  c->config = config_copy (&config);
 }
 
 /* What the disk says of container ID besides cri.json: config.pb, the

@@ -13,6 +13,7 @@
 
 #include "cri/pod/sandbox_internal.h"
 #include "cri/pod/sandbox_store.h"
+#include "cri/spec/proto_copy.h"
 #include "husk/cleanup.h"
 #include "husk/util.h"
 
@@ -35,11 +36,7 @@ dup_or_null (const char *s)
 Runtime__V1__PodSandboxConfig *
 sandbox_config_copy (const Runtime__V1__PodSandboxConfig *config)
 {
-  size_t size = protobuf_c_message_get_packed_size (&config->base);
-  cleanup_free uint8_t *buf = xmalloc (size ? size : 1);
-
-  protobuf_c_message_pack (&config->base, buf);
-  return runtime__v1__pod_sandbox_config__unpack (NULL, size, buf);
+  return (Runtime__V1__PodSandboxConfig *) cri_message_copy (&config->base);
 }
 
 /* A copy of CONFIG's metadata, labels and annotations alone: what the

@@ -32,6 +32,7 @@
 #include "cri/container/exec_sync.h"
 #include "cri/container/sandboxed_resources.h"
 #include "cri/spec/cri_spec.h"
+#include "cri/spec/proto_copy.h"
 #include "cri/container/events.h"
 #include "cri/config/runtime_exec.h"
 #include "cri/pod/sandbox.h"
@@ -88,11 +89,7 @@ cri_containers_clear (struct cri_service *svc)
 static Runtime__V1__ContainerConfig *
 config_copy (const Runtime__V1__ContainerConfig *config)
 {
-  size_t size = protobuf_c_message_get_packed_size (&config->base);
-  cleanup_free uint8_t *buf = xmalloc (size ? size : 1);
-
-  protobuf_c_message_pack (&config->base, buf);
-  return runtime__v1__container_config__unpack (NULL, size, buf);
+  return (Runtime__V1__ContainerConfig *) cri_message_copy (&config->base);
 }
 
 /* The pod's pinned user namespace, for its containers' idmapped rootfs. */
