@@ -194,12 +194,12 @@ cri_exec_helper_spawn (const char *root, const char *id, const char *pid_file, c
   payload = xmalloc (EXEC_HELPER_REQUEST_MAX);
   if ((len = build_request (payload, root, id, pid_file, args, n_args)) == 0)
     return CRI_EXEC_HELPER_DECLINED;
-  if (socketpair (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) < 0)
-    return husk_error_make (err, errno, "exec helper: socketpair");
   if (!helper_take_request ())
+    return CRI_EXEC_HELPER_DECLINED; /* the helper is stuck: huskd forks */
+  if (socketpair (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) < 0)
     {
-      close (pair[0]), close (pair[1]);
-      return CRI_EXEC_HELPER_DECLINED; /* the helper is stuck: huskd forks */
+      helper_answered ();
+      return husk_error_make (err, errno, "exec helper: socketpair");
     }
   if (send_request (payload, len, (const int[EXEC_HELPER_FDS]){ stdio[0], stdio[1], stdio[2], pair[1] }) < 0)
     {

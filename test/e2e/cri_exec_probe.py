@@ -329,6 +329,9 @@ def test_stuck_helper(c, s):
        "the call sent to the stopped helper is answered once it runs again", q)
     c.exec_sync(s["cid"], ["true"], timeout=30)
     ok(exec_parent(c, s["cid"]) == helper, "once the helper answers, ExecSync's processes are its children again")
+    log = open(os.path.join(WORK, "huskd.log")).read()
+    ok("exec helper has answered nothing for" in log and "exec helper answers again" in log,
+       "huskd's log says when the helper stuck and when it answered again", log[-600:])
 
 
 def test_helper(c, s):
