@@ -4,15 +4,18 @@ husk and for containerd side by side, with the goals of issue 30, then one
 BENCH| line per figure for hack/bench-table.sh (the host's 1-minute load
 average during each runtime's phase beside each).
 
-  bench_density_table.py HUSK_JSON CONTAINERD_JSON SECONDS CGROUP_ROOT
+  bench_density_table.py HUSK_JSON CONTAINERD_JSON SECONDS CGROUP_ROOT [CNI_JSON]
 
 CONTAINERD_JSON `-` (PEERS=husk): husk's figures alone, no ratios.
+CNI_JSON (bench_cni_floor.py's, `-` or absent: none): the CNI chain's own
+storms, the floor of the storm figures, printed after the table.
 """
 import json
 import sys
 
 h, c = json.loads(sys.argv[1]), None if sys.argv[2] == "-" else json.loads(sys.argv[2])
 SECONDS, CG_ROOT = float(sys.argv[3]), sys.argv[4]
+cni = json.loads(sys.argv[5]) if len(sys.argv) > 5 and sys.argv[5] != "-" else None
 N = h["pods"]
 
 
@@ -46,6 +49,26 @@ ROWS = [
 ]
 
 
+def cni_floor(c):
+    """The CNI chain's own storms against husk's (and containerd's): text
+    for after the table and BENCH lines."""
+    if cni is None:
+        return "", []
+    text, bench = [], []
+    for storm, key, run_key in (("start", "add", "start_s"), ("teardown", "del", "teardown_s")):
+        floor, load = cni[f"{key}_s"], cni[f"{key}_load"]
+        of_husk = floor / h[run_key]
+        of_peer = floor / c[run_key] if c else None
+        text.append(f"{key.upper()} {show(floor)} s ({show(cni[key + '_cpu_s'])} s CPU, load {load:.2f}), "
+                    f"{of_husk:.2f} of husk's {storm} storm"
+                    + (f", {of_peer:.2f}x containerd's" if c else ""))
+        bench.append(f"BENCH|density {N} pods: the CNI chain alone, {key.upper()} storm, 20 workers (load {load:.2f})|"
+                     f"{show(floor)} s|" + (f"containerd {storm} storm {show(c[run_key])} s|{show(of_peer)}|"
+                                            "the floor of the 0.2x goal" if c else "-|-|-"))
+    return ("The CNI chain alone (the same conflist run by bench_cni_floor.py, no runtime, "
+            f"{N} network namespaces, 20 workers): " + "; ".join(text) + "."), bench
+
+
 def show(v):
     return "-" if v is None else (f"{v:.2f}" if v < 10 else f"{v:.1f}")
 
@@ -76,8 +99,9 @@ if c is None:
     procs = ", ".join(f"{k} x{v['procs']} {v['pss_kib'] / 1024:.1f} MiB" for k, v in sorted(h["pss_by_comm"].items()))
     print(f"\nhusk: calls timed: {calls}; errors: {h['errors'] or 'none'}; probe ticks dropped: {h['probes_late']}; "
           f"steady phase {h['seconds']:.0f} s; PSS by process: {procs}; the driver's own CPU: {h['driver_cpu_s']:.1f} s")
-    print()
-    print("\n".join(bench))
+    floor_text, floor_bench = cni_floor(None)
+    print(f"\n{floor_text}" if floor_text else "")
+    print("\n".join(bench + floor_bench))
     sys.exit(0)
 
 print(f"{N} pods of one `sleep` container each, huskd then containerd 1.6 (runc shims), same CNI and image; "
@@ -103,5 +127,6 @@ for label, r in (("husk", h), ("containerd", c)):
     print(f"\n{label}: calls timed: {calls}; errors: {r['errors'] or 'none'}; probe ticks dropped "
           f"(the pod's previous probe still running): {r['probes_late']}; steady phase {r['seconds']:.0f} s; PSS by process: {procs}; "
           f"the driver's own CPU: {r['driver_cpu_s']:.1f} s")
-print()
-print("\n".join(bench))
+floor_text, floor_bench = cni_floor(c)
+print(f"\n{floor_text}" if floor_text else "")
+print("\n".join(bench + floor_bench))
