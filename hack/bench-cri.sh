@@ -145,6 +145,7 @@ for tool in bridge host-local portmap loopback; do
 	[ -x "/usr/lib/cni/$tool" ] || die "CNI plugin /usr/lib/cni/$tool is missing (containernetworking-plugins)"
 done
 
+cni_sweep_dead_runs # what killed runs left in iptables would slow both runtimes' CNI calls
 W=$(mktemp -d /tmp/husk-bench-cri.XXXXXX)
 
 # Daemons, monitors and shims name $W in their command line or

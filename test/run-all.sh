@@ -122,6 +122,10 @@ run_unit_tests() {
 
 run_integration_tests() {
 	local script name log start rc passed failed skipped note san
+	# What earlier runs killed before their cleanup left in iptables and
+	# /var/lib/cni (their owner's pid gone) would slow every CNI call here.
+	# shellcheck source=hack/cni-rules.sh
+	. "$test_dir/../hack/cni-rules.sh" && cni_sweep_dead_runs
 	for script in "$test_dir"/integration/${HUSK_INTEGRATION_TESTS:-test_*}.sh; do
 		[ -f "$script" ] || continue
 		name=integration/$(basename "$script")
