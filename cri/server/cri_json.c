@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cri/server/cri_json.h"
+#include "cri/spec/proto_copy.h"
 #include "husk/util.h"
 
 /* Where field F of MSG is stored, and how many values it holds (a
@@ -82,30 +83,6 @@ value_json (const ProtobufCFieldDescriptor *f, const void *p, bool keep_zero)
   return NULL;
 }
 
-static size_t
-value_size (const ProtobufCFieldDescriptor *f)
-{
-  switch (f->type)
-    {
-    case PROTOBUF_C_TYPE_INT64:
-    case PROTOBUF_C_TYPE_SINT64:
-    case PROTOBUF_C_TYPE_SFIXED64:
-    case PROTOBUF_C_TYPE_UINT64:
-    case PROTOBUF_C_TYPE_FIXED64:
-    case PROTOBUF_C_TYPE_DOUBLE:
-      return 8;
-    case PROTOBUF_C_TYPE_BOOL:
-      return sizeof (protobuf_c_boolean);
-    case PROTOBUF_C_TYPE_STRING:
-    case PROTOBUF_C_TYPE_MESSAGE:
-      return sizeof (void *);
-    case PROTOBUF_C_TYPE_BYTES:
-      return sizeof (ProtobufCBinaryData);
-    default:
-      return 4;
-    }
-}
-
 /* protobuf-c's map entries: a message named *Entry of key = 1, value = 2. */
 static bool
 is_map_entry (const ProtobufCFieldDescriptor *f)
@@ -154,7 +131,7 @@ repeated_json (const ProtobufCFieldDescriptor *f, const void *p, size_t n)
   list = json_array ();
   for (size_t i = 0; i < n; i++)
     {
-      json_t *v = value_json (f, values + i * value_size (f), true);
+      json_t *v = value_json (f, values + i * cri_proto_element_size (f), true);
       json_array_append_new (list, v ? v : json_null ());
     }
   return list;

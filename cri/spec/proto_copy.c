@@ -19,11 +19,10 @@ dup_bytes (const void *data, size_t len)
   return copy;
 }
 
-/* The size of one element of a repeated field of TYPE. */
-static size_t
-element_size (ProtobufCType type)
+size_t
+cri_proto_element_size (const ProtobufCFieldDescriptor *f)
 {
-  switch (type)
+  switch (f->type)
     {
     case PROTOBUF_C_TYPE_INT64:
     case PROTOBUF_C_TYPE_SINT64:
@@ -82,7 +81,7 @@ static void
 own_repeated (const ProtobufCFieldDescriptor *f, void *member, size_t n)
 {
   void **array = member;
-  size_t size = element_size (f->type);
+  size_t size = cri_proto_element_size (f);
 
   if (*array == NULL || n == 0)
     {

@@ -14,4 +14,7 @@
  * for NULL; aborts only out of memory. */
 ProtobufCMessage *cri_message_copy (const ProtobufCMessage *msg);
 
+/* The size of one element in the array of a repeated field F. */
+size_t cri_proto_element_size (const ProtobufCFieldDescriptor *f);
+
 #endif
