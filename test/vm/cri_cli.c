@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "cri/server/cri_json.h"
+#include "cri/spec/proto_copy.h"
 #include "cri/proto/api.pb-c.h"
 
 static const char *endpoint = "unix:///run/husk/husk.sock";
@@ -122,30 +123,6 @@ scalar_from_json (const ProtobufCFieldDescriptor *f, void *p, json_t *v, const c
   return 0;
 }
 
-/* The size of one value of F in a repeated field's array. */
-static size_t
-elem_size (const ProtobufCFieldDescriptor *f)
-{
-  switch (f->type)
-    {
-    case PROTOBUF_C_TYPE_INT64:
-    case PROTOBUF_C_TYPE_SINT64:
-    case PROTOBUF_C_TYPE_SFIXED64:
-    case PROTOBUF_C_TYPE_UINT64:
-    case PROTOBUF_C_TYPE_FIXED64:
-    case PROTOBUF_C_TYPE_DOUBLE:
-      return 8;
-    case PROTOBUF_C_TYPE_BOOL:
-      return sizeof (protobuf_c_boolean);
-    case PROTOBUF_C_TYPE_STRING:
-    case PROTOBUF_C_TYPE_MESSAGE:
-    case PROTOBUF_C_TYPE_BYTES:
-      return sizeof (void *);
-    default:
-      return 4;
-    }
-}
-
 /* A JSON object as a map field: one KeyValue-like entry per key. */
 static void
 map_from_json (ProtobufCMessage *msg, const ProtobufCFieldDescriptor *f, json_t *obj, const char *where)
@@ -193,7 +170,7 @@ message_from_json (ProtobufCMessage *msg, json_t *obj, const char *where)
       map_from_json (msg, f, v, where);
     else if (f->label == PROTOBUF_C_LABEL_REPEATED)
       {
-        size_t size = elem_size (f), n = json_array_size (v);
+        size_t size = cri_proto_element_size (f), n = json_array_size (v);
         char *values = calloc (n + 1, size);
 
         for (size_t i = 0; i < n; i++)
