@@ -11,6 +11,7 @@
  * touched. */
 #include <errno.h>
 #include <jansson.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -145,6 +146,19 @@ strv_drop (char **v, const char *s)
 
 /* ------------------------------------------------------- make, remove */
 
+/* The named v1 hierarchies, read from /proc/self/mountinfo once, as
+ * runtime/cgroup reads the others: that file holds every pod's mounts, so
+ * reading it for each level of each pod made a 250-pod storm quadratic
+ * (a third of huskd's CPU in a teardown storm at 100 pods). */
+static char **named_mounts;
+static pthread_once_t named_mounts_once = PTHREAD_ONCE_INIT;
+
+static void
+read_named_mounts (void)
+{
+  named_mounts = husk_cgroup_mounts (true);
+}
+
 /* PATH's directory in every hierarchy: the runtime's, then the named ones
  * (name=systemd on hybrid hosts): they hold no controller, so the
  * runtime's cgroups leave them alone, but runc joins them too, making the
@@ -154,8 +168,13 @@ level_dirs (const char *path)
 {
   char **dirs = cgroup_dirs (path);
   const char *name = cgroup_name (path);
-  cleanup_strv char **named = name ? husk_cgroup_mounts (true) : NULL;
+  char **named = NULL;
 
+  if (name)
+    {
+      pthread_once (&named_mounts_once, read_named_mounts);
+      named = named_mounts;
+    }
   for (size_t i = 0; named && named[i]; i++)
     {
       cleanup_free char *dir = xasprintf ("%s%s", named[i], name);
