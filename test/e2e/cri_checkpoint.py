@@ -51,8 +51,11 @@ def running(c, cid):
 
 
 def start_counter(c, s, name):
-    cfg = cri_client.container_config(name, IMAGE, ["i=0; while :; do i=$((i+1)); echo $i >/tmp/count; sleep 0.1; done"],
-                                      pb.LinuxContainerSecurityContext())
+    # The count is renamed into place: `echo >/tmp/count` truncates first,
+    # and a `cat` in between read an empty file (seen once in CI).
+    cfg = cri_client.container_config(
+        name, IMAGE, ["i=0; while :; do i=$((i+1)); echo $i >/tmp/count.new; mv /tmp/count.new /tmp/count; sleep 0.1; done"],
+        pb.LinuxContainerSecurityContext())
     cid = c.create(s["pod"], cfg, s["pod_config"])
     c.start(cid)
     return cid

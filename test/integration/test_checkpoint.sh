@@ -16,7 +16,7 @@ CRIU=$(command -v criu || echo /usr/sbin/criu)
 # A running container counting in memory; sets CID and B.
 start_counter() {
 	B=$(new_bundle)
-	BUNDLE=$B spec_args sh -c 'i=0; while :; do i=$((i+1)); echo $i >/tmp/count; sleep 0.1; done'
+	BUNDLE=$B spec_args sh -c 'i=0; while :; do i=$((i+1)); echo $i >/tmp/count.new; mv /tmp/count.new /tmp/count; sleep 0.1; done'
 	BUNDLE=$B spec_mount /tmp tmpfs tmpfs nosuid nodev
 	BUNDLE=$B create_ctr
 	start_ctr "$CID"
