@@ -13,7 +13,7 @@
 #                   (a dry run of this script on a machine without a GPU:
 #                   the fake nvidia-smi answers -L; nodes open with ENXIO)
 #
-# Needs: husk, huskd, husk-monitor, husk-pause and husk-image.so in
+# Needs: husk, huskd, husk-monitor, husk-pause and husk-image in
 # BUILD_DIR (make build), busybox (busybox-static, or $BUSYBOX), python3,
 # and for steps 2 and 3 Debian's python3-grpcio, python3-protobuf and
 # protobuf-compiler (hack/deps.sh test installs them).  The image is made here, offline:
@@ -44,7 +44,7 @@ finish() {
 }
 
 [ "$(id -u)" -eq 0 ] || { echo "gpu-check: run as root" >&2; exit 2; }
-for f in "$HUSK" "$HUSKD" "$BUILD/husk-image.so" "$BUSYBOX"; do
+for f in "$HUSK" "$HUSKD" "$BUILD/husk-image" "$BUSYBOX"; do
 	[ -x "$f" ] || [ -f "$f" ] || { echo "gpu-check: $f is missing (make build; busybox-static)" >&2; exit 2; }
 done
 T=$(mktemp -d /tmp/husk-gpu.XXXXXX)

@@ -162,8 +162,8 @@ add_cri() {
 		[ -x "$BUILD/$bin" ] || fail "no $bin at $BUILD/$bin (make build)"
 		copy_with_libs "$BUILD/$bin" "/husk/bin/$bin"
 	done
-	# `husk image import` loads the image verbs from ../lib/husk.
-	copy_with_libs "$BUILD/husk-image.so" /husk/lib/husk/husk-image.so
+	# `husk image import` executes the image verbs' program from ../lib/husk.
+	copy_with_libs "$BUILD/husk-image" /husk/lib/husk/husk-image
 	add_cri_client
 	"$REPO/hack/test-images.sh" "$CACHE/test-images" >"$WORK/images.log" 2>&1 ||
 		fail "build the test images" "$(cat "$WORK/images.log")"

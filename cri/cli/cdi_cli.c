@@ -13,6 +13,7 @@
 #include "cri/cdi/nvidia.h"
 #include "cri/cli/cli.h"
 #include "husk/cleanup.h"
+#include "husk/plugin.h"
 #include "husk/util.h"
 
 #define CDI_USAGE                                                                                            \
@@ -229,6 +230,9 @@ parse_generate (struct generate_cli *cli, int argc, char **argv, struct husk_err
         return husk_error_make (err, 0, "cdi generate: --%s needs a value", options[c - 256].name);
       *slot[c - 256] = optarg;
     }
+  /* The hooks run the husk that ran this (not husk-image). */
+  if (cli->roots.hook_path == NULL)
+    cli->roots.hook_path = getenv (HUSK_BINARY_ENV);
   if (optind < argc - 1)
     return husk_error_make (err, 0, "cdi generate: unexpected argument `%s`", argv[optind + 1]);
   if (cli->format && parse_format ("generate", cli->format, formats, err) < 0)

@@ -1,5 +1,5 @@
-/* husk-image.so's entry point: the `image`, `container` and `cdi` verb
- * groups (`cdi-hook` is husk-hook.so's: cri/cli/hook_plugin_main.c). */
+/* husk-image's verbs: the `image`, `container` and `cdi` groups
+ * (`cdi-hook` is husk-hook's: cri/cli/hook_plugin_main.c). */
 #include <errno.h>
 #include <string.h>
 
@@ -9,6 +9,7 @@
 #include "husk/plugin.h"
 #include "husk/util.h"
 #include "image/cli/image_cli.h"
+#include "runtime/container.h"
 
 /* `husk image rm` asks the containers made from an image (image/ knows
  * none). */
@@ -56,14 +57,16 @@ image_exit_code (const struct husk_error *err)
 }
 
 int
-husk_plugin_main (const char *group, int argc, char **argv, const char *runtime_root)
+husk_plugin_main (const char *group, int argc, char **argv, const char *runtime_root, char **self_argv)
 {
   struct husk_error *err = NULL;
   int ret, code;
 
   husk_log_set_prog ("husk");
   plugin_runtime_root = runtime_root;
-  if (strcmp (group, "image") == 0)
+  if (strcmp (group, "container") == 0 && container_ensure_cloned_binary (self_argv, &err) < 0)
+    ret = -1;
+  else if (strcmp (group, "image") == 0)
     ret = image_cli_main (argc, argv, &users, &err);
   else if (strcmp (group, "container") == 0)
     ret = container_cli_main (argc, argv, runtime_root, &err);

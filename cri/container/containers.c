@@ -19,6 +19,7 @@
 #include "cri/config/runtime_exec.h"
 #include "cri/spec/seccomp_default.h"
 #include "husk/cleanup.h"
+#include "husk/plugin.h"
 #include "husk/util.h"
 #include "image/images.h"
 #include "image/snapshot.h"
@@ -534,27 +535,31 @@ parse_monitor_report (const char *id, const char *line, pid_t *monitor_pid, stru
   return ret;
 }
 
-/* husk-monitor and husk: next to the plugin (the build tree), in
+/* husk: the one that executed husk-image (HUSK_BINARY).  husk-monitor
+ * (and husk without HUSK_BINARY): next to the plugin (the build tree), in
  * PREFIX/bin for the plugin's PREFIX/lib/husk, next to this process, or
- * on PATH.  `husk container` runs from a sealed memfd copy of husk, so
- * /proc/self/exe alone does not say where husk is installed; husk
- * remembers the plugin's dir in HUSK_PLUGIN_DIR before the copy. */
+ * on PATH.  `husk container` runs from a sealed memfd copy of husk-image,
+ * so /proc/self/exe does not say where it is installed; husk passes the
+ * plugin's dir in HUSK_PLUGIN_DIR (husk/plugin.h). */
 static char *
 find_helper (const char *name)
 {
   const char *plugin_dir = getenv ("HUSK_PLUGIN_DIR");
-  char *candidates[3] = { NULL, NULL, cri_helper_path (name) };
+  const char *husk = getenv (HUSK_BINARY_ENV);
+  char *candidates[4] = { NULL, NULL, NULL, cri_helper_path (name) };
   char *found = NULL;
 
+  if (strcmp (name, "husk") == 0 && husk && husk[0])
+    candidates[0] = xstrdup (husk);
   if (plugin_dir && plugin_dir[0])
     {
-      candidates[0] = xasprintf ("%s/%s", plugin_dir, name);
-      candidates[1] = xasprintf ("%s/../../bin/%s", plugin_dir, name);
+      candidates[1] = xasprintf ("%s/%s", plugin_dir, name);
+      candidates[2] = xasprintf ("%s/../../bin/%s", plugin_dir, name);
     }
-  for (size_t i = 0; i < 3 && found == NULL; i++)
+  for (size_t i = 0; i < 4 && found == NULL; i++)
     if (candidates[i] && access (candidates[i], X_OK) == 0)
       found = realpath (candidates[i], NULL);
-  for (size_t i = 0; i < 3; i++)
+  for (size_t i = 0; i < 4; i++)
     free (candidates[i]);
   return found ? found : xstrdup (name);
 }

@@ -1,4 +1,4 @@
-/* `husk image VERB`: the image debug CLI (served from husk-image.so). */
+/* `husk image VERB`: the image debug CLI (served by husk-image). */
 #ifndef HUSK_IMAGE_CLI_H
 #define HUSK_IMAGE_CLI_H
 

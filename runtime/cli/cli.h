@@ -48,7 +48,8 @@ int cli_update (struct cli_globals *g, int argc, char **argv, struct husk_error 
 int cli_pause (struct cli_globals *g, int argc, char **argv, struct husk_error **err);
 int cli_resume (struct cli_globals *g, int argc, char **argv, struct husk_error **err);
 int cli_events (struct cli_globals *g, int argc, char **argv, struct husk_error **err);
-/* The debug verbs, served by husk-image.so (see husk/plugin.h). */
+/* The debug verbs, served by husk-image and husk-hook (see husk/plugin.h);
+ * they return only on failure. */
 int cli_image (struct cli_globals *g, int argc, char **argv, struct husk_error **err);
 int cli_container (struct cli_globals *g, int argc, char **argv, struct husk_error **err);
 int cli_cdi_hook (struct cli_globals *g, int argc, char **argv, struct husk_error **err);
@@ -58,8 +59,6 @@ int cli_checkpoint (struct cli_globals *g, int argc, char **argv, struct husk_er
 int cli_restore (struct cli_globals *g, int argc, char **argv, struct husk_error **err);
 /* completion.c */
 int cli_completion (struct cli_globals *g, int argc, char **argv, struct husk_error **err);
-/* Sets HUSK_PLUGIN_DIR from the binary's location unless it is set. */
-void cli_remember_plugin_dir (void);
 
 /* usage.c: the command main() runs, whose usage line the errors below
  * quote. */

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "husk/asan_options.h"
 #include "husk/cli_opts.h"
 #include "husk/util.h"
 #include "runtime/cli/cli.h"
@@ -334,22 +335,8 @@ static bool
 needs_cloned_binary (const char *name)
 {
   return strcmp (name, "create") == 0 || strcmp (name, "run") == 0 || strcmp (name, "exec") == 0
-         || strcmp (name, "exec-helper") == 0 || strcmp (name, "container") == 0;
+         || strcmp (name, "exec-helper") == 0;
 }
-
-#ifdef __SANITIZE_ADDRESS__
-/* `make sanitize`: LeakSanitizer's exit-time scan stops the world through
- * /proc/self, which a process that joined a container's namespaces (exec,
- * the init before its execve) does not see as its own: it spins forever.
- * The runtime's short-lived processes run without it; its library code is
- * leak-checked by the unit tests.  ASAN_OPTIONS still overrides this. */
-const char *__asan_default_options (void);
-const char *
-__asan_default_options (void)
-{
-  return "detect_leaks=0";
-}
-#endif
 
 int
 main (int argc, char **argv)
@@ -374,13 +361,8 @@ main (int argc, char **argv)
       goto fail;
     }
   if (needs_cloned_binary (cmd->name))
-    {
-      /* After the re-exec /proc/self/exe is a memfd: remember where the
-       * plugin is while the real path is still known. */
-      cli_remember_plugin_dir ();
-      if (container_ensure_cloned_binary (argv, &err) < 0)
-        goto fail;
-    }
+    if (container_ensure_cloned_binary (argv, &err) < 0)
+      goto fail;
   argc -= optind;
   argv += optind;
   optind = 0; /* reset getopt for the command */

@@ -1,12 +1,10 @@
 /* `husk image`, `husk container`, `husk cdi` and `husk cdi-hook`: find
- * the plugin (husk-image.so, or husk-hook.so for the hooks) next to the
- * binary (build tree), in ../lib/husk (installed), or in $HUSK_PLUGIN_DIR,
- * and hand the verb over. */
-#include <dlfcn.h>
+ * the program that serves them (husk-image, or husk-hook for the hooks)
+ * next to the binary (build tree), in ../lib/husk (installed), or in
+ * $HUSK_PLUGIN_DIR, and execute it with the verb (see husk/plugin.h). */
 #include <errno.h>
 #include <libgen.h>
 #include <limits.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -32,43 +30,39 @@ find_plugin (const char *file)
   dir = dirname (exe);
   {
     char *beside = xasprintf ("%s/%s", dir, file);
-    if (access (beside, R_OK) == 0)
+    if (access (beside, X_OK) == 0)
       return beside;
     free (beside);
   }
   return xasprintf ("%s/../lib/husk/%s", dir, file);
 }
 
-void
-cli_remember_plugin_dir (void)
-{
-  cleanup_free char *path = NULL;
-  const char *env = getenv ("HUSK_PLUGIN_DIR");
-
-  if (env && *env)
-    return;
-  path = find_plugin (HUSK_PLUGIN_FILE);
-  if (path && access (path, R_OK) == 0)
-    setenv ("HUSK_PLUGIN_DIR", dirname (path), 1);
-}
-
+/* Returns only on failure.  The plugin finds husk-monitor from
+ * HUSK_PLUGIN_DIR and husk from HUSK_BINARY (cri/container/containers.c). */
 static int
 run_plugin (const char *group, struct cli_globals *g, int argc, char **argv, struct husk_error **err)
 {
   const char *file = strcmp (group, "cdi-hook") == 0 ? HUSK_HOOK_PLUGIN_FILE : HUSK_PLUGIN_FILE;
   cleanup_free char *path = find_plugin (file);
-  husk_plugin_main_fn entry;
-  void *handle;
+  cleanup_free char *dir = NULL;
+  cleanup_free char **args = NULL;
+  char self[PATH_MAX];
 
   if (path == NULL)
     return husk_error_make (err, 0, "%s: cannot locate %s", group, file);
-  handle = dlopen (path, RTLD_NOW | RTLD_LOCAL);
-  if (handle == NULL)
-    return husk_error_make (err, 0, "%s: load `%s`: %s", group, path, dlerror ());
-  entry = (husk_plugin_main_fn) dlsym (handle, HUSK_PLUGIN_ENTRY);
-  if (entry == NULL)
-    return husk_error_make (err, 0, "%s: `%s` has no %s", group, path, HUSK_PLUGIN_ENTRY);
-  return entry (group, argc, argv, g->ctx.root);
+  if (realpath ("/proc/self/exe", self) == NULL)
+    return husk_error_make (err, errno, "%s: the path of the husk binary (/proc/self/exe)", group);
+  dir = xstrdup (path);
+  if (setenv ("HUSK_PLUGIN_DIR", dirname (dir), 1) < 0 || setenv (HUSK_BINARY_ENV, self, 1) < 0)
+    return husk_error_make (err, errno, "%s: set the plugin's environment", group);
+  /* PLUGIN RUNTIME_ROOT GROUP VERB ...: ARGV[0] is GROUP. */
+  args = xcalloc ((size_t) argc + 3, sizeof (char *));
+  args[0] = path;
+  args[1] = (char *) g->ctx.root;
+  for (int i = 0; i < argc; i++)
+    args[i + 2] = argv[i];
+  execv (path, args);
+  return husk_error_make (err, errno, "%s: execute `%s`", group, path);
 }
 
 int

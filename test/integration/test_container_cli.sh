@@ -206,6 +206,27 @@ t_network() {
 	assert_contains "--network bogus: the error names the value" "$ERR" bogus
 }
 
+# CVE-2019-5736 for the debug CLI: `husk container exec` enters the
+# container from husk-image (husk executes it, same pid), which must first
+# re-execute itself from a sealed memfd, as husk does for `exec`.
+exec_runs_sealed() { # NAME
+	local pid exe= i
+	"$HUSK" --root "$ROOT" container --root "$STORE" exec "$1" sleep 2 </dev/null >/dev/null 2>&1 &
+	pid=$!
+	# Its exe once it has a child (the exec'd process): after any re-exec.
+	for i in $(seq 1 40); do
+		if [ -n "$(ps -o pid= --ppid "$pid")" ]; then
+			exe=$(readlink "/proc/$pid/exe" 2>/dev/null)
+			break
+		fi
+		sleep 0.05
+	done
+	assert_eq "container exec: the process that enters the container runs from a sealed copy" \
+		"/memfd:husk (deleted)" "$exe"
+	wait "$pid"
+	assert_rc "container exec from the sealed copy: rc 0" 0 "$?"
+}
+
 t_detached() {
 	local id pid start elapsed
 	ctr run -d --name husk-it-sleeper "$IMG" \
@@ -224,6 +245,7 @@ t_detached() {
 	assert_eq "exec -u 0 -e X=1 -w /tmp" "0 1 /tmp" "$OUT"
 	ctr exec "${id:0:12}" true
 	assert_rc "exec by id prefix" 0 "$RC"
+	exec_runs_sealed husk-it-sleeper
 	ctr logs husk-it-sleeper
 	assert_eq "logs: the detached container's output" started "$OUT"
 	ctr rm husk-it-sleeper

@@ -254,6 +254,14 @@ for f in bin/husk bin/huskd bin/husk-monitor lib/systemd/system/huskd.service sh
 	[ -s "$D/$f" ] || missing="$missing $f"
 done
 assert_eq "the binaries, the unit and the example config are installed" "" "$missing"
+missing=""
+for f in lib/husk/husk-image lib/husk/husk-hook; do
+	[ -x "$D/$f" ] || missing="$missing $f"
+done
+assert_eq "the debug verbs' and the CDI hooks' programs are installed, executable" "" "$missing"
+out=$(env -u HUSK_PLUGIN_DIR "$D/bin/husk" image --help 2>&1)
+assert_eq "the installed husk executes its installed husk-image (../lib/husk)" "0" "$?"
+assert_contains "husk image --help: the image verbs' usage" "$out" "pull"
 unit=$(cat "$D/lib/systemd/system/huskd.service")
 assert_contains "the unit is Type=notify" "$unit" "Type=notify"
 assert_contains "the unit starts the installed huskd" "$unit" "ExecStart=/usr/local/bin/huskd"
