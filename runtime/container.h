@@ -95,11 +95,15 @@ void container_exec_plan_vfork (void);
 /* Parses "TERM", "SIGTERM" or "15". */
 int container_parse_signal (const char *name, int *sig, struct husk_error **err);
 
-/* Re-executes the running binary from a sealed memfd unless it already is
- * one, so a container can never reach the host's husk binary through
- * /proc/self/exe (CVE-2019-5736).  Returns only on failure or when no
- * re-exec was needed. */
+/* Re-executes the running binary from a file that cannot be written (a
+ * private read-only overlay of it, else a sealed memfd copy) unless it
+ * already runs from one, so a container can never reach the host's husk
+ * binary through /proc/self/exe (CVE-2019-5736).  Returns only on failure
+ * or when no re-exec was needed.  After the re-exec /proc/self/exe no
+ * longer names the binary's path on disk. */
 int container_ensure_cloned_binary (char **argv, struct husk_error **err);
+/* Whether it runs from such a file already (no re-exec to come). */
+bool container_running_from_sealed_exe (void);
 
 /* husk checkpoint / restore (runtime/checkpoint.c), through CRIU: runc's
  * options and semantics.  Without leave_running the checkpointed

@@ -391,16 +391,20 @@ check_root (struct husk_error **err)
  * exec_sync.c): until their execve they are huskd, and a container binary
  * that is `#!/proc/self/exe` would run huskd's file inside the container,
  * which could then reopen and overwrite it (CVE-2019-5736).  So huskd runs
- * from a sealed memfd copy of itself, as `husk create/exec` do; the path on
- * disk goes over the re-exec in HUSKD_EXE, to find husk and its helpers. */
+ * from a sealed copy of itself, as `husk create/exec` do; the path on disk
+ * goes over the re-exec in HUSKD_EXE, to find husk and its helpers (after
+ * it /proc/self/exe names the memfd, or the binary at the root of its
+ * private overlay). */
 static int
 run_from_sealed_copy (char **argv, struct husk_error **err)
 {
-  char *on_disk = realpath ("/proc/self/exe", NULL); /* NULL on the memfd */
-
-  if (on_disk)
-    setenv ("HUSKD_EXE", on_disk, 1);
-  free (on_disk);
+  if (!container_running_from_sealed_exe ())
+    {
+      char *on_disk = realpath ("/proc/self/exe", NULL);
+      if (on_disk)
+        setenv ("HUSKD_EXE", on_disk, 1);
+      free (on_disk);
+    }
   if (container_ensure_cloned_binary (argv, err) < 0)
     return husk_error_wrap (err, "huskd");
   cri_set_self_exe (getenv ("HUSKD_EXE"));

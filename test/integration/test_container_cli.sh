@@ -208,7 +208,7 @@ t_network() {
 
 # CVE-2019-5736 for the debug CLI: `husk container exec` enters the
 # container from husk-image (husk executes it, same pid), which must first
-# re-execute itself from a sealed memfd, as husk does for `exec`.
+# re-execute itself from a sealed copy, as husk does for `exec`.
 exec_runs_sealed() { # NAME
 	local pid exe= i
 	"$HUSK" --root "$ROOT" container --root "$STORE" exec "$1" sleep 2 </dev/null >/dev/null 2>&1 &
@@ -221,8 +221,13 @@ exec_runs_sealed() { # NAME
 		fi
 		sleep 0.05
 	done
-	assert_eq "container exec: the process that enters the container runs from a sealed copy" \
-		"/memfd:husk (deleted)" "$exe"
+	# A sealed memfd copy, or the binary through a private read-only
+	# overlay (attached nowhere: the link shows its name at the mount's
+	# root), never the file on disk (runtime/cloned_binary.c).
+	case $exe in
+	"/memfd:husk (deleted)" | /husk-image) ok "container exec: the process that enters the container runs from a sealed copy ($exe)" ;;
+	*) not_ok "container exec: the process that enters the container runs from a sealed copy" "its exe: $exe" ;;
+	esac
 	wait "$pid"
 	assert_rc "container exec from the sealed copy: rc 0" 0 "$?"
 }

@@ -275,6 +275,10 @@ ro_runtime_copy() { # NAME -> path of a read-only bind-mounted copy
 	echo "$copy"
 }
 
+init_exe() { # ID -> the created container's init's /proc/PID/exe
+	readlink "/proc/$(rt state "$1" | sed -n 's/.*"pid": *\([0-9]*\).*/\1/p')/exe"
+}
+
 runtime_is_husk() {
 	"$RUNTIME" --version 2>/dev/null | grep -q '^husk'
 }
@@ -290,7 +294,7 @@ t_cve_2019_5736_ro_binary() {
 	if runtime_is_husk; then
 		# Before start the init is still husk's code: no memfd copy.
 		assert_eq "CVE-2019-5736 read-only binary: the init runs the host file, not a memfd copy" \
-			"$copy" "$(readlink "/proc/$(rt state "$CID" | sed -n 's/.*"pid": *\([0-9]*\).*/\1/p')/exe")"
+			"$copy" "$(init_exe "$CID")"
 	fi
 	attack_then_start "$CID"
 	result=$(attack_result "$b")
@@ -299,6 +303,30 @@ t_cve_2019_5736_ro_binary() {
 	*write-refused*"Read-only file system"* | *open-refused*) ok "CVE-2019-5736 read-only binary: the reopen for writing is refused by the read-only mount" ;;
 	*) runtime_is_husk && not_ok "CVE-2019-5736 read-only binary: the reopen for writing is refused by the read-only mount" "result: $result" ;;
 	esac
+}
+
+# The two ways husk seals a writable binary (runtime/cloned_binary.c): a
+# private read-only overlay of its directory where it can make one (the
+# init's exe then names the file at that mount's root), else a sealed memfd
+# copy (here: a directory whose name has a `:`, which overlayfs's lowerdir
+# cannot take).  Each must keep the attack out.
+t_cve_2019_5736_seal_kinds() {
+	runtime_is_husk || return 0
+	local copy before b
+	mkdir -p "$WORK/plain" "$WORK/has:colon"
+	copy=$WORK/plain/husk
+	cp "$RUNTIME" "$copy"
+	create_init_target "$copy"
+	assert_rc "seal kinds: create from a writable binary" 0 "$RC" || return
+	assert_eq "a writable husk re-executes through its private read-only overlay" /husk "$(init_exe "$CID")"
+	rt delete --force "$CID" >/dev/null 2>&1
+	copy="$WORK/has:colon/husk"
+	cp "$RUNTIME" "$copy"
+	create_init_target "$copy"
+	assert_rc "seal kinds: create from a binary in a dir overlayfs cannot take" 0 "$RC" || return
+	assert_eq "there it re-executes from a sealed memfd copy" "/memfd:husk (deleted)" "$(init_exe "$CID")"
+	rt delete --force "$CID" >/dev/null 2>&1
+	exec_attack "CVE-2019-5736 exec path, memfd copy" "$copy"
 }
 
 # Control: the same probe against a host binary bind-mounted writable into
@@ -326,7 +354,8 @@ t_cve_2019_5736_control() {
 }
 
 for t in t_cwd_proc_self_fd t_exec_cwd_proc_self_fd t_no_leaked_fds t_cve_2019_5736_control \
-	t_cve_2019_5736_init t_cve_2019_5736_exec t_cve_2019_5736_ro_binary t_cve_2019_5736_ro_binary_exec; do
+	t_cve_2019_5736_init t_cve_2019_5736_exec t_cve_2019_5736_ro_binary t_cve_2019_5736_ro_binary_exec \
+	t_cve_2019_5736_seal_kinds; do
 	run_test "$t"
 done
 finish
