@@ -258,8 +258,14 @@ husk_write_file (const char *path, const char *data, size_t len, struct husk_err
 int
 husk_mkdir_p (const char *path, mode_t mode, struct husk_error **err)
 {
-  cleanup_free char *copy = xstrdup (path);
+  cleanup_free char *copy = NULL;
 
+  /* Most often only the last level is missing. */
+  if (mkdir (path, mode) == 0 || errno == EEXIST)
+    return 0;
+  if (errno != ENOENT)
+    return husk_error_make (err, errno, "mkdir `%s`", path);
+  copy = xstrdup (path);
   for (char *p = copy + 1; *p; p++)
     {
       if (*p != '/')

@@ -265,7 +265,10 @@ container_delete (const struct runtime_ctx *ctx, const char *id, bool force, str
         return husk_error_make (err, 0, "delete container `%s`: init %d did not exit after SIGKILL", id,
                                 (int) state->pid);
     }
-  if (state->cgroup_path)
+  /* A cgroup the kernel lets go of holds no process: nothing to kill (a
+   * `run` whose init has exited; 33 reads and probes of cgroup files
+   * saved on a v1 host). */
+  if (state->cgroup_path && !cgroup_remove_if_empty (state->cgroup_path))
     {
       if (cgroup_kill_all (state->cgroup_path, SIGKILL, &ignored) < 0)
         husk_error_free (&ignored);

@@ -591,6 +591,18 @@ remove_dir (const char *dir, struct husk_error **err)
   return husk_error_make (err, errno, "remove cgroup `%s`", dir);
 }
 
+bool
+cgroup_remove_if_empty (const char *path)
+{
+  cleanup_strv char **dirs = cgroup_dirs (path);
+  bool gone = true;
+
+  for (size_t i = 0; dirs[i]; i++)
+    if (rmdir (dirs[i]) < 0 && errno != ENOENT)
+      gone = false;
+  return gone;
+}
+
 int
 cgroup_destroy (const char *path, struct husk_error **err)
 {

@@ -118,6 +118,9 @@ bool cgroup_is_frozen (const char *path);
 /* rmdir in every hierarchy, waiting briefly for exiting processes; a
  * missing dir is fine. */
 int cgroup_destroy (const char *path, struct husk_error **err);
+/* One rmdir in every hierarchy; true if none is left (the kernel refuses
+ * to remove a cgroup that holds a process or a child cgroup). */
+bool cgroup_remove_if_empty (const char *path);
 
 /* ------------------------------------------------- cgroup_resources.c */
 

@@ -75,6 +75,24 @@ t_run_exit_code() {
 	assert_eq "a successful run prints nothing on stderr" "" "$ERR"
 }
 
+# A foreground run whose init leaves a process behind (no pid namespace of
+# its own, so the kernel does not kill it with the init): the delete that
+# ends the run must find the cgroup busy, kill what is in it and remove it
+# in every hierarchy, as runc does.
+t_run_leftover_process() {
+	local pid cgroups
+	BUNDLE=$(new_bundle)
+	spec_del_ns pid
+	spec_args sh -c 'sleep 1000 >/dev/null 2>&1 </dev/null & echo $!'
+	run_ctr
+	assert_rc "run of an init that leaves a child behind exits 0" 0 "$RC"
+	pid=$OUT
+	assert_match "the init printed its child's host pid" "$pid" '^[0-9]+$' || return
+	assert_true "the child left in the cgroup is killed when the run ends" wait_gone "$pid" 5
+	cgroups=$(find /sys/fs/cgroup -maxdepth 6 -type d -name "$CID" 2>/dev/null)
+	assert_eq "no cgroup of the container is left in any hierarchy" "" "$cgroups"
+}
+
 t_run_detach() {
 	local b
 	b=$(new_bundle)
@@ -425,7 +443,7 @@ for n, line in enumerate(open(sys.argv[1]), 1):
 	assert_contains "the JSON log names the missing container" "$out" "h-no-such-container-$$"
 }
 
-for t in t_create_start_stop t_state_json t_run_exit_code t_run_detach t_pid_file t_preserve_fds t_no_pivot_and_keyring \
+for t in t_create_start_stop t_state_json t_run_exit_code t_run_leftover_process t_run_detach t_pid_file t_preserve_fds t_no_pivot_and_keyring \
 	t_kill_term t_kill_kill t_kill_all t_kill_signal_names t_delete_force_running \
 	t_delete_created t_list t_list_empty t_ps t_duplicate_id t_exec t_exec_detach \
 	t_exec_missing t_start_twice t_spec t_features t_version_help t_log_json; do
