@@ -56,36 +56,36 @@ container_running_from_sealed_exe (void)
 }
 
 static int
-copy_to_memfd (int src, struct husk_error **err)
+copy_to_memfd (int src, const char *path, struct husk_error **err)
 {
   cleanup_close int memfd = memfd_create ("husk", MFD_CLOEXEC | MFD_ALLOW_SEALING);
   struct stat st;
   off_t offset = 0;
 
   if (memfd < 0)
-    return husk_error_make (err, errno, "memfd_create for the husk binary");
+    return husk_error_make (err, errno, "memfd_create for a sealed copy of `%s`", path);
   if (fstat (src, &st) < 0)
-    return husk_error_make (err, errno, "stat /proc/self/exe");
+    return husk_error_make (err, errno, "stat `%s`", path);
   while (offset < st.st_size)
     {
       ssize_t n = sendfile (memfd, src, &offset, (size_t) (st.st_size - offset));
       if (n < 0 && errno == EINTR)
         continue;
       if (n <= 0)
-        return husk_error_make (err, n < 0 ? errno : EIO, "copy the husk binary to a memfd");
+        return husk_error_make (err, n < 0 ? errno : EIO, "copy `%s` to a memfd", path);
     }
   if (fcntl (memfd, F_ADD_SEALS, REQUIRED_SEALS) < 0)
-    return husk_error_make (err, errno, "seal the husk binary memfd");
+    return husk_error_make (err, errno, "seal the memfd copy of `%s`", path);
   return steal_fd (&memfd);
 }
 
-/* The running binary through a new overlayfs of its directory, mounted
+/* The binary at PATH through a new overlayfs of its directory, mounted
  * read-only nowhere; -1 (errno) where this kernel or this process cannot
  * make one.  Without an upper layer overlayfs wants two lower ones: the
  * binary's directory on top, then /dev (any directory that cannot overlap
  * it would do; the name is looked up in the top layer first). */
 static int
-open_through_private_overlay (void)
+open_through_private_overlay (const char *path)
 {
   char exe[PATH_MAX];
   cleanup_close int ctx = -1;
@@ -93,7 +93,7 @@ open_through_private_overlay (void)
   cleanup_free char *lower = NULL;
   char *slash;
 
-  if (realpath ("/proc/self/exe", exe) == NULL)
+  if (realpath (path, exe) == NULL)
     return -1;
   slash = strrchr (exe, '/');
   /* lowerdir's separators; a binary in / cannot have a directory of its
@@ -119,26 +119,31 @@ open_through_private_overlay (void)
 }
 
 int
-container_ensure_cloned_binary (char **argv, struct husk_error **err)
+container_exec_sealed (const char *path, char **argv, struct husk_error **err)
 {
   cleanup_close int exe = -1;
   cleanup_close int memfd = -1;
-  cleanup_close int sealed = -1;
+  cleanup_close int sealed = open_through_private_overlay (path);
 
-  if (container_running_from_sealed_exe ())
-    return 0;
-  sealed = open_through_private_overlay ();
   if (sealed >= 0)
     {
       fexecve (sealed, argv, environ);
       /* Exec refused on it (noexec somewhere?): the copy still works. */
     }
-  exe = open ("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+  exe = open (path, O_RDONLY | O_CLOEXEC);
   if (exe < 0)
-    return husk_error_make (err, errno, "open /proc/self/exe");
-  memfd = copy_to_memfd (exe, err);
+    return husk_error_make (err, errno, "open `%s`", path);
+  memfd = copy_to_memfd (exe, path, err);
   if (memfd < 0)
     return -1;
   fexecve (memfd, argv, environ);
-  return husk_error_make (err, errno, "re-exec husk from its sealed copy");
+  return husk_error_make (err, errno, "execute `%s` from its sealed copy", path);
+}
+
+int
+container_ensure_cloned_binary (char **argv, struct husk_error **err)
+{
+  if (container_running_from_sealed_exe ())
+    return 0;
+  return container_exec_sealed ("/proc/self/exe", argv, err);
 }

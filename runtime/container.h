@@ -104,6 +104,11 @@ int container_parse_signal (const char *name, int *sig, struct husk_error **err)
 int container_ensure_cloned_binary (char **argv, struct husk_error **err);
 /* Whether it runs from such a file already (no re-exec to come). */
 bool container_running_from_sealed_exe (void);
+/* Executes the binary at PATH with ARGV from such a file (husk's
+ * `container` verbs start husk-image so: it then needs no re-exec of its
+ * own, which would load its 47 libraries twice).  Returns only on
+ * failure. */
+int container_exec_sealed (const char *path, char **argv, struct husk_error **err);
 
 /* husk checkpoint / restore (runtime/checkpoint.c), through CRIU: runc's
  * options and semantics.  Without leave_running the checkpointed

@@ -61,6 +61,13 @@ run_plugin (const char *group, struct cli_globals *g, int argc, char **argv, str
   args[1] = (char *) g->ctx.root;
   for (int i = 0; i < argc; i++)
     args[i + 2] = argv[i];
+  /* The container verbs enter containers: from a sealed file (husk-image
+   * would re-execute itself otherwise, see runtime/cloned_binary.c). */
+  if (strcmp (group, "container") == 0)
+    {
+      container_exec_sealed (path, args, err);
+      return husk_error_wrap (err, "%s", group);
+    }
   execv (path, args);
   return husk_error_make (err, errno, "%s: execute `%s`", group, path);
 }
