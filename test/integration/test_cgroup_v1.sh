@@ -223,7 +223,8 @@ t_cpuset_parent() {
 	BUNDLE=$(new_bundle)
 	spec_set 'c["linux"]["cgroupsPath"] = "/" + A[0] + "/" + A[1]' "$parent" "ctr-$RANDOM"
 	start_sleeper
-	defer "rmdir '$cpuset/$parent' 2>/dev/null"
+	# The level is made in every hierarchy, not only cpuset's.
+	defer "rmdir /sys/fs/cgroup/*/'$parent' 2>/dev/null"
 	assert_eq "cpuset: the level husk made has clone_children" 1 "$(cat "$cpuset/$parent/cgroup.clone_children" 2>/dev/null)"
 	assert_eq "cpuset: the container has its parent's cpus" "$(cat "$cpuset/$parent/cpuset.cpus")" \
 		"$(cat "$cpuset"/"$parent"/ctr-*/cpuset.cpus 2>/dev/null)"
