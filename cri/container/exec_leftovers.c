@@ -69,7 +69,11 @@ cri_exec_pid_is_ours (const char *path, pid_t pid, const char *id12)
 
   if (started == 0 || stat (path, &st) < 0)
     return false;
-  if (started > (int64_t) st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec)
+  /* A clock tick of slack: a new file's mtime may come from the kernel's
+   * coarse clock, up to a jiffy behind the moment it was written, and
+   * `husk exec` writes it within a millisecond of the fork. */
+  if (started > (int64_t) st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec
+                    + 1000000000LL / sysconf (_SC_CLK_TCK))
     return false;
   return husk_read_file (cgroup_path, &cgroups, NULL, NULL) == 0 && strstr (cgroups, id12) != NULL;
 }

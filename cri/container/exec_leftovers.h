@@ -10,7 +10,8 @@
 #include <sys/types.h>
 
 /* Whether PID is still the process the exec pid file PATH named: it
- * started no later than the file was written, and it is in a cgroup whose
+ * started no later than the file was written (within a clock tick: the
+ * mtime may be coarse), and it is in a cgroup whose
  * path holds ID12 (the exec joined its container's cgroup) -- a recycled
  * pid fails one or the other. */
 bool cri_exec_pid_is_ours (const char *path, pid_t pid, const char *id12);

@@ -281,10 +281,17 @@ def test_exec_outlives_huskd(c, s):
     ok(all(proc_alive(p) for p in sleeps + runtimes),
        "huskd killed -9: `husk exec` and `sleep 777` run on without it (the bug's setting)")
     conn.close()
+    named = {f: open(os.path.join(STATE, f)).read().strip() for f in exec_files(cid)}
     restart(c, s)
-    time.sleep(0.3)
+    # SIGKILL at the new huskd's start; the processes may take a moment to
+    # be scheduled and die on a loaded host.
+    for _ in range(50):
+        if not any(proc_alive(p) for p in sleeps + runtimes):
+            break
+        time.sleep(0.1)
     left = [p for p in sleeps if proc_alive(p)]
-    ok(not left, "the restarted huskd killed the exec's process", left)
+    ok(not left, "the restarted huskd killed the exec's process", (left, named,
+       {p: open(f"/proc/{p}/cgroup").read().splitlines()[:2] for p in left if proc_alive(p)}))
     left = [p for p in runtimes if proc_alive(p)]
     ok(not left, "... and `husk exec` with it", left)
     ok(exec_files(cid) == [], "... and removed its pid files", exec_files(cid))
