@@ -34,7 +34,7 @@ test=(
 	# a second client of huskd's streaming server (test_cri_k8s_stream)
 	python3-kubernetes python3-websocket
 	# peers the tests compare with or drive husk through
-	crun runc containerd conmon
+	crun runc containerd conmon podman
 	# gVisor, the handler that owns its pods (test_cri_gvisor, bench-cri --gvisor)
 	runsc
 	# husk checkpoint/restore (test_checkpoint, and in the VM)
