@@ -55,6 +55,8 @@ join_test_cgroups() { # PID
 trap 'sd_cleanup; cleanup_all' EXIT
 
 STAGE=$WORK/stage
+# Under WORK instead of lib.sh's own temp ROOT, which goes now.
+rmdir "$ROOT"
 ROOT=$WORK/root
 if ! make -C "$REPO_DIR" --no-print-directory BUILD="$BUILD_DIR" install DESTDIR="$STAGE" >"$WORK/install.log" 2>&1; then
 	not_ok "make install into $STAGE" "$(tail -5 "$WORK/install.log")"
