@@ -538,9 +538,10 @@ parse_monitor_report (const char *id, const char *line, pid_t *monitor_pid, stru
 /* husk: the one that executed husk-image (HUSK_BINARY).  husk-monitor
  * (and husk without HUSK_BINARY): next to the plugin (the build tree), in
  * PREFIX/bin for the plugin's PREFIX/lib/husk, next to this process, or
- * on PATH.  `husk container` runs from a sealed memfd copy of husk-image,
- * so /proc/self/exe does not say where it is installed; husk passes the
- * plugin's dir in HUSK_PLUGIN_DIR (husk/plugin.h). */
+ * on PATH.  `husk container` runs from a sealed copy of husk-image (a
+ * memfd, or the file at the root of a private overlay), so /proc/self/exe
+ * does not say where it is installed; husk passes the plugin's dir in
+ * HUSK_PLUGIN_DIR (husk/plugin.h). */
 static char *
 find_helper (const char *name)
 {

@@ -14,20 +14,19 @@
 #include "husk/util.h"
 #include "runtime/cli/cli.h"
 
+/* FILE in $HUSK_PLUGIN_DIR, beside SELF (husk's path), or in
+ * SELF/../lib/husk. */
 static char *
-find_plugin (const char *file)
+find_plugin (const char *file, const char *self)
 {
-  char exe[PATH_MAX];
   const char *env = getenv ("HUSK_PLUGIN_DIR");
-  ssize_t n = readlink ("/proc/self/exe", exe, sizeof exe - 1);
+  cleanup_free char *copy = NULL;
   char *dir;
 
   if (env && *env)
     return xasprintf ("%s/%s", env, file);
-  if (n <= 0)
-    return NULL;
-  exe[n] = '\0';
-  dir = dirname (exe);
+  copy = xstrdup (self);
+  dir = dirname (copy);
   {
     char *beside = xasprintf ("%s/%s", dir, file);
     if (access (beside, X_OK) == 0)
@@ -43,15 +42,14 @@ static int
 run_plugin (const char *group, struct cli_globals *g, int argc, char **argv, struct husk_error **err)
 {
   const char *file = strcmp (group, "cdi-hook") == 0 ? HUSK_HOOK_PLUGIN_FILE : HUSK_PLUGIN_FILE;
-  cleanup_free char *path = find_plugin (file);
+  cleanup_free char *path = NULL;
   cleanup_free char *dir = NULL;
   cleanup_free char **args = NULL;
   char self[PATH_MAX];
 
-  if (path == NULL)
-    return husk_error_make (err, 0, "%s: cannot locate %s", group, file);
   if (realpath ("/proc/self/exe", self) == NULL)
     return husk_error_make (err, errno, "%s: the path of the husk binary (/proc/self/exe)", group);
+  path = find_plugin (file, self);
   dir = xstrdup (path);
   if (setenv ("HUSK_PLUGIN_DIR", dirname (dir), 1) < 0 || setenv (HUSK_BINARY_ENV, self, 1) < 0)
     return husk_error_make (err, errno, "%s: set the plugin's environment", group);
