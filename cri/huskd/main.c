@@ -430,6 +430,9 @@ main (int argc, char **argv)
       return 1;
     }
   block_sigpipe ();
+  /* Started with SIGCHLD ignored, the kernel would reap the CNI plugins
+   * and runtime processes before huskd could read their exit status. */
+  signal (SIGCHLD, SIG_DFL);
   /* First, so that a bad config file is in `systemctl status` too. */
   open_notifier (&notifier);
   if (parse_args (argc, argv, &args, &err) == 0 && load_config (&args, &cfg, &err) == 0)

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -347,6 +348,10 @@ main (int argc, char **argv)
   int ret;
 
   husk_log_set_prog ("husk");
+  /* A caller that ignores SIGCHLD (some supervisors and scripts do) has
+   * the kernel reap our children for us: run and exec would wait forever
+   * for an exit status that never comes (crun hangs there; runc does not). */
+  signal (SIGCHLD, SIG_DFL);
   if (parse_globals (&g, argc, argv, &err) < 0 || open_log (&g, &err) < 0)
     goto fail;
   if (optind >= argc)

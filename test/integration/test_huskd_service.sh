@@ -36,10 +36,15 @@ with open(out, "a", buffering=1) as f:
             f.write(f"{line}\tsocket={there}\n")
 PY
 
+# HUSKD_STARTER=ignore-sigchld: started by a parent that ignores SIGCHLD.
 start_huskd() { # LOG ARGS...: huskd on SOCK, its pid in E2E/huskd.pid
-	local log=$1
+	local log=$1 starter=()
 	shift
-	"$HUSKD" --listen "unix://$SOCK" --root "$E2E/root" --state "$E2E/state" --config "$E2E/config.json" \
+	[ "${HUSKD_STARTER:-}" = ignore-sigchld ] && starter=("$PY" -c '
+import os, signal, sys
+signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+os.execv(sys.argv[1], sys.argv[1:])')
+	"${starter[@]}" "$HUSKD" --listen "unix://$SOCK" --root "$E2E/root" --state "$E2E/state" --config "$E2E/config.json" \
 		"$@" >"$log" 2>&1 &
 	echo $! >"$E2E/huskd.pid"
 	for _ in $(seq 100); do
@@ -135,6 +140,20 @@ stop_huskd
 INFO=$(cat "$E2E/info.log")
 assert_not_contains "at info, no line for an OK call" "$INFO" "RuntimeService/Version"
 assert_contains "at info, the failure still" "$INFO" "status=NOT_FOUND"
+
+# Started with SIGCHLD ignored (a supervisor's habit), huskd puts it back to
+# the default: the kernel would reap its CNI plugins and runtime processes
+# before huskd could read their exit status.
+HUSKD_STARTER=ignore-sigchld start_huskd "$E2E/sigchld.log"
+ign=$(awk '$1 == "SigIgn:" { print $2 }' "/proc/$(cat "$E2E/huskd.pid")/status")
+if [ -n "$ign" ] && [ $((0x$ign & 0x10000)) -eq 0 ]; then
+	ok "huskd started with SIGCHLD ignored has it back at the default"
+else
+	not_ok "huskd started with SIGCHLD ignored has it back at the default" "SigIgn: $ign"
+fi
+"${C[@]}" version >/dev/null
+stop_huskd
+assert_eq "and serves and stops cleanly" 0 $?
 
 # A NOTIFY_SOCKET huskd cannot use is a warning, not a failed start.
 NOTIFY_SOCKET=relative/notify start_huskd "$E2E/badnotify.log"

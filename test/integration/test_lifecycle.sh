@@ -93,6 +93,42 @@ t_run_leftover_process() {
 	assert_eq "no cgroup of the container is left in any hierarchy" "" "$cgroups"
 }
 
+# The runtime started by a caller that ignores every signal it may, SIGCHLD
+# and the real-time ones too, and blocks SIGTERM and SIGINT (a supervisor,
+# a background job).  SIGCHLD ignored has the kernel reap husk's children
+# before husk can wait for them: `run` and `exec` hung there until husk put
+# it back to the default (crun still hangs; runc does not).
+rt_ignoring_signals() { # ARGS...
+	timeout -k 5 "$RT_TIMEOUT" "$PY" -c '
+import os, signal, sys
+for s in range(1, 65):
+    if s not in (signal.SIGKILL, signal.SIGSTOP, 32, 33):
+        signal.signal(s, signal.SIG_IGN)
+signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})
+os.execv(sys.argv[1], sys.argv[1:])' "$RUNTIME" --root "$ROOT" "$@"
+}
+
+t_caller_signals() {
+	local b out rc want
+	want="SigBlk: 0000000000000000 SigIgn: 0000000000000000"
+	b=$(new_bundle)
+	BUNDLE=$b spec_args sh -c 'grep -E "^Sig(Blk|Ign):" /proc/self/status; exit 5'
+	CID=$(new_id)
+	out=$(rt_ignoring_signals run --bundle "$b" "$CID" </dev/null 2>"$WORK/err")
+	rc=$?
+	assert_rc "run by a caller that ignores SIGCHLD returns the container's exit code (5)" 5 "$rc" ||
+		diag "stderr: $(cat "$WORK/err")"
+	assert_eq "run's process inherits none of its caller's ignored or blocked signals" "$want" "$(echo $out)"
+	rt delete --force "$CID" >/dev/null 2>&1
+	b=$(new_bundle)
+	BUNDLE=$b spec_args sleep 1000
+	BUNDLE=$b create_ctr
+	start_ctr "$CID"
+	out=$(rt_ignoring_signals exec "$CID" sh -c 'grep -E "^Sig(Blk|Ign):" /proc/self/status; exit 6' </dev/null 2>&1)
+	assert_rc "exec by a caller that ignores SIGCHLD returns the process's exit code (6)" 6 "$?"
+	assert_eq "exec's process inherits none of its caller's ignored or blocked signals" "$want" "$(echo $out)"
+}
+
 t_run_detach() {
 	local b
 	b=$(new_bundle)
@@ -443,7 +479,7 @@ for n, line in enumerate(open(sys.argv[1]), 1):
 	assert_contains "the JSON log names the missing container" "$out" "h-no-such-container-$$"
 }
 
-for t in t_create_start_stop t_state_json t_run_exit_code t_run_leftover_process t_run_detach t_pid_file t_preserve_fds t_no_pivot_and_keyring \
+for t in t_create_start_stop t_state_json t_run_exit_code t_run_leftover_process t_caller_signals t_run_detach t_pid_file t_preserve_fds t_no_pivot_and_keyring \
 	t_kill_term t_kill_kill t_kill_all t_kill_signal_names t_delete_force_running \
 	t_delete_created t_list t_list_empty t_ps t_duplicate_id t_exec t_exec_detach \
 	t_exec_missing t_start_twice t_spec t_features t_version_help t_log_json; do
