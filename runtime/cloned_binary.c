@@ -93,7 +93,24 @@ open_through_private_overlay (const char *path)
   cleanup_free char *lower = NULL;
   char *slash;
 
-  if (realpath (path, exe) == NULL)
+  /* The kernel's own name of our binary is already absolute and free of
+   * symlinks: one readlink where realpath would read every component. */
+  if (strcmp (path, "/proc/self/exe") == 0)
+    {
+      ssize_t n = readlink (path, exe, sizeof exe - 1);
+
+      if (n <= 0)
+        return -1;
+      exe[n] = '\0';
+      /* Replaced or removed since we started: the copy is of the file
+       * that runs. */
+      if (husk_str_has_suffix (exe, " (deleted)"))
+        {
+          errno = ENOENT;
+          return -1;
+        }
+    }
+  else if (realpath (path, exe) == NULL)
     return -1;
   slash = strrchr (exe, '/');
   /* lowerdir's separators; a binary in / cannot have a directory of its

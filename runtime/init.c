@@ -4,6 +4,7 @@
  * as one line (sync_child_fail). */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <net/if.h>
 #include <limits.h>
 #include <sched.h>
@@ -16,6 +17,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -41,12 +43,65 @@ static const int ns_clone_flag[SPEC_NS_COUNT] = {
   [SPEC_NS_CGROUP] = CLONE_NEWCGROUP, [SPEC_NS_TIME] = 0x80 /* CLONE_NEWTIME */,
 };
 
+/* The hex mask after FIELD ("SigIgn:") in a /proc/PID/status text. */
+static bool
+status_mask (const char *text, const char *field, uint64_t *mask)
+{
+  const char *at = strstr (text, field);
+  char *end;
+
+  if (at == NULL)
+    return false;
+  errno = 0;
+  *mask = strtoull (at + strlen (field), &end, 16);
+  return errno == 0 && end != at + strlen (field) && *end == '\n';
+}
+
+/* The signals whose disposition is not the default (a bit per signal,
+ * SIGHUP the lowest): SigIgn | SigCgt of our status on a real procfs, or
+ * all of them where that cannot be read.  No allocation: this runs in a
+ * vfork child too. */
+static uint64_t
+non_default_signals (void)
+{
+  char text[4096];
+  size_t len = 0;
+  ssize_t n;
+  uint64_t ignored, caught;
+  struct statfs fs;
+  int fd = open ("/proc/self/status", O_RDONLY | O_CLOEXEC);
+
+  if (fd < 0)
+    return ~0ULL;
+  if (fstatfs (fd, &fs) < 0 || fs.f_type != PROC_SUPER_MAGIC)
+    {
+      close (fd);
+      return ~0ULL;
+    }
+  while (len < sizeof text - 1)
+    {
+      n = read (fd, text + len, sizeof text - 1 - len);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0)
+        break;
+      len += (size_t) n;
+    }
+  close (fd);
+  text[len] = '\0';
+  if (!status_mask (text, "\nSigIgn:\t", &ignored) || !status_mask (text, "\nSigCgt:\t", &caught))
+    return ~0ULL;
+  return ignored | caught;
+}
+
 void
 init_reset_signals (void)
 {
   /* The raw syscalls: glibc's wrappers refuse signals 32 and 33 (it keeps
    * them for itself), yet an ignored 32/33 inherited from whoever started
-   * us would survive execve into the container. */
+   * us would survive execve into the container.  Only the signals that
+   * are not at their default: a syscall each cost ~0.2 ms for all 62 on
+   * this host, in the path of every create and exec. */
   struct
   {
     void *handler;
@@ -55,9 +110,10 @@ init_reset_signals (void)
     uint64_t mask;
   } dfl = { .handler = SIG_DFL };
   uint64_t none = 0;
+  uint64_t to_reset = non_default_signals ();
 
   for (int sig = 1; sig < NSIG; sig++)
-    if (sig != SIGKILL && sig != SIGSTOP)
+    if (sig != SIGKILL && sig != SIGSTOP && (to_reset & (1ULL << (sig - 1))))
       syscall (SYS_rt_sigaction, sig, &dfl, NULL, sizeof dfl.mask);
   syscall (SYS_rt_sigprocmask, SIG_SETMASK, &none, NULL, sizeof none);
 }

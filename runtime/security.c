@@ -454,13 +454,17 @@ first_cap (uint64_t mask)
   return -1;
 }
 
+/* Which capabilities of WANTED are in our bounding set: a prctl each,
+ * so only those the config asks for (3 in `crun spec`'s config, 14 in a
+ * CRI container's default set) where reading all 41 cost ~0.1 ms of
+ * `run` on this host. */
 static uint64_t
-our_bounding_set (void)
+our_bounding_set (uint64_t wanted)
 {
   uint64_t mask = 0;
 
   for (int cap = 0; cap <= last_cap (); cap++)
-    if (prctl (PR_CAPBSET_READ, (unsigned long) cap, 0, 0, 0) == 1)
+    if (cap_in (wanted, cap) && prctl (PR_CAPBSET_READ, (unsigned long) cap, 0, 0, 0) == 1)
       mask |= 1ULL << cap;
   return mask;
 }
@@ -487,12 +491,14 @@ security_check_caps (const struct spec_process *process, struct husk_error **err
     { "inheritable", caps->inheritable }, { "ambient", caps->ambient },
   };
   uint64_t known = last_cap () >= 63 ? ~0ULL : (1ULL << (last_cap () + 1)) - 1;
-  uint64_t bounding = our_bounding_set ();
+  uint64_t bounding;
   cleanup_cap cap_t current = NULL;
   int cap;
 
   if (!process->has_capabilities)
     return 0;
+  bounding = our_bounding_set (caps->bounding | caps->permitted | caps->effective | caps->inheritable
+                               | caps->ambient);
   for (size_t s = 0; s < sizeof sets / sizeof sets[0]; s++)
     if ((cap = first_cap (sets[s].mask & known & ~bounding)) >= 0)
       return cap_refused (cap, sets[s].name,
