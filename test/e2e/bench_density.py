@@ -16,6 +16,8 @@ driven as a kubelet drives a node of N pods (issue 30).
    every call's latency is recorded, failed ones included (a list call's
    until its reply's bytes are in: the Python parse comes after);
 3. teardown storm: 20 workers run StopPodSandbox+RemovePodSandbox.
+Each storm's CPU too (cpuacct of the whole tree, CNI plugins included): with
+bench_cni_floor.py's it says what the runtime adds to the chain.
 
 CPU is cgroup v1 cpuacct: the caller starts the daemon in CGROUP_DIR/daemon
 (its monitors/shims and every runtime process they start inherit it, also
@@ -287,12 +289,16 @@ def main():
     client.pull(IMAGE, timeout=TIMEOUT)
     rec = Recorder()
     out = {"pods": N}
+    cpu = cpuacct_ns(CG_DIR)
     out["start_s"], pods, cids = start_storm(client, rec)
+    out["start_cpu_s"], cpu = (cpuacct_ns(CG_DIR) - cpu) / 1e9, cpuacct_ns(CG_DIR)
     out["start_load"] = loadavg()
     time.sleep(2)
     out.update(steady(client, rec, cids))
     out["steady_load"] = loadavg()
+    cpu = cpuacct_ns(CG_DIR)
     out["teardown_s"] = teardown_storm(client, rec, pods)
+    out["teardown_cpu_s"] = (cpuacct_ns(CG_DIR) - cpu) / 1e9
     out["teardown_load"] = loadavg()
     out["calls"] = {m: {"n": len(v), "p50_ms": pct(v, 50), "p99_ms": pct(v, 99), "max_ms": max(v)}
                     for m, v in rec.ms.items()}

@@ -27,6 +27,7 @@ def call(r, method, key):
 # name, value of a run, unit, load key, goal: ("ratio", x) or ("abs", x ms) or None
 ROWS = [
     ("start storm, 20 workers, until all run", lambda r: r["start_s"], "s", "start_load", ("ratio", 0.2)),
+    ("start storm CPU, the runtime's whole cgroup tree", lambda r: r.get("start_cpu_s"), "s", "start_load", None),
     ("steady CPU, the runtime's whole cgroup tree", lambda r: r["cpu_s_per_min"], "s/min", "steady_load",
      ("ratio", 0.1)),
     ("steady CPU, daemon + monitors/shims cgroup only", lambda r: r["daemon_cpu_s_per_min"], "s/min",
@@ -46,6 +47,8 @@ ROWS = [
     ("ListContainers p50", lambda r: call(r, "ListContainers", "p50_ms"), "ms", "steady_load", None),
     ("ListContainers p99", lambda r: call(r, "ListContainers", "p99_ms"), "ms", "steady_load", ("ratio", 1.0)),
     ("teardown storm, 20 workers", lambda r: r["teardown_s"], "s", "teardown_load", ("ratio", 0.2)),
+    ("teardown storm CPU, the runtime's whole cgroup tree", lambda r: r.get("teardown_cpu_s"), "s", "teardown_load",
+     None),
 ]
 
 
@@ -59,8 +62,11 @@ def cni_floor(c):
         floor, load = cni[f"{key}_s"], cni[f"{key}_load"]
         of_husk = floor / h[run_key]
         of_peer = floor / c[run_key] if c else None
+        own_cpu = h.get(run_key.replace("_s", "_cpu_s"))
         text.append(f"{key.upper()} {show(floor)} s ({show(cni[key + '_cpu_s'])} s CPU, load {load:.2f}), "
                     f"{of_husk:.2f} of husk's {storm} storm"
+                    + (f" (whose cgroup tree used {show(own_cpu)} s CPU: "
+                       f"{show(own_cpu - cni[key + '_cpu_s'])} s more than the chain's)" if own_cpu else "")
                     + (f", {of_peer:.2f}x containerd's" if c else ""))
         bench.append(f"BENCH|density {N} pods: the CNI chain alone, {key.upper()} storm, 20 workers (load {load:.2f})|"
                      f"{show(floor)} s|" + (f"containerd {storm} storm {show(c[run_key])} s|{show(of_peer)}|"
