@@ -66,7 +66,8 @@ def cni_floor(c):
         text.append(f"{key.upper()} {show(floor)} s ({show(cni[key + '_cpu_s'])} s CPU, load {load:.2f}), "
                     f"{of_husk:.2f} of husk's {storm} storm"
                     + (f" (whose cgroup tree used {show(own_cpu)} s CPU: "
-                       f"{show(own_cpu - cni[key + '_cpu_s'])} s more than the chain's)" if own_cpu else "")
+                       f"{show(abs(own_cpu - cni[key + '_cpu_s']))} s "
+                       f"{'more' if own_cpu >= cni[key + '_cpu_s'] else 'less'} than the chain's)" if own_cpu else "")
                     + (f", {of_peer:.2f}x containerd's" if c else ""))
         bench.append(f"BENCH|density {N} pods: the CNI chain alone, {key.upper()} storm, 20 workers (load {load:.2f})|"
                      f"{show(floor)} s|" + (f"containerd {storm} storm {show(c[run_key])} s|{show(of_peer)}|"
