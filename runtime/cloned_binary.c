@@ -101,6 +101,11 @@ open_through_private_overlay (const char *path)
 
       if (n <= 0)
         return -1;
+      if ((size_t) n == sizeof exe - 1)
+        {
+          errno = ENAMETOOLONG; /* maybe cut short */
+          return -1;
+        }
       exe[n] = '\0';
       /* Replaced or removed since we started: the copy is of the file
        * that runs. */

@@ -57,10 +57,29 @@ status_mask (const char *text, const char *field, uint64_t *mask)
   return errno == 0 && end != at + strlen (field) && *end == '\n';
 }
 
+/* Whether TEXT, a /proc/PID/status, is ours: the last pid of its NSpid
+ * line (the one in our own pid namespace) is getpid (). */
+static bool
+status_is_ours (const char *text)
+{
+  const char *at = strstr (text, "\nNSpid:\t");
+  const char *end, *last;
+
+  if (at == NULL)
+    return false;
+  at += strlen ("\nNSpid:\t");
+  end = strchr (at, '\n');
+  if (end == NULL)
+    return false;
+  for (last = end; last > at && last[-1] != '\t'; last--)
+    ;
+  return strtol (last, NULL, 10) == (long) getpid ();
+}
+
 /* The signals whose disposition is not the default (a bit per signal,
- * SIGHUP the lowest): SigIgn | SigCgt of our status on a real procfs, or
- * all of them where that cannot be read.  No allocation: this runs in a
- * vfork child too. */
+ * SIGHUP the lowest): SigIgn | SigCgt of our own status on a real procfs,
+ * or all of them where that cannot be read.  No allocation: this runs in
+ * a vfork child too. */
 static uint64_t
 non_default_signals (void)
 {
@@ -89,7 +108,8 @@ non_default_signals (void)
     }
   close (fd);
   text[len] = '\0';
-  if (!status_mask (text, "\nSigIgn:\t", &ignored) || !status_mask (text, "\nSigCgt:\t", &caught))
+  if (!status_is_ours (text) || !status_mask (text, "\nSigIgn:\t", &ignored)
+      || !status_mask (text, "\nSigCgt:\t", &caught))
     return ~0ULL;
   return ignored | caught;
 }
@@ -113,7 +133,7 @@ init_reset_signals (void)
   uint64_t to_reset = non_default_signals ();
 
   for (int sig = 1; sig < NSIG; sig++)
-    if (sig != SIGKILL && sig != SIGSTOP && (to_reset & (1ULL << (sig - 1))))
+    if (sig != SIGKILL && sig != SIGSTOP && (sig > 64 || (to_reset & (1ULL << (sig - 1)))))
       syscall (SYS_rt_sigaction, sig, &dfl, NULL, sizeof dfl.mask);
   syscall (SYS_rt_sigprocmask, SIG_SETMASK, &none, NULL, sizeof none);
 }

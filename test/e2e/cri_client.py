@@ -4,6 +4,7 @@ container configs they run.  Import it after putting the generated
 api_pb2 (protoc's output in WORK/gen) on sys.path."""
 import os
 import socket
+import signal
 import subprocess
 import time
 
@@ -146,12 +147,18 @@ def open_channel(sock, ready_timeout=30, proc=None, log=None):
     return channel
 
 
-def start_huskd(huskd, work, sock, root, state, config):
+def start_huskd(huskd, work, sock, root, state, config, ignored_signals=()):
     """huskd on SOCK, logging to WORK/huskd.log, its pid in WORK/huskd.pid
-    (for the shell's trap); returns once the socket exists (10 s at most)."""
+    (for the shell's trap); returns once the socket exists (10 s at most).
+    IGNORED_SIGNALS: set to SIG_IGN in huskd's starter, as a supervisor may."""
+    def ignore():
+        for sig in ignored_signals:
+            signal.signal(sig, signal.SIG_IGN)
+
     log = open(os.path.join(work, "huskd.log"), "a")
     proc = subprocess.Popen([huskd, "--listen", "unix://" + sock, "--root", root, "--state", state,
-                             "--config", config], stdout=log, stderr=log)
+                             "--config", config], stdout=log, stderr=log,
+                            preexec_fn=ignore if ignored_signals else None)
     with open(os.path.join(work, "huskd.pid"), "w") as f:
         f.write(str(proc.pid))
     for _ in range(200):

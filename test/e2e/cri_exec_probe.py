@@ -111,6 +111,10 @@ def test_same_as_init(c, s):
        mine)
     ok(mine == init, "status (uid, gid, groups, the five capability sets, no_new_privs, seccomp, blocked signals) "
        "equals the container init's", {k: (mine[k], init[k]) for k in STATUS_KEYS if mine[k] != init[k]})
+    ignored = re.search(r"^SigIgn:\s*([0-9a-f]+)$", out.split("---\n")[0], re.M)
+    ok(ignored is not None and int(ignored.group(1), 16) & 1 == 0,
+       "SIGHUP, ignored by huskd's starter, is not ignored in the exec'd process",
+       ignored.group(1) if ignored else out[:200])
     rc, out, _ = sh(c, cid, "cat /proc/self/limits; echo ---; cat /proc/1/limits")
     a, b = out.split("---\n")
     ok(rc == 0 and a == b, "rlimits equal the init's", (a, b))
@@ -371,7 +375,10 @@ def test_via_runtime(c, s):
 
 
 def main():
-    s = {"proc": cri_client.start_huskd(HUSKD, WORK, SOCK, ROOT, STATE, os.path.join(WORK, "config.json"))}
+    # SIGHUP ignored by huskd's starter (nohup, a supervisor) must not reach
+    # what ExecSync runs: test_same_as_init checks SigIgn.
+    s = {"proc": cri_client.start_huskd(HUSKD, WORK, SOCK, ROOT, STATE, os.path.join(WORK, "config.json"),
+                                        ignored_signals=(signal.SIGHUP,))}
     c = Client(SOCK)
     pod = None
     try:
