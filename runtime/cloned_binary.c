@@ -79,6 +79,18 @@ copy_to_memfd (int src, const char *path, struct husk_error **err)
   return steal_fd (&memfd);
 }
 
+/* Whether FD is the file PATH names: for /proc/self/exe, the running
+ * binary.  overlayfs gives a lower file's inode number through. */
+static bool
+same_file (int fd, const char *path)
+{
+  struct stat opened, named;
+
+  return fstat (fd, &opened) == 0 && stat (path, &named) == 0 && opened.st_ino == named.st_ino
+         && opened.st_size == named.st_size && opened.st_mtim.tv_sec == named.st_mtim.tv_sec
+         && opened.st_mtim.tv_nsec == named.st_mtim.tv_nsec;
+}
+
 /* The binary at PATH through a new overlayfs of its directory, mounted
  * read-only nowhere; -1 (errno) where this kernel or this process cannot
  * make one.  Without an upper layer overlayfs wants two lower ones: the
@@ -92,6 +104,7 @@ open_through_private_overlay (const char *path)
   cleanup_close int mnt = -1;
   cleanup_free char *lower = NULL;
   char *slash;
+  int fd;
 
   /* The kernel's own name of our binary is already absolute and free of
    * symlinks: one readlink where realpath would read every component. */
@@ -137,7 +150,17 @@ open_through_private_overlay (const char *path)
   mnt = fsmount (ctx, FSMOUNT_CLOEXEC, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOSUID);
   if (mnt < 0)
     return -1;
-  return openat (mnt, slash + 1, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  fd = openat (mnt, slash + 1, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  /* Renamed over, or something mounted over it, since PATH was read: the
+   * memfd copy is made from PATH itself (the running file, for
+   * /proc/self/exe). */
+  if (fd >= 0 && !same_file (fd, path))
+    {
+      close (fd);
+      errno = ESTALE;
+      return -1;
+    }
+  return fd;
 }
 
 int

@@ -312,8 +312,8 @@ t_cve_2019_5736_ro_binary() {
 # cannot take).  Each must keep the attack out.
 t_cve_2019_5736_seal_kinds() {
 	runtime_is_husk || return 0
-	local copy before b
-	mkdir -p "$WORK/plain" "$WORK/has:colon"
+	local copy before b husk=$RUNTIME
+	mkdir -p "$WORK/plain" "$WORK/has:colon" "$WORK/covered"
 	copy=$WORK/plain/husk
 	cp "$RUNTIME" "$copy"
 	create_init_target "$copy"
@@ -327,6 +327,25 @@ t_cve_2019_5736_seal_kinds() {
 	assert_eq "there it re-executes from a sealed memfd copy" "/memfd:husk (deleted)" "$(init_exe "$CID")"
 	rt delete --force "$CID" >/dev/null 2>&1
 	exec_attack "CVE-2019-5736 exec path, memfd copy" "$copy"
+	# husk bind-mounted over another file (an upgrade that mounts the new
+	# binary over the old): overlayfs reads the directory underneath the
+	# mount, so the overlay holds the old file, here busybox.  The re-exec
+	# must see that it is not the running binary and copy the running one.
+	copy=$WORK/covered/husk
+	cp /bin/busybox "$copy"
+	mount --bind "$husk" "$copy" || {
+		not_ok "seal kinds: bind-mount husk over another file" "mount failed"
+		return
+	}
+	defer "umount -l '$copy'"
+	create_init_target "$copy"
+	assert_rc "seal kinds: create from a husk mounted over another file" 0 "$RC" || {
+		diag "stderr: $ERR"
+		return
+	}
+	assert_eq "there it re-executes from a sealed memfd copy of the running binary" "/memfd:husk (deleted)" \
+		"$(init_exe "$CID")"
+	rt delete --force "$CID" >/dev/null 2>&1
 }
 
 # Control: the same probe against a host binary bind-mounted writable into
