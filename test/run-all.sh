@@ -120,12 +120,41 @@ run_unit_tests() {
 	done
 }
 
+# The parent cgroups the tests' containers get: husk's default cgroupsPath
+# (husk/ID) and containerd's for its namespace (husk-it/ID).  A runtime
+# leaves a parent it made, as runc does; the run removes those that were
+# not there before it, once empty (rmdir fails on one in use).
+TEST_CGROUP_PARENTS=(husk husk-it)
+
+missing_cgroup_parents() {
+	local dir parent
+	for dir in /sys/fs/cgroup /sys/fs/cgroup/*/; do
+		dir=${dir%/}
+		[ -f "$dir/cgroup.procs" ] || continue
+		for parent in "${TEST_CGROUP_PARENTS[@]}"; do
+			[ -e "$dir/$parent" ] || echo "$dir/$parent"
+		done
+	done
+}
+
+remove_cgroup_parents() { # DIR...
+	local dir
+	for dir in "$@"; do
+		[ -d "$dir" ] && rmdir "$dir" 2>/dev/null
+	done
+	return 0
+}
+
 run_integration_tests() {
 	local script name log start rc passed failed skipped note san
+	local new_parents=()
 	# What earlier runs killed before their cleanup left in iptables and
 	# /var/lib/cni (their owner's pid gone) would slow every CNI call here.
 	# shellcheck source=hack/cni-rules.sh
 	. "$test_dir/../hack/cni-rules.sh" && cni_sweep_dead_runs
+	mapfile -t new_parents < <(missing_cgroup_parents)
+	# shellcheck disable=SC2064 # the list is fixed now
+	trap "remove_cgroup_parents ${new_parents[*]}" EXIT
 	for script in "$test_dir"/integration/${HUSK_INTEGRATION_TESTS:-test_*}.sh; do
 		[ -f "$script" ] || continue
 		name=integration/$(basename "$script")
@@ -166,6 +195,7 @@ run_integration_tests() {
 		     { show = 0 }
 		     /^ok .*# SKIP/ { print "    " $0 }' "$log" | head -n 200
 	done
+	remove_cgroup_parents "${new_parents[@]}"
 }
 
 if [ "$run_unit" = yes ]; then
