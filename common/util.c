@@ -350,6 +350,22 @@ husk_str_has_suffix (const char *s, const char *suffix)
   return ls >= lx && strcmp (s + ls - lx, suffix) == 0;
 }
 
+long
+husk_status_ns_pid (const char *status)
+{
+  const char *line = strstr (status, "\nNSpid:");
+  long last = 0;
+
+  for (char *p = line ? (char *) line + strlen ("\nNSpid:") : NULL, *end; p && *p != '\n' && *p; p = end)
+    {
+      long v = strtol (p, &end, 10);
+      if (end == p)
+        break;
+      last = v;
+    }
+  return last;
+}
+
 int
 husk_parse_int64 (const char *s, long long min, long long max, long long *out)
 {

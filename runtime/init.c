@@ -57,25 +57,6 @@ status_mask (const char *text, const char *field, uint64_t *mask)
   return errno == 0 && end != at + strlen (field) && *end == '\n';
 }
 
-/* Whether TEXT, a /proc/PID/status, is ours: the last pid of its NSpid
- * line (the one in our own pid namespace) is getpid (). */
-static bool
-status_is_ours (const char *text)
-{
-  const char *at = strstr (text, "\nNSpid:\t");
-  const char *end, *last;
-
-  if (at == NULL)
-    return false;
-  at += strlen ("\nNSpid:\t");
-  end = strchr (at, '\n');
-  if (end == NULL)
-    return false;
-  for (last = end; last > at && last[-1] != '\t'; last--)
-    ;
-  return strtol (last, NULL, 10) == (long) getpid ();
-}
-
 /* The signals whose disposition is not the default (a bit per signal,
  * SIGHUP the lowest): SigIgn | SigCgt of our own status on a real procfs,
  * or all of them where that cannot be read.  No allocation: this runs in
@@ -108,7 +89,8 @@ non_default_signals (void)
     }
   close (fd);
   text[len] = '\0';
-  if (!status_is_ours (text) || !status_mask (text, "\nSigIgn:\t", &ignored)
+  /* Ours: its NSpid names us in our own pid namespace. */
+  if (husk_status_ns_pid (text) != (long) getpid () || !status_mask (text, "\nSigIgn:\t", &ignored)
       || !status_mask (text, "\nSigCgt:\t", &caught))
     return ~0ULL;
   return ignored | caught;

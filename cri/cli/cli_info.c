@@ -442,8 +442,7 @@ ns_pid (pid_t pid, const pid_t *members, size_t n)
   cleanup_free char *path = xasprintf ("/proc/%d/status", (int) pid);
   cleanup_free char *status = NULL;
   struct husk_error *ignored = NULL;
-  const char *line;
-  long last = 0;
+  long last;
   size_t len;
   bool member = false;
 
@@ -454,14 +453,7 @@ ns_pid (pid_t pid, const pid_t *members, size_t n)
       husk_error_free (&ignored);
       return 0;
     }
-  line = strstr (status, "\nNSpid:");
-  for (char *p = line ? (char *) line + 7 : NULL, *end; p && *p != '\n' && *p; p = end)
-    {
-      long v = strtol (p, &end, 10);
-      if (end == p)
-        break;
-      last = v;
-    }
+  last = husk_status_ns_pid (status);
   return last ? last : (long) pid;
 }
 

@@ -64,6 +64,11 @@ int husk_rm_rf_at (int parent_fd, const char *name, struct husk_error **err);
 bool husk_str_has_prefix (const char *s, const char *prefix);
 bool husk_str_has_suffix (const char *s, const char *suffix);
 
+/* The last pid of the NSpid line of a /proc/PID/status text (the pid in
+ * the process's own pid namespace), or 0 where it has none.  No
+ * allocation: a vfork child may call it. */
+long husk_status_ns_pid (const char *status);
+
 /* Parses a decimal int64 with range check. */
 int husk_parse_int64 (const char *s, long long min, long long max, long long *out);
 

@@ -136,12 +136,28 @@ test_write_prepare_commit (void **state)
   assert_int_equal (husk_rm_rf (dir, &err), 0);
 }
 
+/* husk_status_ns_pid: the innermost pid of NSpid, whatever the nesting,
+ * and 0 for a status without one (a kernel before 4.1) or a bad line. */
+static void
+test_status_ns_pid (void **state)
+{
+  (void) state;
+  assert_int_equal (husk_status_ns_pid ("Name:\tsh\nPid:\t4242\nNSpid:\t4242\nNSpgid:\t1\n"), 4242);
+  assert_int_equal (husk_status_ns_pid ("Name:\tsh\nNSpid:\t4242\t17\t1\nSigIgn:\t0\n"), 1);
+  assert_int_equal (husk_status_ns_pid ("Name:\tsh\nNSpid:\t4242\t17"), 17);
+  assert_int_equal (husk_status_ns_pid ("Name:\tsh\nPid:\t4242\n"), 0);
+  assert_int_equal (husk_status_ns_pid ("Name:\tsh\nNSpid:\tx\n"), 0);
+  /* A name that holds the field is not the field: Name escapes \n. */
+  assert_int_equal (husk_status_ns_pid ("Name:\tNSpid:\t9\nNSpid:\t5\n"), 5);
+}
+
 int
 main (void)
 {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test (test_remove_stale_tmp),
     cmocka_unit_test (test_write_prepare_commit),
+    cmocka_unit_test (test_status_ns_pid),
   };
 
   return cmocka_run_group_tests (tests, NULL, NULL);
