@@ -106,8 +106,8 @@ int container_ensure_cloned_binary (char **argv, struct husk_error **err);
 bool container_running_from_sealed_exe (void);
 /* Executes the binary at PATH with ARGV from such a file (husk's
  * `container` verbs start husk-image so: it then needs no re-exec of its
- * own, which would load its 47 libraries twice).  Returns only on
- * failure. */
+ * own, which would load its 47 libraries twice; husk-monitor starts `husk
+ * create` so).  Returns only on failure. */
 int container_exec_sealed (const char *path, char **argv, struct husk_error **err);
 
 /* husk checkpoint / restore (runtime/checkpoint.c), through CRIU: runc's

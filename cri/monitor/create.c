@@ -18,6 +18,7 @@
 #include "husk/cleanup.h"
 #include "husk/util.h"
 #include "cri/monitor/monitor.h"
+#include "runtime/container.h"
 
 /* A runtime that takes longer is hung; huskd's own deadline is shorter. */
 #define CREATE_TIMEOUT_MS (120 * 1000)
@@ -130,7 +131,7 @@ runtime_argv (const struct monitor_options *opts, const char *pid_file, const ch
   return argv;
 }
 
-static void __attribute__ ((noreturn)) exec_runtime (char **argv, const int child_stdio[3])
+static void __attribute__ ((noreturn)) exec_runtime (char **argv, const int child_stdio[3], bool sealed)
 {
   sigset_t none;
 
@@ -141,20 +142,32 @@ static void __attribute__ ((noreturn)) exec_runtime (char **argv, const int chil
   sigemptyset (&none);
   sigprocmask (SIG_SETMASK, &none, NULL);
   signal (SIGPIPE, SIG_DFL);
+  /* Our husk, exec'd from a private read-only overlay of its directory
+   * (else a sealed copy), runs sealed from its first instruction, as its
+   * own re-exec would make it (CVE-2019-5736), one exec sooner.  Where
+   * neither can be made, it re-executes itself. */
+  if (sealed)
+    {
+      struct husk_error *ignored = NULL;
+
+      container_exec_sealed (argv[0], argv, &ignored);
+      husk_error_free (&ignored);
+    }
   execv (argv[0], argv);
   dprintf (2, "husk-monitor: exec `%s`: %s\n", argv[0], strerror (errno));
   _exit (127);
 }
 
 static int
-spawn_runtime (char **argv, int child_stdio[3], struct create_phase *phase, struct husk_error **err)
+spawn_runtime (const struct monitor_options *opts, char **argv, int child_stdio[3],
+               struct create_phase *phase, struct husk_error **err)
 {
   pid_t pid = fork ();
 
   if (pid < 0)
     return husk_error_make (err, errno, "fork for `%s create`", argv[0]);
   if (pid == 0)
-    exec_runtime (argv, child_stdio);
+    exec_runtime (argv, child_stdio, opts->runtime_is_ours);
   phase->runtime_pid = pid;
   return 0;
 }
@@ -360,7 +373,7 @@ run_create (struct monitor *monitor, struct create_phase *phase, struct husk_err
   rc = setup_stdio (monitor, phase, child_stdio, err);
   argv = runtime_argv (opts, opts->pid_file ? opts->pid_file : default_pid_file, console_path);
   if (rc == 0)
-    rc = spawn_runtime (argv, child_stdio, phase, err);
+    rc = spawn_runtime (opts, argv, child_stdio, phase, err);
   /* --start-and-wait: `start` gets them too (runtime_wait.c). */
   if (rc < 0 || !opts->start_and_wait)
     for (int i = 0; i < 3; i++)

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -179,6 +180,18 @@ default_runtime (void)
   return xasprintf ("%s/husk", dirname (self));
 }
 
+/* Whether RUNTIME is the husk installed beside us (the same file), which
+ * create may exec from a private read-only overlay: husk then runs sealed
+ * from the start and skips its own re-exec (runtime/cloned_binary.c). */
+static bool
+is_husk_beside_us (const char *runtime)
+{
+  cleanup_free char *ours = default_runtime ();
+  struct stat a, b;
+
+  return stat (ours, &a) == 0 && stat (runtime, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
 static int
 check_options (struct monitor_options *opts, struct husk_error **err)
 {
@@ -223,7 +236,10 @@ parse_options (int argc, char **argv, struct monitor_options *opts, char **runti
     return husk_error_make (err, 0, "unexpected argument `%s` (see --help)", argv[optind]);
   if (opts->runtime == NULL)
     opts->runtime = *runtime_storage = default_runtime ();
-  return check_options (opts, err);
+  if (check_options (opts, err) < 0)
+    return -1;
+  opts->runtime_is_ours = is_husk_beside_us (opts->runtime);
+  return 0;
 }
 
 /* ------------------------------------------------------------ detaching */

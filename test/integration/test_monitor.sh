@@ -176,6 +176,36 @@ t_sigkill() {
 	assert_eq "SIGKILL: signal 9" 9 "$(exit_field signal)"
 }
 
+# The husk beside the monitor is exec'd from a private read-only overlay
+# (else a sealed copy): it runs sealed from the start, so it skips its own
+# re-exec (CVE-2019-5736; runtime/cloned_binary.c), and the container's
+# init never runs from the binary on disk.  Another runtime binary is exec'd
+# as it is, and a husk elsewhere re-executes itself.
+t_runtime_sealed() {
+	local rtlog=$WORK/sealed-runtime.log other=$WORK/other-bin/husk disk exe
+	disk=$(realpath "$BUILD_DIR/husk")
+	BUNDLE=$(new_bundle)
+	spec_args true
+	start_monitor --runtime-arg --debug --runtime-arg "--log=$rtlog"
+	assert_created "a monitor whose runtime is the husk beside it creates" || return
+	exe=$(readlink "/proc/$CPID/exe")
+	assert_true "the created init does not run from the binary on disk ($exe)" [ "${exe:-$disk}" != "$disk" ]
+	assert_eq "husk create ran sealed from its first exec, and did not re-execute itself" "1 0" \
+		"$(grep -c 'no re-exec' "$rtlog") $(grep -c 're-executing' "$rtlog")"
+	rt delete --force "$CID" >/dev/null 2>&1
+
+	mkdir -p "${other%/*}" && cp "$BUILD_DIR/husk" "$other"
+	BUNDLE=$(new_bundle)
+	spec_args true
+	start_monitor --runtime "$other" --runtime-arg --debug --runtime-arg "--log=$rtlog.other"
+	assert_created "a monitor whose runtime is another husk binary creates" || return
+	exe=$(readlink "/proc/$CPID/exe")
+	assert_true "its init does not run from that binary on disk either ($exe)" [ "${exe:-$other}" != "$other" ]
+	assert_eq "that husk was exec'd as it is, re-executed itself, then ran sealed" "1 1" \
+		"$(grep -c 'no re-exec' "$rtlog.other") $(grep -c 're-executing' "$rtlog.other")"
+	rt delete --force "$CID" >/dev/null 2>&1
+}
+
 # huskd may be killed at any time: its monitors and containers go on.
 t_starter_killed() {
 	local sync starter args
@@ -655,7 +685,7 @@ t_attach_slow_client() {
 	assert_eq "messages are at most 1 + 32 KiB" yes "$([ "$(attach_field reader max_message)" -le 32769 ] && echo yes)"
 }
 
-for t in t_stdout_stderr_exit_code t_sigkill t_starter_killed t_signal_state t_log_reopen t_log_disk_full t_long_lines t_stdin \
+for t in t_stdout_stderr_exit_code t_sigkill t_runtime_sealed t_starter_killed t_signal_state t_log_reopen t_log_disk_full t_long_lines t_stdin \
 	t_terminal t_fds t_create_error t_oom t_attach_streams t_attach_stdin t_attach_terminal t_attach_no_stdin \
 	t_attach_slow_client; do
 	run_test "$t"
