@@ -153,7 +153,8 @@ run_integration_tests() {
 	# shellcheck source=hack/cni-rules.sh
 	. "$test_dir/../hack/cni-rules.sh" && cni_sweep_dead_runs
 	mapfile -t new_parents < <(missing_cgroup_parents)
-	# shellcheck disable=SC2064 # the list is fixed now
+	# At exit, also an interrupted one (the list is fixed now: SC2064).
+	# shellcheck disable=SC2064
 	trap "remove_cgroup_parents ${new_parents[*]}" EXIT
 	for script in "$test_dir"/integration/${HUSK_INTEGRATION_TESTS:-test_*}.sh; do
 		[ -f "$script" ] || continue
@@ -195,7 +196,6 @@ run_integration_tests() {
 		     { show = 0 }
 		     /^ok .*# SKIP/ { print "    " $0 }' "$log" | head -n 200
 	done
-	remove_cgroup_parents "${new_parents[@]}"
 }
 
 if [ "$run_unit" = yes ]; then

@@ -462,6 +462,41 @@ require_runtime() {
 	echo "# $TEST_NAME: runtime $RUNTIME, state $ROOT"
 }
 
+# Whether RUNTIME is husk (other runc-compatible runtimes may drive the
+# suites; husk-only checks skip for them).
+runtime_is_husk() {
+	"$RUNTIME" --version 2>/dev/null | grep -q '^husk'
+}
+
+# A starter that leaves signals as some callers do (supervisors, nohup,
+# shells' background jobs, huskd's gRPC threads): it ignores IGNORED,
+# blocks BLOCKED (names without SIG, space-separated; IGNORED "all" is
+# every signal a process may ignore, glibc's own 32 and 33 included,
+# through the raw rt_sigaction that Python refuses them to), then execs
+# COMMAND, which inherits both:
+#   "${SIGNAL_STARTER[@]}" IGNORED BLOCKED COMMAND...
+# An array, not a function, so that `timeout` can run it.
+SIGNAL_STARTER=("$PY" -c '
+import ctypes, os, signal, sys
+ignored, blocked, argv = sys.argv[1].split(), sys.argv[2].split(), sys.argv[3:]
+libc = ctypes.CDLL(None, use_errno=True)
+class SigAction(ctypes.Structure):
+    _fields_ = [("handler", ctypes.c_void_p), ("flags", ctypes.c_ulong), ("restorer", ctypes.c_void_p),
+                ("mask", ctypes.c_uint64)]
+nr = {"x86_64": 13, "aarch64": 134}.get(os.uname().machine)  # rt_sigaction
+if ignored == ["all"]:
+    numbers = [s for s in range(1, 65)
+               if s not in (signal.SIGKILL, signal.SIGSTOP) and (nr is not None or s not in (32, 33))]
+else:
+    numbers = [signal.Signals["SIG" + name] for name in ignored]
+for s in numbers:
+    if nr is None:
+        signal.signal(s, signal.SIG_IGN)
+    elif libc.syscall(nr, s, ctypes.byref(SigAction(1, 0, None, 0)), None, 8) != 0:  # SIG_IGN
+        sys.exit(f"rt_sigaction({s}): errno {ctypes.get_errno()}")
+signal.pthread_sigmask(signal.SIG_BLOCK, {signal.Signals["SIG" + name] for name in blocked})
+os.execv(argv[0], argv)')
+
 host_ns() { # TYPE -> our own namespace link, e.g. net:[4026531992]
 	readlink "/proc/self/ns/$1"
 }

@@ -279,10 +279,6 @@ init_exe() { # ID -> the created container's init's /proc/PID/exe
 	readlink "/proc/$(rt state "$1" | sed -n 's/.*"pid": *\([0-9]*\).*/\1/p')/exe"
 }
 
-runtime_is_husk() {
-	"$RUNTIME" --version 2>/dev/null | grep -q '^husk'
-}
-
 t_cve_2019_5736_ro_binary() {
 	local copy before b result
 	copy=$(ro_runtime_copy runtime-copy-ro) || {

@@ -40,10 +40,7 @@ PY
 start_huskd() { # LOG ARGS...: huskd on SOCK, its pid in E2E/huskd.pid
 	local log=$1 starter=()
 	shift
-	[ "${HUSKD_STARTER:-}" = ignore-sigchld ] && starter=("$PY" -c '
-import os, signal, sys
-signal.signal(signal.SIGCHLD, signal.SIG_IGN)
-os.execv(sys.argv[1], sys.argv[1:])')
+	[ "${HUSKD_STARTER:-}" = ignore-sigchld ] && starter=("${SIGNAL_STARTER[@]}" CHLD "")
 	"${starter[@]}" "$HUSKD" --listen "unix://$SOCK" --root "$E2E/root" --state "$E2E/state" --config "$E2E/config.json" \
 		"$@" >"$log" 2>&1 &
 	echo $! >"$E2E/huskd.pid"

@@ -100,23 +100,7 @@ t_run_leftover_process() {
 # before husk can wait for them: `run` and `exec` hung there until husk put
 # it back to the default (crun still hangs; runc does not).
 rt_ignoring_signals() { # ARGS...
-	timeout -k 5 "$RT_TIMEOUT" "$PY" -c '
-import ctypes, os, signal, sys
-libc = ctypes.CDLL(None, use_errno=True)
-class SigAction(ctypes.Structure):
-    _fields_ = [("handler", ctypes.c_void_p), ("flags", ctypes.c_ulong), ("restorer", ctypes.c_void_p),
-                ("mask", ctypes.c_uint64)]
-ignore = SigAction(1, 0, None, 0)  # SIG_IGN
-nr = {"x86_64": 13, "aarch64": 134}.get(os.uname().machine)  # rt_sigaction
-for s in range(1, 65):
-    if s in (signal.SIGKILL, signal.SIGSTOP) or (nr is None and s in (32, 33)):
-        continue
-    if nr is None:
-        signal.signal(s, signal.SIG_IGN)
-    elif libc.syscall(nr, s, ctypes.byref(ignore), None, 8) != 0:
-        sys.exit(f"rt_sigaction({s}): errno {ctypes.get_errno()}")
-signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})
-os.execv(sys.argv[1], sys.argv[1:])' "$RUNTIME" --root "$ROOT" "$@"
+	timeout -k 5 "$RT_TIMEOUT" "${SIGNAL_STARTER[@]}" all "TERM INT" "$RUNTIME" --root "$ROOT" "$@"
 }
 
 t_caller_signals() {

@@ -262,12 +262,7 @@ t_signal_state() {
 	EXIT_FILE=$EXIT_DIR/$CID
 	defer "kill_monitor $CID"
 	mapfile -t args < <(monitor_args "$CID")
-	SYNC=$("$PY" -c '
-import os, signal, sys
-signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT, signal.SIGCHLD})
-for s in (signal.SIGINT, signal.SIGQUIT, signal.SIGPIPE, signal.SIGHUP, signal.SIGCHLD):
-    signal.signal(s, signal.SIG_IGN)
-os.execv(sys.argv[1], sys.argv[1:])' "$MONITOR" "${args[@]}")
+	SYNC=$("${SIGNAL_STARTER[@]}" "INT QUIT PIPE HUP CHLD" "TERM INT CHLD" "$MONITOR" "${args[@]}")
 	CPID=$(printf '%s' "$SYNC" | json_get pid 2>/dev/null)
 	if [ -z "$CPID" ]; then
 		not_ok "a starter with signals blocked and ignored starts the monitor" "report: $SYNC"

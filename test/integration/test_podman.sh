@@ -47,10 +47,6 @@ if ! prlimit --pid $$ --nofile=1048576:1048576 2>/dev/null; then
 	diag "this host refuses RLIMIT_NOFILE 1048576 (no CAP_SYS_RESOURCE): runs pass ${LIMITS[*]}"
 fi
 
-is_husk() {
-	"$RUNTIME" --version 2>/dev/null | grep -q '^husk'
-}
-
 capture() { # ARGS...: sets OUT and RC; a failure's stderr goes to the log
 	OUT=$("$@" 2>"$PM/err")
 	RC=$?
@@ -77,7 +73,7 @@ t_detached() {
 	capture pm run -d --name "$NAME" --network none "${LIMITS[@]}" "$IMAGE" sleep 1000
 	assert_rc "podman run -d" 0 "$RC" || return
 	id=$OUT
-	if is_husk; then
+	if runtime_is_husk; then
 		assert_true "husk keeps the container's state in its default root" test -d "/run/husk/runtime/$id"
 	fi
 	assert_eq "podman inspect: running" running "$(pm inspect -f '{{.State.Status}}' "$NAME")"
@@ -95,7 +91,7 @@ t_detached() {
 	capture pm rm "$NAME"
 	assert_rc "podman rm" 0 "$RC"
 	# podman gives the runtime no --root: husk's default, as runc's /run/runc.
-	if is_husk; then
+	if runtime_is_husk; then
 		assert_true "podman rm: husk has no state left for it" test ! -e "/run/husk/runtime/$id"
 	fi
 }
