@@ -36,9 +36,10 @@ struct huskd_runtime
   /* Found by cri/runtime_probe.c when huskd starts: */
   bool console_size; /* `exec --console-size` (husk's extension, in its features) */
   char *unusable;    /* why it cannot run containers here; NULL: it can */
-  /* ExecSync from huskd itself (cri/container/exec_sync.c): 0 not known
-   * yet, 1 yes (the binary is this build's husk), -1 no. */
-  int in_process_exec;
+  /* ExecSync's exec and a stop's kill from huskd itself
+   * (cri_runtime_in_process): 0 not known yet, 1 yes (the binary is this
+   * build's husk), -1 no. */
+  int in_process;
 };
 
 struct huskd_config

@@ -22,9 +22,9 @@
 #define EXEC_ARG_MAX (32 * 4096)
 
 bool
-cri_exec_in_process (const struct huskd_runtime *rt)
+cri_runtime_in_process (const struct huskd_runtime *rt)
 {
-  int known = __atomic_load_n (&rt->in_process_exec, __ATOMIC_RELAXED);
+  int known = __atomic_load_n (&rt->in_process, __ATOMIC_RELAXED);
 
   if (known == 0)
     {
@@ -37,7 +37,7 @@ cri_exec_in_process (const struct huskd_runtime *rt)
                       && !(off && strcmp (off, "1") == 0) && husk_strv_len (rt->args) == 0 && !rt->owns_pod
                   ? 1
                   : -1;
-      __atomic_store_n (&((struct huskd_runtime *) rt)->in_process_exec, known, __ATOMIC_RELAXED);
+      __atomic_store_n (&((struct huskd_runtime *) rt)->in_process, known, __ATOMIC_RELAXED);
     }
   return known > 0;
 }

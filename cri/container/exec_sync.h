@@ -12,8 +12,9 @@
 #include "husk/error.h"
 
 /* True when RT's binary is the husk installed with this huskd (the same
- * build reads the same state), unless HUSKD_EXEC_VIA_RUNTIME=1. */
-bool cri_exec_in_process (const struct huskd_runtime *rt);
+ * build reads the same state), so huskd may do `husk exec`'s and `husk
+ * kill`'s work itself, unless HUSKD_EXEC_VIA_RUNTIME=1 (then it runs them). */
+bool cri_runtime_in_process (const struct huskd_runtime *rt);
 
 /* Runs CMD in container ID of RT as cri_child_run does (RUN's timeout,
  * output_max and pid_file, written once the process exists; its output

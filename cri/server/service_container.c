@@ -43,7 +43,6 @@
 #include "husk/util.h"
 #include "image/images.h"
 #include "image/snapshot.h"
-#include "image/snapshot.h"
 #include "runtime/cgroup/cgroup.h"
 #include "runtime/container.h"
 
@@ -1186,6 +1185,26 @@ release_rootfs (struct cri_service *svc, const char *id)
     husk_warn ("container %s: unmount `%s`: %s", id, merged, strerror (errno));
 }
 
+/* `RUNTIME kill [--all] ID SIG`.  For this build's husk huskd does the
+ * same container_kill itself, from the runtime's state under its --root:
+ * a pod's stop starts no runtime process for it (each start is an exec of
+ * husk, ~1-2 ms of CPU here). */
+static int
+kill_container (const struct huskd_runtime *rt, const char *id, int sig, bool all, struct husk_error **err)
+{
+  char signal_arg[16];
+
+  if (cri_runtime_in_process (rt))
+    {
+      const struct runtime_ctx ctx = { .root = rt->root };
+      return container_kill (&ctx, id, sig, all, err);
+    }
+  if (all && sig == SIGKILL)
+    return cri_run_runtime (rt, (const char *[]){ "kill", "--all", id, "KILL", NULL }, err);
+  snprintf (signal_arg, sizeof signal_arg, "%d", sig);
+  return cri_run_runtime (rt, (const char *[]){ "kill", id, signal_arg, NULL }, err);
+}
+
 /* The stop signal, TIMEOUT seconds for the exit file, then SIGKILL to
  * every process of the container.  Stopping a stopped one is a no-op. */
 static int
@@ -1194,7 +1213,6 @@ stop_container (struct cri_service *svc, const char *id, int64_t timeout, struct
   struct cri_container *c = NULL;
   const struct huskd_runtime *rt;
   struct husk_error *ignored = NULL;
-  char signal_arg[16];
   int ret = 0;
 
   if (container_lookup (svc->containers, id, &c, err) < 0)
@@ -1216,15 +1234,14 @@ stop_container (struct cri_service *svc, const char *id, int64_t timeout, struct
    * itself (or records the exit now when the init is gone too). */
   if (!cri_monitor_alive (c))
     cri_monitor_lost (svc, c);
-  snprintf (signal_arg, sizeof signal_arg, "%d", stop_signal_of (c));
   /* A kill that fails because the process is gone already is fine.  No
    * grace period (StopPodSandbox, RemoveContainer): SIGKILL at once, as
    * containerd does. */
-  if (timeout > 0 && cri_run_runtime (rt, (const char *[]){ "kill", c->id, signal_arg, NULL }, &ignored) < 0)
+  if (timeout > 0 && kill_container (rt, c->id, stop_signal_of (c), false, &ignored) < 0)
     husk_error_free (&ignored);
   if (timeout <= 0 || !wait_exit_file (svc, c->id, timeout * 1000))
     {
-      if (cri_run_runtime (rt, (const char *[]){ "kill", "--all", c->id, "KILL", NULL }, &ignored) < 0)
+      if (kill_container (rt, c->id, SIGKILL, true, &ignored) < 0)
         husk_error_free (&ignored);
       if (!wait_exit_file (svc, c->id, KILL_GRACE_MS))
         ret = husk_error_kind (err, ETIMEDOUT, "container %s did not exit after SIGKILL", c->id);
@@ -1550,7 +1567,7 @@ exec_sync (struct cri_service *svc, const Runtime__V1__ExecSyncRequest *req, str
 
       /* The pid file lets the next huskd kill what a killed one ran. */
       run->pid_file = pid_file;
-      if (!cri_exec_in_process (rt) || (ret = exec_sync_in_process (rt, c->id, req, run, err)) > 0)
+      if (!cri_runtime_in_process (rt) || (ret = exec_sync_in_process (rt, c->id, req, run, err)) > 0)
         {
           argv = cri_runtime_argv (rt, (const char *[]){ "exec", "--pid-file", pid_file, c->id, NULL },
                                    req->n_cmd);

@@ -8,12 +8,14 @@ namespaces equal its init's and what `husk exec` gives; plus failures (no
 such command, a directory, a signal, an argument too long), the pid file,
 a huskd that runs from a sealed copy, its exec helper (its memory over
 2,000 calls, a frozen container that must not hold it, and huskd's own
-fork once the helper is killed), and HUSKD_EXEC_VIA_RUNTIME=1.  Prints TAP lines.
+fork once the helper is killed), HUSKD_EXEC_VIA_RUNTIME=1, and a stop's kill
+done by huskd itself.  Prints TAP lines.
 
   cri_exec_probe.py HUSKD REGISTRY WORKDIR
 """
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -374,6 +376,41 @@ def test_via_runtime(c, s):
        "HUSKD_EXEC_VIA_RUNTIME=1: ExecSync runs `husk exec` (its parent), same confinement", parent)
 
 
+def test_kill_in_process(c, s):
+    """A pod's stop kills the husk handler's containers from huskd itself
+    (service_container.c kill_container): with the husk beside huskd made
+    unexecutable, StopContainer still kills.  Another huskd of the same
+    build, from a copy of its directory, so build/ is never touched."""
+    cri_client.stop_huskd(s["proc"])
+    bindir = os.path.join(WORK, "bin")
+    os.makedirs(bindir, exist_ok=True)
+    for name in os.listdir(os.path.dirname(HUSKD)):
+        src = os.path.join(os.path.dirname(HUSKD), name)
+        if os.path.isfile(src) and os.access(src, os.X_OK) and name.startswith("husk"):
+            shutil.copy2(src, bindir)
+    husk = os.path.join(bindir, "husk")
+    s["proc"] = cri_client.start_huskd(os.path.join(bindir, "huskd"), WORK, SOCK, ROOT, STATE,
+                                       os.path.join(WORK, "config.json"))
+    c.reconnect()
+    cfg = cri_client.pod_config("probe", LOGS)
+    cid = c.create(s["pod"], cri_client.container_config("killed", IMAGE, ["sleep 1000"]), cfg)
+    c.start(cid)
+    try:
+        os.chmod(husk, 0o644)
+        try:
+            c.stop(cid, timeout=0)
+            stopped = None
+        except Exception as e:  # noqa: BLE001  the failure is the finding
+            stopped = repr(e)
+        st = c.status(cid)
+        ok(stopped is None and st.state == pb.CONTAINER_EXITED and st.exit_code == 137,
+           "StopContainer kills a husk container from huskd itself: no `husk kill` (the binary is not executable)",
+           (stopped, st.state, st.exit_code))
+    finally:
+        os.chmod(husk, 0o755)
+    c.remove(cid)
+
+
 def main():
     # SIGHUP ignored by huskd's starter (nohup, a supervisor) must not reach
     # what ExecSync runs: test_same_as_init checks SigIgn.
@@ -391,7 +428,7 @@ def main():
         for test in (test_same_as_init, test_namespaces_and_cgroup_on_host, test_same_as_husk_exec, test_failures,
                      test_pid_file, test_sealed_huskd, test_helper_memory, test_frozen_container, test_stuck_helper,
                      test_helper,
-                     test_via_runtime):
+                     test_via_runtime, test_kill_in_process):
             try:
                 test(c, s, cfg) if test is test_frozen_container else test(c, s)
             except Exception as e:  # a crash of one test is one failure
