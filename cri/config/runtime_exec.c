@@ -453,6 +453,27 @@ cri_helper_path (const char *name)
   return xasprintf ("%s/%s", dirname (self), name);
 }
 
+bool
+cri_runtime_in_process (const struct huskd_runtime *rt)
+{
+  int known = __atomic_load_n (&rt->in_process, __ATOMIC_RELAXED);
+
+  if (known == 0)
+    {
+      cleanup_free char *ours = cri_helper_path ("husk");
+      cleanup_free char *ours_real = realpath (ours, NULL);
+      cleanup_free char *theirs_real = realpath (rt->path, NULL);
+      const char *off = getenv ("HUSKD_EXEC_VIA_RUNTIME");
+
+      known = ours_real && theirs_real && strcmp (ours_real, theirs_real) == 0
+                      && !(off && strcmp (off, "1") == 0) && husk_strv_len (rt->args) == 0 && !rt->owns_pod
+                  ? 1
+                  : -1;
+      __atomic_store_n (&((struct huskd_runtime *) rt)->in_process, known, __ATOMIC_RELAXED);
+    }
+  return known > 0;
+}
+
 const struct huskd_runtime *
 cri_runtime_for (const struct huskd_config *cfg, const char *handler, struct husk_error **err)
 {

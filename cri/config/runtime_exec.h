@@ -86,6 +86,13 @@ const struct huskd_runtime *cri_runtime_for (const struct huskd_config *cfg, con
  * husk-pause), or NAME for a PATH lookup when /proc/self/exe is unknown. */
 char *cri_helper_path (const char *name);
 
+/* True when RT's binary is the husk installed with this huskd (the same
+ * build reads the same state), so huskd may do `husk exec`'s and `husk
+ * kill`'s work itself, unless HUSKD_EXEC_VIA_RUNTIME=1 (then it runs them).
+ * Decided once, by path: a husk replaced in place is taken for the same
+ * build, so an upgrade restarts huskd with its husk (both ship together). */
+bool cri_runtime_in_process (const struct huskd_runtime *rt);
+
 /* CLOCK_REALTIME in nanoseconds (CRI timestamps), CLOCK_MONOTONIC in ms. */
 int64_t cri_now_ns (void);
 int64_t cri_monotonic_ms (void);

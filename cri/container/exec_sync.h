@@ -11,11 +11,6 @@
 #include "cri/config/runtime_exec.h"
 #include "husk/error.h"
 
-/* True when RT's binary is the husk installed with this huskd (the same
- * build reads the same state), so huskd may do `husk exec`'s and `husk
- * kill`'s work itself, unless HUSKD_EXEC_VIA_RUNTIME=1 (then it runs them). */
-bool cri_runtime_in_process (const struct huskd_runtime *rt);
-
 /* Runs CMD in container ID of RT as cri_child_run does (RUN's timeout,
  * output_max and pid_file, written once the process exists; its output
  * and wait status filled in).  0 done, -1 failed

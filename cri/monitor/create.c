@@ -142,10 +142,11 @@ static void __attribute__ ((noreturn)) exec_runtime (char **argv, const int chil
   sigemptyset (&none);
   sigprocmask (SIG_SETMASK, &none, NULL);
   signal (SIGPIPE, SIG_DFL);
-  /* Our husk, exec'd from a private read-only overlay of its directory
-   * (else a sealed copy), runs sealed from its first instruction, as its
-   * own re-exec would make it (CVE-2019-5736), one exec sooner.  Where
-   * neither can be made, it re-executes itself. */
+  /* Our husk's create, exec'd from a private read-only overlay of its
+   * directory (else a sealed copy), runs sealed from its first
+   * instruction, as its own re-exec would make it (CVE-2019-5736), one
+   * exec sooner.  Where neither can be made, it re-executes itself.
+   * (restore re-executes nothing: it is exec'd as it is.) */
   if (sealed)
     {
       struct husk_error *ignored = NULL;
@@ -167,7 +168,7 @@ spawn_runtime (const struct monitor_options *opts, char **argv, int child_stdio[
   if (pid < 0)
     return husk_error_make (err, errno, "fork for `%s create`", argv[0]);
   if (pid == 0)
-    exec_runtime (argv, child_stdio, opts->runtime_is_ours);
+    exec_runtime (argv, child_stdio, opts->runtime_is_ours && opts->restore_dir == NULL);
   phase->runtime_pid = pid;
   return 0;
 }

@@ -29,7 +29,7 @@ struct monitor_options
   const char *restore_dir;      /* a CRIU image: restore the container from it, not create */
   char **runtime_args;          /* --runtime-arg: global flags after --root; NULL-terminated or NULL */
   bool start_and_wait;          /* runtime_wait.c: we run `start`, and `wait` tells the exit */
-  bool runtime_is_ours;         /* RUNTIME is the husk beside us: create execs it sealed */
+  bool runtime_is_ours;         /* RUNTIME is the husk beside us: `create` is exec'd sealed */
   long long log_max_size;
   bool stdin_pipe;
   bool terminal;

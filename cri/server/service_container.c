@@ -1187,8 +1187,8 @@ release_rootfs (struct cri_service *svc, const char *id)
 
 /* `RUNTIME kill [--all] ID SIG`.  For this build's husk huskd does the
  * same container_kill itself, from the runtime's state under its --root:
- * a pod's stop starts no runtime process for it (each start is an exec of
- * husk, ~1-2 ms of CPU here). */
+ * a pod's stop starts no runtime process for it (a `husk kill --all` is
+ * an exec of husk, ~2 ms of CPU here). */
 static int
 kill_container (const struct huskd_runtime *rt, const char *id, int sig, bool all, struct husk_error **err)
 {
@@ -1199,9 +1199,12 @@ kill_container (const struct huskd_runtime *rt, const char *id, int sig, bool al
       const struct runtime_ctx ctx = { .root = rt->root };
       return container_kill (&ctx, id, sig, all, err);
     }
-  if (all && sig == SIGKILL)
-    return cri_run_runtime (rt, (const char *[]){ "kill", "--all", id, "KILL", NULL }, err);
-  snprintf (signal_arg, sizeof signal_arg, "%d", sig);
+  if (sig == SIGKILL)
+    snprintf (signal_arg, sizeof signal_arg, "KILL");
+  else
+    snprintf (signal_arg, sizeof signal_arg, "%d", sig);
+  if (all)
+    return cri_run_runtime (rt, (const char *[]){ "kill", "--all", id, signal_arg, NULL }, err);
   return cri_run_runtime (rt, (const char *[]){ "kill", id, signal_arg, NULL }, err);
 }
 

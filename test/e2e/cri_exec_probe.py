@@ -366,8 +366,10 @@ def test_helper(c, s):
 def test_via_runtime(c, s):
     cri_client.stop_huskd(s["proc"])
     os.environ["HUSKD_EXEC_VIA_RUNTIME"] = "1"
-    s["proc"] = cri_client.start_huskd(HUSKD, WORK, SOCK, ROOT, STATE, os.path.join(WORK, "config.json"))
-    del os.environ["HUSKD_EXEC_VIA_RUNTIME"]
+    try:
+        s["proc"] = cri_client.start_huskd(HUSKD, WORK, SOCK, ROOT, STATE, os.path.join(WORK, "config.json"))
+    finally:
+        del os.environ["HUSKD_EXEC_VIA_RUNTIME"]
     c.reconnect()
     cid = s["cid"]
     parent = with_running_exec(c, cid, lambda p: open(f"/proc/{ppid_of(p)}/cmdline", "rb").read().split(b"\0"))
@@ -376,11 +378,22 @@ def test_via_runtime(c, s):
        "HUSKD_EXEC_VIA_RUNTIME=1: ExecSync runs `husk exec` (its parent), same confinement", parent)
 
 
+def stop_without_runtime(c, cid, timeout):
+    """StopContainer(TIMEOUT): None, or its error."""
+    try:
+        c.stop(cid, timeout=timeout)
+        return None
+    except Exception as e:  # noqa: BLE001  the failure is the finding
+        return repr(e)
+
+
 def test_kill_in_process(c, s):
-    """A pod's stop kills the husk handler's containers from huskd itself
+    """A stop kills the husk handler's containers from huskd itself
     (service_container.c kill_container): with the husk beside huskd made
-    unexecutable, StopContainer still kills.  Another huskd of the same
-    build, from a copy of its directory, so build/ is never touched."""
+    unexecutable, StopContainer still sends the stop signal (a graceful
+    stop) and SIGKILL to the whole container (timeout 0).  Another huskd of
+    the same build, from a copy of its directory, so build/ is never
+    touched."""
     cri_client.stop_huskd(s["proc"])
     bindir = os.path.join(WORK, "bin")
     os.makedirs(bindir, exist_ok=True)
@@ -393,22 +406,29 @@ def test_kill_in_process(c, s):
                                        os.path.join(WORK, "config.json"))
     c.reconnect()
     cfg = cri_client.pod_config("probe", LOGS)
-    cid = c.create(s["pod"], cri_client.container_config("killed", IMAGE, ["sleep 1000"]), cfg)
-    c.start(cid)
+    killed = c.create(s["pod"], cri_client.container_config("killed", IMAGE, ["sleep 1000"]), cfg)
+    # pid 1 ignores SIGTERM unless it handles it: this one exits 143 on it.
+    termed = c.create(s["pod"], cri_client.container_config(
+        "termed", IMAGE, ["trap 'exit 143' TERM; while :; do sleep 0.1; done"]), cfg)
     try:
+        c.start(killed)
+        c.start(termed)
         os.chmod(husk, 0o644)
-        try:
-            c.stop(cid, timeout=0)
-            stopped = None
-        except Exception as e:  # noqa: BLE001  the failure is the finding
-            stopped = repr(e)
-        st = c.status(cid)
+        stopped = stop_without_runtime(c, killed, 0)
+        st = c.status(killed)
         ok(stopped is None and st.state == pb.CONTAINER_EXITED and st.exit_code == 137,
-           "StopContainer kills a husk container from huskd itself: no `husk kill` (the binary is not executable)",
+           "StopContainer(0) SIGKILLs a husk container from huskd itself: no `husk kill` (the binary is not "
+           "executable)", (stopped, st.state, st.exit_code))
+        # Without the stop signal it would be SIGKILLed after 20 s: 137.
+        stopped = stop_without_runtime(c, termed, 20)
+        st = c.status(termed)
+        ok(stopped is None and st.state == pb.CONTAINER_EXITED and st.exit_code == 143,
+           "StopContainer(20) sends the stop signal from huskd itself, and the container exits on it (143)",
            (stopped, st.state, st.exit_code))
     finally:
         os.chmod(husk, 0o755)
-    c.remove(cid)
+        for cid in (killed, termed):
+            c.remove(cid)
 
 
 def main():

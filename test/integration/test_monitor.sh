@@ -183,7 +183,11 @@ t_sigkill() {
 # as it is, and a husk elsewhere re-executes itself.
 t_runtime_sealed() {
 	local rtlog=$WORK/sealed-runtime.log other=$WORK/other-bin/husk disk exe
-	disk=$(realpath "$BUILD_DIR/husk")
+	disk=$(realpath "$(dirname "$MONITOR")/husk")
+	if [ ! "$RUNTIME" -ef "$disk" ]; then
+		skip "the monitor execs the husk beside it sealed" "RUNTIME $RUNTIME is not the husk beside $MONITOR"
+		return
+	fi
 	BUNDLE=$(new_bundle)
 	spec_args true
 	start_monitor --runtime-arg --debug --runtime-arg "--log=$rtlog"
@@ -194,7 +198,7 @@ t_runtime_sealed() {
 		"$(grep -c 'no re-exec' "$rtlog") $(grep -c 're-executing' "$rtlog")"
 	rt delete --force "$CID" >/dev/null 2>&1
 
-	mkdir -p "${other%/*}" && cp "$BUILD_DIR/husk" "$other"
+	mkdir -p "${other%/*}" && cp "$disk" "$other"
 	BUNDLE=$(new_bundle)
 	spec_args true
 	start_monitor --runtime "$other" --runtime-arg --debug --runtime-arg "--log=$rtlog.other"
