@@ -180,13 +180,12 @@ default_runtime (void)
   return xasprintf ("%s/husk", dirname (self));
 }
 
-/* Whether RUNTIME is the husk installed beside us (the same file), which
- * create may exec from a private read-only overlay: husk then runs sealed
- * from the start and skips its own re-exec (runtime/cloned_binary.c). */
+/* Whether RUNTIME is OURS, the husk installed beside us (the same file),
+ * which create may exec from a private read-only overlay: husk then runs
+ * sealed from the start and skips its own re-exec (runtime/cloned_binary.c). */
 static bool
-is_husk_beside_us (const char *runtime)
+is_husk_beside_us (const char *runtime, const char *ours)
 {
-  cleanup_free char *ours = default_runtime ();
   struct stat a, b;
 
   return stat (ours, &a) == 0 && stat (runtime, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
@@ -234,11 +233,12 @@ parse_options (int argc, char **argv, struct monitor_options *opts, char **runti
     }
   if (optind < argc)
     return husk_error_make (err, 0, "unexpected argument `%s` (see --help)", argv[optind]);
+  *runtime_storage = default_runtime ();
   if (opts->runtime == NULL)
-    opts->runtime = *runtime_storage = default_runtime ();
+    opts->runtime = *runtime_storage;
   if (check_options (opts, err) < 0)
     return -1;
-  opts->runtime_is_ours = is_husk_beside_us (opts->runtime);
+  opts->runtime_is_ours = is_husk_beside_us (opts->runtime, *runtime_storage);
   return 0;
 }
 
